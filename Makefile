@@ -1,0 +1,49 @@
+# ptvisor — top-level Makefile.
+#
+#   make            build loader, vmm.elf, guest image, ESP image
+#   make run        boot the guest under the VMM in the best vehicle available
+#   make test       the whole test ladder (host unit tests, fuzz smoke, QEMU, Bochs)
+#   make bench      benchmarks that print figures
+#   make fuzz       long fuzzing runs (FUZZ_SECONDS per fuzzer)
+#   make usb        dd-able USB image: build/ptvisor-usb.img
+#
+# Each area keeps its rules in mk/<area>.mk; this file only wires them.
+
+BUILD   ?= build
+V       ?= 0
+Q       := $(if $(filter 1,$(V)),,@)
+
+.DEFAULT_GOAL := all
+.PHONY: all run run-kvm test bench fuzz usb clean deps format
+
+ALL_TARGETS   :=
+TEST_TARGETS  :=
+BENCH_TARGETS :=
+FUZZ_TARGETS  :=
+
+include $(sort $(wildcard mk/*.mk))
+
+all: $(ALL_TARGETS)
+
+# Run every test layer, keep going past failures, then print one summary line.
+test:
+	$(Q)tools/deps.sh check-or-install
+	$(Q)rm -rf $(BUILD)/results && mkdir -p $(BUILD)/results
+	$(Q)$(MAKE) --no-print-directory -k $(TEST_TARGETS) || true
+	$(Q)tests/summary.sh $(BUILD)/results
+
+bench:
+	$(Q)tools/deps.sh check-or-install
+	$(Q)$(MAKE) --no-print-directory $(BENCH_TARGETS)
+
+fuzz:
+	$(Q)$(MAKE) --no-print-directory $(FUZZ_TARGETS)
+
+deps:
+	$(Q)tools/deps.sh check-or-install
+
+format:
+	$(Q)git ls-files '*.c' '*.h' | xargs clang-format -i
+
+clean:
+	rm -rf $(BUILD)

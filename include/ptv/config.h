@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Parsed ptvisor configuration (\ptvisor\ptvisor.cfg).
+ *
+ * Shared by the loader (which parses the file, boot/config.c), the VMM (which
+ * receives it inside struct ptv_handoff) and host tests.  Plain C, fixed-size,
+ * no pointers: it is copied across the loader/VMM boundary as bytes.
+ */
+#ifndef PTV_CONFIG_H
+#define PTV_CONFIG_H
+
+#include <stdint.h>
+
+#define PTV_CFG_PATH_MAX    128
+#define PTV_CFG_CMDLINE_MAX 512
+
+enum ptv_pt_mode {
+    PTV_PT_AUTO = 0,   /* best mode the CPU allows */
+    PTV_PT_OFF,        /* nobody traces; guest sees no PT */
+    PTV_PT_SYSTEM,     /* the VMM traces the guest */
+    PTV_PT_HOST_GUEST, /* the guest owns PT (hardware-GPA or shadow ToPA) */
+};
+
+enum ptv_on_no_vmx {
+    PTV_NO_VMX_BOOT = 0, /* boot the guest natively */
+    PTV_NO_VMX_HALT,     /* stop with a message */
+};
+
+enum ptv_crash_action {
+    PTV_CRASH_HALT = 0, /* dump, then halt the CPU */
+    PTV_CRASH_REBOOT,   /* dump, then reset the machine */
+    PTV_CRASH_POWEROFF, /* dump, then power off (emulators: leave) */
+};
+
+enum ptv_log_level {
+    PTV_LOG_ERROR = 0,
+    PTV_LOG_WARN,
+    PTV_LOG_INFO,
+    PTV_LOG_DEBUG,
+};
+
+/* trace filters (pt_filter): which CPLs the VMM's own trace records */
+#define PTV_TRACE_OS   (1u << 0)
+#define PTV_TRACE_USER (1u << 1)
+
+/* dump triggers (dump_on): when the VMM dumps its trace window */
+#define PTV_DUMP_CRASH  (1u << 0) /* guest triple fault / crash */
+#define PTV_DUMP_VMCALL (1u << 1) /* guest asks with VMCALL */
+
+struct ptv_config {
+    uint16_t serial_port;    /* serial_port = 0x3f8 (0 = no serial output) */
+    uint16_t _pad0;
+    uint32_t serial_baud;    /* serial_baud = 115200 */
+    uint32_t pt_mode;        /* enum ptv_pt_mode, pt_mode = auto */
+    uint32_t trace_filter;   /* PTV_TRACE_*, pt_filter = os,user */
+    uint64_t trace_buf_size; /* pt_buffer = 4M (bytes, power of two, >= 4 KiB) */
+    uint64_t trace_cr3;      /* pt_cr3 = 0 (0 = no CR3 filter) */
+    uint32_t dump_on;        /* PTV_DUMP_*, dump_on = crash,vmcall */
+    uint32_t log_level;      /* enum ptv_log_level, log_level = info */
+    uint64_t pool_size;      /* vmm_pool = 32M */
+    uint32_t on_no_vmx;      /* enum ptv_on_no_vmx, on_no_vmx = boot */
+    uint32_t crash_action;   /* enum ptv_crash_action, on_crash = halt */
+    uint32_t start_vmm;      /* vmm = on|off (off: boot natively, for comparisons) */
+    uint32_t _pad1;
+    char guest_path[PTV_CFG_PATH_MAX];  /* guest = \ptvisor\vmlinuz.efi */
+    char cmdline[PTV_CFG_CMDLINE_MAX];  /* cmdline = initrd=... console=ttyS0,115200 */
+};
+
+_Static_assert(sizeof(struct ptv_config) == 72 + PTV_CFG_PATH_MAX + PTV_CFG_CMDLINE_MAX,
+               "struct ptv_config layout is ABI (handoff)");
+
+#endif

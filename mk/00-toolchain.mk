@@ -1,0 +1,48 @@
+# Toolchains and flag sets: freestanding VMM, GNU-EFI loader/test guests, host tests, fuzzers.
+
+WARN := -Wall -Wextra -Wshadow -Wmissing-prototypes -Wstrict-prototypes -Wvla \
+        -Wwrite-strings -Wformat=2 -Wno-unused-parameter
+ifeq ($(CI),true)
+WARN += -Werror
+endif
+ifeq ($(WERROR),1)
+WARN += -Werror
+endif
+
+# --- VMM (vmm.elf): freestanding, position independent, no SSE, no red zone
+VMM_CC      ?= gcc
+VMM_LD      ?= ld
+VMM_CFLAGS  := -std=gnu11 -O2 -g $(WARN) -ffreestanding -fno-stack-protector -fno-stack-check \
+               -fpie -fno-plt -mno-red-zone -mgeneral-regs-only -fno-omit-frame-pointer \
+               -fno-asynchronous-unwind-tables -fcf-protection=none -mcmodel=small \
+               -Iinclude -Ivmm -DPTV_VMM=1 -MMD -MP
+VMM_ASFLAGS := -Iinclude -Ivmm -MMD -MP -DPTV_VMM=1
+
+# --- GNU-EFI applications (loader, in-guest test programs)
+EFI_INC     := /usr/include/efi
+EFI_LIB     := /usr/lib
+EFI_CC      ?= gcc
+EFI_CFLAGS  := -std=gnu11 -O2 -g $(WARN) -Wno-strict-prototypes -Wno-missing-prototypes \
+               -ffreestanding -fpic -fshort-wchar -fno-stack-protector -fno-stack-check \
+               -mno-red-zone -maccumulate-outgoing-args -DEFI_FUNCTION_WRAPPER \
+               -DGNU_EFI_USE_MS_ABI -I$(EFI_INC) -I$(EFI_INC)/x86_64 -Iinclude -MMD -MP
+EFI_LDFLAGS := -nostdlib -znocombreloc -shared -Bsymbolic -L$(EFI_LIB) \
+               -T$(EFI_LIB)/elf_x86_64_efi.lds $(EFI_LIB)/crt0-efi-x86_64.o
+EFI_LIBS    := -lefi -lgnuefi
+EFI_OBJCOPY := objcopy -j .text -j .sdata -j .data -j .rodata -j .dynamic -j .dynsym \
+               -j .rel -j .rela -j .rel.* -j .rela.* -j .reloc --target efi-app-x86_64 \
+               --subsystem=10
+
+# --- host unit tests: the real .c files + cmocka, under ASan/UBSan
+HOST_CC      ?= gcc
+HOST_CFLAGS  := -std=gnu11 -O1 -g $(WARN) -fsanitize=address,undefined \
+                -fno-sanitize-recover=undefined -fno-omit-frame-pointer -Iinclude -Ivmm -Itests \
+                -DPTV_HOST=1 -MMD -MP
+HOST_LDLIBS  := -lcmocka
+
+# --- libFuzzer
+FUZZ_CC      ?= clang
+FUZZ_CFLAGS  := -std=gnu11 -O1 -g -fsanitize=fuzzer,address,undefined \
+                -fno-sanitize-recover=undefined -Iinclude -Ivmm -Itests -DPTV_HOST=1 -DPTV_FUZZ=1
+FUZZ_SMOKE_RUNS ?= 20000
+FUZZ_SECONDS    ?= 600

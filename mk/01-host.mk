@@ -1,0 +1,23 @@
+# Templates for host unit tests and fuzzers.
+#
+# A host test:   HOST_TESTS += test_foo ; test_foo_SRCS := tests/unit/test_foo.c vmm/foo.c
+#   -> $(BUILD)/host/test_foo, run by `make test` (target test-unit) as step unit:test_foo.
+# A fuzzer:      FUZZERS += fuzz_foo ; fuzz_foo_SRCS := tests/fuzz/fuzz_foo.c vmm/foo.c
+#   -> $(BUILD)/fuzz/fuzz_foo, smoke run in `make test`, long run in `make fuzz`.
+# Sources are the project's real .c files: no copies, no test-only forks.
+
+HOST_TESTS :=
+FUZZERS    :=
+
+define HOST_TEST_template
+$(BUILD)/host/$(1): $$($(1)_SRCS)
+	@mkdir -p $$(@D)
+	$$(Q)$$(HOST_CC) $$(HOST_CFLAGS) $$($(1)_CFLAGS) -MF $$@.d -o $$@ $$($(1)_SRCS) $$(HOST_LDLIBS) $$($(1)_LDLIBS)
+-include $(BUILD)/host/$(1).d
+endef
+
+define FUZZER_template
+$(BUILD)/fuzz/$(1): $$($(1)_SRCS)
+	@mkdir -p $$(@D)
+	$$(Q)$$(FUZZ_CC) $$(FUZZ_CFLAGS) $$($(1)_CFLAGS) -o $$@ $$($(1)_SRCS) $$($(1)_LDLIBS)
+endef

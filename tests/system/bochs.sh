@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Boot a disk image in Bochs 2.7 + OVMF (2 MiB build) with real VMX + EPT.
+#
+#   tests/system/bochs.sh IMG CYLINDERS SERIAL_LOG TIMEOUT_S [STOP_REGEX] [CPU_MODEL]
+#
+# Serial (COM1) goes to SERIAL_LOG.  Bochs is stopped with SIGINT (clean) when
+# STOP_REGEX appears on the serial log, or after TIMEOUT_S.  Exit status: 0 if
+# STOP_REGEX was seen (or none was given), 124 on timeout.  Bochs' own log is
+# SERIAL_LOG.bochs.
+set -u
+img=$1 cyl=$2 serial=$3 timeout=$4 stop=${5:-} model=${6:-corei7_skylake_x}
+dir=$(dirname "$serial")
+mkdir -p "$dir"
+fw="$dir/ovmf2m.fd"
+if [ ! -f "$fw" ]; then
+    cat /usr/share/OVMF/OVMF_VARS.fd /usr/share/OVMF/OVMF_CODE.fd >"$fw"
+    [ "$(stat -c %s "$fw")" = 2097152 ] || { echo "bochs.sh: OVMF 2 MiB build not found"; exit 2; }
+fi
+rc="$serial.bochsrc"
+cat >"$rc" <<RC
+megs: 512
+romimage: file=$fw, address=0xffe00000
+vgaromimage: file=/usr/share/bochs/VGABIOS-lgpl-latest
+cpu: model=$model, count=1, ips=50000000, reset_on_triple_fault=0
+pci: enabled=1, chipset=i440fx
+ata0: enabled=1, ioaddr1=0x1f0, ioaddr2=0x3f0, irq=14
+ata0-master: type=disk, path=$img, mode=flat, cylinders=$cyl, heads=16, spt=63
+boot: disk
+clock: sync=none, time0=local
+com1: enabled=1, mode=file, dev=$serial
+display_library: rfb, options="timeout=0"
+log: $serial.bochs
+panic: action=report
+error: action=report
+port_e9_hack: enabled=1
+RC
+printf 'c\nquit\n' >"$serial.cont"
+rm -f "$img.lock" "$serial"
+: >"$serial"
+bochs -q -f "$rc" -rc "$serial.cont" </dev/null >"$serial.stdout" 2>&1 &
+pid=$!
+deadline=$(( $(date +%s) + timeout ))
+result=124
+while kill -0 $pid 2>/dev/null; do
+    if [ -n "$stop" ] && grep -aqE "$stop" "$serial" 2>/dev/null; then result=0; break; fi
+    if [ "$(date +%s)" -ge "$deadline" ]; then break; fi
+    sleep 1
+done
+if kill -0 $pid 2>/dev/null; then
+    kill -INT $pid 2>/dev/null
+    for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 $pid 2>/dev/null || break; sleep 1; done
+    kill -KILL $pid 2>/dev/null
+fi
+wait $pid 2>/dev/null
+rm -f "$img.lock"
+if [ -z "$stop" ]; then result=0; elif grep -aqE "$stop" "$serial"; then result=0; fi
+exit $result
