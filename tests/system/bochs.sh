@@ -8,6 +8,7 @@
 # STOP_REGEX was seen (or none was given), 124 on timeout.  Bochs' own log is
 # SERIAL_LOG.bochs.
 set -u
+. "$(dirname "$0")/emu-slot.sh"
 img=$1 cyl=$2 serial=$3 timeout=$4 stop=${5:-} model=${6:-corei7_skylake_x}
 dir=$(dirname "$serial")
 mkdir -p "$dir"

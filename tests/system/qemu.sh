@@ -7,6 +7,7 @@
 # TIMEOUT_S.  Exit 0 if STOP_REGEX was seen (or none given), 124 on timeout.
 # ACCEL=kvm CPU=host runs nested (the VMM then really gets VMX).
 set -u
+. "$(dirname "$0")/emu-slot.sh"
 img=$1 serial=$2 timeout=$3 stop=${4:-}
 accel=${ACCEL:-tcg} cpu=${CPU:-max}
 dir=$(dirname "$serial"); mkdir -p "$dir"
