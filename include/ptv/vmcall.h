@@ -20,8 +20,14 @@
 #define PTV_VMCALL_VERSION 0
 #define PTV_VMCALL_ABI_VERSION 1
 
-/* RBX = physical base, RCX = size of the VMM's own memory (for conformance tests) */
+/*
+ * RBX = physical base, RCX = size of the VMM's own memory (image + pool, one
+ * contiguous span as the guest must never reach it), RDX = physical address of a
+ * 4 KiB canary page inside it, filled with PTV_CANARY_PATTERN repeated.
+ * For conformance tests: the guest must never read the pattern there.
+ */
 #define PTV_VMCALL_VMM_RANGE 1
+#define PTV_CANARY_PATTERN "ptvisor-canary!" /* 16 bytes with the NUL */
 
 /* RBX = 1 if the VMM's canary pages are intact, 0 otherwise */
 #define PTV_VMCALL_CHECK_CANARY 2
