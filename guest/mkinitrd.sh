@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Build the guest initramfs: busybox-static, /init, ptv-probe; cpio newc + gzip.
+#
+#   guest/mkinitrd.sh OUT.img INIT PTV_PROBE [BUSYBOX]
+#
+# No root needed: the archive has no device nodes (/init mounts devtmpfs).
+# File times are fixed, so the same inputs give the same bytes.
+set -eu
+out=$1 init=$2 probe=$3 busybox=${4:-/bin/busybox}
+[ -x "$busybox" ] || { echo "mkinitrd: $busybox missing (apt-get install busybox-static)" >&2; exit 1; }
+! readelf -l "$busybox" 2>/dev/null | grep -q 'INTERP' ||
+    { echo "mkinitrd: $busybox is not static (need busybox-static)" >&2; exit 1; }
+root="$out.root"
+rm -rf "$root"
+mkdir -p "$root"/{bin,dev,proc,sys,tmp}
+cp "$busybox" "$root/bin/busybox"
+for applet in sh mount umount echo cat grep sleep poweroff uname dmesg ls; do
+    ln -s busybox "$root/bin/$applet"
+done
+install -m 0755 "$init" "$root/init"
+install -m 0755 "$probe" "$root/bin/ptv-probe"
+find "$root" -exec touch -h -d @0 {} +
+(cd "$root" && find . -mindepth 1 | LC_ALL=C sort |
+    cpio --quiet -o -H newc --owner=0:0 --reproducible) | gzip -9 -n >"$out.tmp"
+mv "$out.tmp" "$out"
+rm -rf "$root"
