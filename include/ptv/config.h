@@ -47,6 +47,20 @@ enum ptv_log_level {
 #define PTV_DUMP_CRASH  (1u << 0) /* guest triple fault / crash */
 #define PTV_DUMP_VMCALL (1u << 1) /* guest asks with VMCALL */
 
+/*
+ * Value limits, shared by the parser (boot/config.c) and the VMM's check of
+ * the handoff (vmm/handoff.c), so both agree on what a valid config is.
+ */
+#define PTV_CFG_SERIAL_PORT_MAX 0xfff8u            /* a UART spans 8 ports */
+#define PTV_CFG_UART_CLOCK      115200u            /* baud = 115200 / divisor */
+#define PTV_CFG_TRACE_BUF_MIN   (4ull << 10)       /* one ToPA region, 4 KiB */
+#define PTV_CFG_TRACE_BUF_MAX   (1ull << 30)
+#define PTV_CFG_POOL_MIN        (1ull << 20)
+#define PTV_CFG_POOL_MAX        (1ull << 30)
+#define PTV_CFG_CR3_RSVD_MASK   0xfff000000000001full /* CR3_MATCH[4:0] reserved; < 2^52 */
+#define PTV_CFG_TRACE_ALL       (PTV_TRACE_OS | PTV_TRACE_USER)
+#define PTV_CFG_DUMP_ALL        (PTV_DUMP_CRASH | PTV_DUMP_VMCALL)
+
 struct ptv_config {
     uint16_t serial_port;    /* serial_port = 0x3f8 (0 = no serial output) */
     uint16_t _pad0;
@@ -66,7 +80,7 @@ struct ptv_config {
     char cmdline[PTV_CFG_CMDLINE_MAX];  /* cmdline = initrd=... console=ttyS0,115200 */
 };
 
-_Static_assert(sizeof(struct ptv_config) == 72 + PTV_CFG_PATH_MAX + PTV_CFG_CMDLINE_MAX,
+_Static_assert(sizeof(struct ptv_config) == 64 + PTV_CFG_PATH_MAX + PTV_CFG_CMDLINE_MAX,
                "struct ptv_config layout is ABI (handoff)");
 
 #endif
