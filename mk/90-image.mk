@@ -1,0 +1,50 @@
+# Boot images and running them.
+#
+#   make usb        build/ptvisor-usb.img: dd-able MBR + FAT16 ESP with loader, config, VMM, guest
+#   make run        build, then boot it in the best vehicle here (QEMU/KVM nested, else Bochs)
+#   make run-kvm    boot it in QEMU/KVM with -cpu host (nested VMX)
+#   test-bochs-linux (in `make test`): Linux under the VMM in Bochs reaches its markers
+#
+# IMG_CFG=path/to/x.cfg builds the image with another config.  Other areas build
+# their own images with tools/mkimage.sh OUT CFG GUEST [INITRD] (e.g. build/img/<name>.img).
+
+BOOT_EFI  ?= $(BUILD)/boot/BOOTX64.EFI
+VMM_ELF   ?= $(BUILD)/vmm/vmm.elf
+IMG_CFG   ?= boot/ptvisor.cfg
+USB_IMG   := $(BUILD)/ptvisor-usb.img
+# 120 cylinders x 16 x 63 x 512 = 62 MB: kernel + initrd + loader + VMM and slack
+USB_CYL   ?= 120
+
+.PHONY: usb-image test-bochs-linux
+usb-image: $(USB_IMG)
+
+# Rebuilt when the config path changes too (IMG_CFG=... on the command line).
+$(BUILD)/img/.cfg-$(subst /,_,$(IMG_CFG)):
+	@mkdir -p $(@D) && rm -f $(@D)/.cfg-* && touch $@
+
+$(USB_IMG): tools/mkimage.sh tools/mkesp.sh $(BOOT_EFI) $(VMM_ELF) $(IMG_CFG) $(GUEST_KERNEL) \
+            $(GUEST_INITRD) $(BUILD)/img/.cfg-$(subst /,_,$(IMG_CFG))
+	$(Q)LOADER=$(BOOT_EFI) VMM=$(VMM_ELF) CYL=$(USB_CYL) \
+	    tools/mkimage.sh $@ $(IMG_CFG) $(GUEST_KERNEL) $(GUEST_INITRD)
+
+usb: $(USB_IMG)
+	@echo "USB image: $(USB_IMG) ($$(du -h --apparent-size $(USB_IMG) | cut -f1))"
+	@echo "Write it to a USB stick (all data on the stick is lost; check the device with lsblk):"
+	@echo "  sudo dd if=$(USB_IMG) of=/dev/sdX bs=4M conv=fsync"
+
+run: $(USB_IMG)
+	$(Q)tools/run.sh $(USB_IMG) auto
+
+run-kvm: $(USB_IMG)
+	$(Q)tools/run.sh $(USB_IMG) kvm
+
+# The step records FAIL (not a make error) when the image cannot be built yet.
+test-bochs-linux:
+	@mkdir -p $(BUILD)
+	$(Q)$(MAKE) --no-print-directory usb-image >$(BUILD)/usb-image.log 2>&1 || \
+	    { tail -n 5 $(BUILD)/usb-image.log; rm -f $(USB_IMG); }
+	$(Q)tests/step.sh $(BUILD)/results bochs:linux tests/system/bochs-linux.sh $(USB_IMG) \
+	    $(BUILD)/test/bochs-linux
+
+ALL_TARGETS  += usb-image
+TEST_TARGETS += test-bochs-linux

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Linux-guest benchmarks in Bochs, where guest RDTSC counts instructions
+# (docs/TEST-VEHICLES.md).  Prints figures next to their goals; never fails on
+# a figure (a timed expectation is a benchmark, not a test).
+#
+#   tools/bench-linux.sh CFG OUTDIR
+#
+# Two images from the same loader, VMM, kernel and initramfs:
+#   vmm:  CFG as it is                (Linux runs under the VMM)
+#   bare: CFG with `vmm = off`        (the loader boots Linux natively)
+# Figures, from the guest's serial lines (guest/init, guest/ptv-probe.c):
+#   (a) VM exits from power-on to the guest's marker, by reason (PTV_VMCALL_EXIT_STATS)
+#   (b) instructions to PTVISOR-GUEST-READY, vmm / bare
+#   (c) VMM instructions per CPUID exit: (cpuid-loop delta vmm - bare) / N
+set -u
+cfg=$1 out=$2
+here=$(cd "$(dirname "$0")/.." && pwd)
+build=$(dirname "$(dirname "$out")")   # OUTDIR is BUILD/bench/linux
+kernel=${GUEST_KERNEL:-$build/guest/vmlinuz.efi}
+initrd=${GUEST_INITRD:-$build/guest/initrd.img}
+timeout=${BENCH_TIMEOUT:-600}
+mkdir -p "$out"
+
+grep -v '^[[:space:]]*vmm[[:space:]]*=' "$cfg" >"$out/vmm.cfg"
+echo "vmm = on" >>"$out/vmm.cfg"
+grep -v '^[[:space:]]*vmm[[:space:]]*=' "$cfg" >"$out/bare.cfg"
+echo "vmm = off" >>"$out/bare.cfg"
+for v in vmm bare; do
+    "$here/tools/mkimage.sh" "$out/$v.img" "$out/$v.cfg" "$kernel" "$initrd" >/dev/null || exit 1
+done
+
+# Both runs at once: the emulator runner keeps to two machine-wide slots.
+for v in vmm bare; do
+    size=$(stat -c %s "$out/$v.img")
+    "$here/tests/system/bochs.sh" "$out/$v.img" $((size / 516096)) "$out/$v.serial.log" "$timeout" \
+        'PTVISOR-GUEST-DONE|Kernel panic - not syncing' corei7_skylake_x &
+done
+wait
+
+num() { # num LOG KEY -> value of KEY=<digits> on the guest's lines
+    tr -d '\r' <"$1" | sed -n "s/^ptvisor-guest: .*\b$2=\([0-9][0-9]*\).*/\1/p" | tail -n 1
+}
+ok=1
+for v in vmm bare; do
+    grep -aq PTVISOR-GUEST-DONE "$out/$v.serial.log" ||
+        { echo "bench: $v run did not reach PTVISOR-GUEST-DONE: see $out/$v.serial.log"; ok=0; }
+done
+
+vmm_log="$out/vmm.serial.log" bare_log="$out/bare.serial.log"
+exits=$(num "$vmm_log" total_exits)
+tsc_vmm=$(num "$vmm_log" tsc) tsc_bare=$(num "$bare_log" tsc)
+loop_n=$(num "$vmm_log" n)
+loop_vmm=$(num "$vmm_log" min_delta) loop_bare=$(num "$bare_log" min_delta)
+
+echo "== Linux guest in Bochs (corei7_skylake_x), guest RDTSC = instructions since reset"
+echo "(a) VM exits, power-on to the guest's marker: ${exits:-n/a}   (goal <= 2,000)"
+# The VMM's per-reason lines sit between the guest's kernel= and exit-stats lines.
+tr -d '\r' <"$vmm_log" | sed -n '/^ptvisor-guest: kernel=/,/^ptvisor-guest: exit-stats/p' |
+    grep -v '^ptvisor-guest:' | sed 's/^/      /'
+if [ -n "$tsc_vmm" ] && [ -n "$tsc_bare" ]; then
+    ratio=$(awk -v a="$tsc_vmm" -v b="$tsc_bare" 'BEGIN { printf "%.4f", a / b }')
+    echo "(b) instructions to PTVISOR-GUEST-READY: vmm $tsc_vmm / bare $tsc_bare = ${ratio}x   (goal <= 1.02x)"
+else
+    echo "(b) instructions to PTVISOR-GUEST-READY: n/a (vmm ${tsc_vmm:-none}, bare ${tsc_bare:-none})   (goal <= 1.02x)"
+fi
+if [ -n "$loop_vmm" ] && [ -n "$loop_bare" ] && [ -n "$loop_n" ]; then
+    per=$(awk -v a="$loop_vmm" -v b="$loop_bare" -v n="$loop_n" 'BEGIN { printf "%.1f", (a - b) / n }')
+    echo "(c) VMM instructions per CPUID exit: ($loop_vmm - $loop_bare) / $loop_n = $per   (goal <= 300)"
+else
+    echo "(c) VMM instructions per CPUID exit: n/a   (goal <= 300)"
+fi
+echo "logs: $vmm_log $bare_log"
+[ $ok = 1 ] || echo "bench: incomplete (see above)"
+exit 0

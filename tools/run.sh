@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Boot a ptvisor image in the best vehicle this machine has, serial console live.
+#
+#   tools/run.sh IMG [auto|kvm|bochs|tcg]
+#
+# auto: QEMU/KVM nested (-cpu host) when the host has VMX, KVM offers nested VMX
+#       and a QEMU probe starts; otherwise Bochs + OVMF (docs/TEST-VEHICLES.md:
+#       the one place VMX executes on a machine without it).  tcg = QEMU TCG (no
+#       VMX: shows the loader's no-VMX path).  Stops at PTVISOR-GUEST-DONE, on
+#       Ctrl-C or after RUN_TIMEOUT seconds (default 900).
+set -u
+img=$1 want=${2:-auto}
+here=$(cd "$(dirname "$0")/.." && pwd)
+out=${RUN_DIR:-$(dirname "$img")/run}
+timeout=${RUN_TIMEOUT:-900}
+stop='PTVISOR-GUEST-DONE'
+mkdir -p "$out"
+serial="$out/serial.log"
+
+# Why nested KVM cannot be used here, or nothing if it can.
+kvm_unusable() {
+    grep -qw vmx /proc/cpuinfo || { echo "host CPU has no vmx flag"; return; }
+    [ -r /dev/kvm ] && [ -w /dev/kvm ] || { echo "/dev/kvm missing or not read/writable"; return; }
+    local nested
+    nested=$(cat /sys/module/kvm_intel/parameters/nested 2>/dev/null || echo N)
+    case $nested in Y | 1) ;; *) echo "kvm_intel nested=$nested"; return ;; esac
+    local probe
+    probe=$(echo quit | timeout 20 qemu-system-x86_64 -machine q35,accel=kvm -cpu host -m 64 \
+        -nodefaults -display none -monitor stdio -S 2>&1)
+    local rc=$?
+    if [ $rc != 0 ] || echo "$probe" | grep -qi error; then
+        echo "QEMU -accel kvm -cpu host probe failed: $(echo "$probe" | grep -i error | head -n 1)"
+    fi
+}
+
+vehicle=$want
+if [ "$want" = auto ]; then
+    why=$(kvm_unusable)
+    if [ -z "$why" ]; then
+        vehicle=kvm
+        echo "run: vehicle QEMU/KVM nested (-cpu host): host VMX + nested KVM available"
+    else
+        vehicle=bochs
+        echo "run: vehicle Bochs + OVMF (corei7_skylake_x, real VMX emulation): no nested KVM, $why"
+    fi
+elif [ "$want" = kvm ]; then
+    why=$(kvm_unusable)
+    [ -z "$why" ] || echo "run: warning: $why; trying QEMU/KVM anyway"
+    echo "run: vehicle QEMU/KVM nested (-cpu host), forced"
+else
+    echo "run: vehicle $want, forced"
+fi
+
+case $vehicle in
+kvm)  runner=(env ACCEL=kvm CPU=host "$here/tests/system/qemu.sh" "$img" "$serial" "$timeout" "$stop") ;;
+tcg)  runner=(env ACCEL=tcg "$here/tests/system/qemu.sh" "$img" "$serial" "$timeout" "$stop") ;;
+bochs)
+    size=$(stat -c %s "$img")
+    disk="$out/disk.img"
+    cp --sparse=always "$img" "$disk" # OVMF may write to the ESP: keep the image pristine
+    runner=("$here/tests/system/bochs.sh" "$disk" $((size / 516096)) "$serial" "$timeout" "$stop") ;;
+*) echo "run: unknown vehicle $vehicle (auto|kvm|bochs|tcg)"; exit 2 ;;
+esac
+
+echo "run: serial log $serial (emulator log next to it); Ctrl-C stops"
+[ "$vehicle" = bochs ] && echo "run: Bochs: OVMF ~15 s, Debian's kernel ~2 min more before userspace"
+rm -f "$serial"
+: >"$serial"
+start=$(date +%s)
+"${runner[@]}" &
+rpid=$!
+tail -n +1 -F "$serial" 2>/dev/null &
+tpid=$!
+trap 'echo; echo "run: interrupted"' INT
+wait $rpid
+rc=$?
+trap - INT
+sleep 0.5
+kill $tpid 2>/dev/null
+wait $tpid 2>/dev/null
+secs=$(($(date +%s) - start))
+echo
+if grep -aq "$stop" "$serial"; then
+    echo "run: guest reached $stop after $secs s ($vehicle)"
+else
+    echo "run: stopped after $secs s without $stop (rc=$rc, $vehicle); see $serial and $serial.*"
+fi
