@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * How the PT engine sees guest memory: a narrow interface over EPT.
+ *
+ * The shadow-ToPA engine (pt_topa.c, pt_shadow.c) and the PT EPT-violation
+ * decision (pt_eptv.c) never touch EPT or host memory directly.  In the VMM the
+ * callbacks are implemented over the real EPT (vmm/ept/); in host tests over
+ * fake guest RAM and a fake EPT whose GPA->HPA map is deliberately not the
+ * identity, so that a GPA used as an HPA is caught.
+ */
+#ifndef PTV_PT_MEM_H
+#define PTV_PT_MEM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define PT_PAGE_SIZE  4096ull
+#define PT_PAGE_SHIFT 12
+#define PT_PAGE_MASK  (~(PT_PAGE_SIZE - 1))
+
+/*
+ * What a guest-physical page is, as EPT maps it for this guest.
+ *
+ *  GUEST_RAM  ordinary guest RAM, mapped readable and writable (the engine's own
+ *             write-protection of guest ToPA table pages does NOT change this: a
+ *             protected table page is still GUEST_RAM).
+ *  VMM        memory that belongs to the VMM (its image, pool, other guests).
+ *  MMIO       device memory, APIC pages, anything that is not RAM.
+ *  UNMAPPED   no EPT mapping, or beyond the guest's RAM.
+ *  PROTECTED  guest RAM the VMM protects for reasons of its own, e.g. a ToPA
+ *             table page of another vCPU's shadow.  PT output may never go
+ *             there: hardware writes through a shadow bypass EPT, so the
+ *             protection would silently not hold.
+ */
+enum pt_mem_kind {
+    PT_MEM_GUEST_RAM = 0,
+    PT_MEM_VMM,
+    PT_MEM_MMIO,
+    PT_MEM_UNMAPPED,
+    PT_MEM_PROTECTED,
+};
+
+/* Result of one translation. */
+struct pt_mem_xlate {
+    uint64_t hpa;          /* host-physical address of the GPA asked for */
+    uint64_t len;          /* bytes from the GPA on which kind is the same and GPA->HPA is
+                              contiguous; at least up to the end of the 4 KiB page */
+    enum pt_mem_kind kind; /* hpa and len are meaningful for every kind, hpa only for RAM */
+};
+
+struct pt_mem_ops {
+    void *ctx;
+    /* Translate gpa through EPT.  Must always fill *out (UNMAPPED if nothing is there). */
+    void (*translate)(void *ctx, uint64_t gpa, struct pt_mem_xlate *out);
+    /* Read 8 bytes of guest RAM at an 8-byte-aligned gpa.  false if gpa is not guest RAM. */
+    bool (*read64)(void *ctx, uint64_t gpa, uint64_t *val);
+    /*
+     * Write-protect (protect = true) or unprotect one 4 KiB guest page in EPT, so
+     * that guest writes to a guest ToPA table page exit to the VMM.  Protecting
+     * may fail (an EPT split needs memory): return false.  Unprotecting must not
+     * fail.  Calls are not reference counted by the engine: one engine instance
+     * protects a page once and unprotects it once.
+     */
+    bool (*set_wp)(void *ctx, uint64_t gpa_page, bool protect);
+};
+
+/*
+ * Host pages for shadow ToPA tables and their bookkeeping.  alloc returns the
+ * VMM virtual address of a zeroed 4 KiB page and stores its host-physical
+ * address in *hpa, or NULL when the pool is empty.
+ */
+struct pt_page_alloc {
+    void *ctx;
+    void *(*alloc)(void *ctx, uint64_t *hpa);
+    void (*free)(void *ctx, void *va, uint64_t hpa);
+};
+
+#endif

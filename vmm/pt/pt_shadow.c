@@ -1,0 +1,359 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shadow ToPA builder: plan, allocate, fill, protect, commit.  See pt_shadow.h.
+ */
+#include <stddef.h>
+
+#include "lib/ptv_string.h"
+#include "pt/pt_shadow.h"
+#include "pt/rtit.h"
+
+/* Output entries per host table page: the last slot is always kept for END. */
+static uint32_t host_cap(const struct pt_shadow_env *env)
+{
+    return env->host_topa_multi ? PT_SHADOW_HOST_ENTRIES - 1 : 1;
+}
+
+/*
+ * The next host piece of a region at gpa with rem bytes left: the largest
+ * power of two (4 KiB..128 MiB) that is contiguous in HPA, fits in rem and is
+ * aligned to its size in HPA (pt-facts D.1).  false if gpa is no longer RAM.
+ */
+static bool next_piece(const struct pt_mem_ops *mem, uint64_t gpa, uint64_t rem, uint64_t *hpa,
+                       uint8_t *log2)
+{
+    struct pt_mem_xlate x = {.kind = PT_MEM_UNMAPPED};
+    uint64_t len;
+    uint8_t k = 12;
+
+    mem->translate(mem->ctx, gpa, &x);
+    if (x.kind != PT_MEM_GUEST_RAM || (x.hpa & (PT_PAGE_SIZE - 1)))
+        return false;
+    len = x.len < PT_PAGE_SIZE ? PT_PAGE_SIZE : x.len;
+    if (len > rem)
+        len = rem;
+    while (k < PT_TOPA_MAX_LOG2SIZE && (2ull << k) <= len && !(x.hpa & ((2ull << k) - 1)))
+        k++;
+    *hpa = x.hpa;
+    *log2 = k;
+    return true;
+}
+
+/* Count host pieces of one region (for planning). 0 on failure. */
+static uint64_t count_pieces(const struct pt_mem_ops *mem, uint64_t gpa, uint64_t size)
+{
+    uint64_t n = 0, off = 0;
+
+    while (off < size) {
+        uint64_t hpa;
+        uint8_t k;
+        if (!next_piece(mem, gpa + off, size - off, &hpa, &k))
+            return 0;
+        off += 1ull << k;
+        n++;
+    }
+    return n;
+}
+
+struct filler {
+    const struct pt_shadow_env *env;
+    struct pt_shadow *sh;
+    uint32_t page;      /* current page */
+    uint32_t page_end;  /* one past the last page of this run */
+    uint32_t start_reg; /* region holding the start position */
+    uint64_t start_off;
+    bool start_found;
+};
+
+static void put(struct pt_shadow_page *p, uint64_t entry, struct pt_shadow_pos pos)
+{
+    p->tbl[p->n] = entry;
+    p->map[p->n] = pos;
+    p->n++;
+}
+
+/* Append one output piece; chain to the next page of the run when full. */
+static bool fill_piece(struct filler *f, uint64_t hpa, uint8_t log2, uint64_t flags,
+                       struct pt_shadow_pos pos)
+{
+    struct pt_shadow_page *p = &f->sh->pages[f->page];
+
+    if (p->n == host_cap(f->env)) {
+        if (f->page + 1 >= f->page_end)
+            return false; /* more pieces than planned: EPT changed under us */
+        put(p, f->sh->pages[f->page + 1].hpa | TOPA_END, pos);
+        p = &f->sh->pages[++f->page];
+    }
+    put(p, hpa | ((uint64_t)(log2 - 12) << TOPA_SIZE_SHIFT) | flags, pos);
+    return true;
+}
+
+static bool fill_region(struct filler *f, const struct pt_topa_region *r, uint32_t ri,
+                        uint16_t gtable)
+{
+    uint64_t size = pt_region_size(r), off = 0;
+
+    while (off < size) {
+        uint64_t hpa, flags = 0;
+        uint8_t k;
+        struct pt_shadow_pos pos = {gtable, r->entry, (uint32_t)off};
+
+        if (!next_piece(f->env->mem, r->gpa + off, size - off, &hpa, &k))
+            return false;
+        if (off + (1ull << k) == size)
+            flags = r->flags & (TOPA_INT | TOPA_STOP); /* last piece only */
+        if (!fill_piece(f, hpa, k, flags, pos))
+            return false;
+        if (ri == f->start_reg && !f->start_found &&
+            (f->start_off < off + (1ull << k) || off + (1ull << k) == size)) {
+            const struct pt_shadow_page *p = &f->sh->pages[f->page];
+            uint64_t hoff = f->start_off - off;
+            if (hoff > (1ull << k))
+                hoff = 1ull << k; /* only when Stopped: see pt_shadow_guest_view */
+            f->sh->h_base = p->hpa;
+            f->sh->h_mask = RTIT_MASK_LOWER |
+                            ((uint64_t)(p->n - 1) << RTIT_MASK_TABLE_OFFSET_SHIFT) |
+                            (hoff << RTIT_MASK_OUTPUT_OFFSET_SHIFT);
+            f->start_found = true;
+        }
+        off += 1ull << k;
+    }
+    return true;
+}
+
+static void free_pages(const struct pt_shadow_env *env, struct pt_shadow *sh)
+{
+    for (uint32_t i = 0; i < sh->npages; i++) {
+        env->alloc->free(env->alloc->ctx, sh->pages[i].tbl, sh->pages[i].hpa);
+        env->alloc->free(env->alloc->ctx, sh->pages[i].map, sh->pages[i].map_hpa);
+    }
+    sh->npages = 0;
+}
+
+static bool alloc_pages(const struct pt_shadow_env *env, struct pt_shadow *sh, uint32_t n)
+{
+    sh->npages = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        struct pt_shadow_page *p = &sh->pages[i];
+        p->tbl = env->alloc->alloc(env->alloc->ctx, &p->hpa);
+        if (!p->tbl)
+            goto fail;
+        p->map = env->alloc->alloc(env->alloc->ctx, &p->map_hpa);
+        if (!p->map) {
+            env->alloc->free(env->alloc->ctx, p->tbl, p->hpa);
+            goto fail;
+        }
+        p->n = 0;
+        sh->npages++;
+    }
+    return true;
+fail:
+    free_pages(env, sh);
+    return false;
+}
+
+static bool table_in(const struct pt_shadow *sh, uint64_t gpa)
+{
+    for (uint16_t i = 0; i < sh->ntables; i++) {
+        if (sh->table_gpa[i] == gpa)
+            return true;
+    }
+    return false;
+}
+
+/* Fill every run of the walk (ToPA, or the single range as one circular run). */
+static bool fill_runs(struct pt_shadow_scratch *scr, const struct pt_shadow_env *env)
+{
+    const struct pt_topa_walk *w = &scr->walk;
+    struct filler f = {.env = env, .sh = &scr->next, .start_off = w->start_offset};
+    uint16_t nruns = w->single_range ? 1 : w->nruns;
+
+    f.start_reg = w->single_range ? 0 : w->runs[0].first_region;
+    for (uint16_t ri = 0; ri < nruns; ri++) {
+        const struct pt_topa_run *run = &w->runs[ri];
+        uint32_t first = w->single_range ? 0 : run->first_region;
+        uint32_t n = w->single_range ? 1 : run->nregions;
+        uint16_t next = w->single_range ? 0 : run->next_run;
+        struct pt_shadow_pos endpos = {0, 0, 0};
+        struct pt_shadow_page *last;
+
+        f.page = scr->run_first[ri];
+        f.page_end = f.page + scr->run_pages[ri];
+        for (uint32_t i = first; i < first + n; i++) {
+            const struct pt_topa_region *r = &w->regions[i];
+            if (!fill_region(&f, r, i, w->single_range ? 0 : r->table))
+                return false;
+        }
+        if (!w->single_range) {
+            const struct pt_topa_region *lr = &w->regions[first + n - 1];
+            if (run->end == PT_RUN_END_LINK)
+                endpos = (struct pt_shadow_pos){run->table, run->end_entry, 0};
+            else if (run->end == PT_RUN_END_MERGE)
+                endpos = (struct pt_shadow_pos){w->runs[0].table, w->runs[0].first_entry, 0};
+            else /* STOP: never followed; keeps the host table well formed */
+                endpos = (struct pt_shadow_pos){lr->table, (uint16_t)(lr->entry + 1), 0};
+            if (run->end == PT_RUN_END_STOP)
+                next = ri;
+        }
+        last = &scr->next.pages[f.page];
+        put(last, scr->next.pages[scr->run_first[next]].hpa | TOPA_END, endpos);
+        if (f.page + 1 != f.page_end)
+            return false;
+    }
+    return f.start_found;
+}
+
+/* Plan host pages per run. false if over the VMM bound or memory changed. */
+static enum pt_shadow_status plan(struct pt_shadow_scratch *scr, const struct pt_shadow_env *env,
+                                  uint32_t *total, struct pt_topa_err *err)
+{
+    const struct pt_topa_walk *w = &scr->walk;
+    uint16_t nruns = w->single_range ? 1 : w->nruns;
+    uint64_t sum = 0;
+
+    for (uint16_t ri = 0; ri < nruns; ri++) {
+        uint32_t first = w->single_range ? 0 : w->runs[ri].first_region;
+        uint32_t n = w->single_range ? 1 : w->runs[ri].nregions;
+        uint64_t pieces = 0;
+
+        for (uint32_t i = first; i < first + n; i++) {
+            uint64_t c = count_pieces(env->mem, w->regions[i].gpa, pt_region_size(&w->regions[i]));
+            if (c == 0) {
+                err->reason = "output region changed during the build";
+                return PT_SHADOW_OPERR;
+            }
+            pieces += c;
+            if (pieces > (uint64_t)PT_SHADOW_MAX_PAGES * PT_SHADOW_HOST_ENTRIES)
+                break;
+        }
+        scr->run_first[ri] = (uint32_t)sum;
+        scr->run_pages[ri] = (uint32_t)((pieces + host_cap(env) - 1) / host_cap(env));
+        sum += scr->run_pages[ri];
+        if (sum > PT_SHADOW_MAX_PAGES) {
+            err->reason = "too fragmented in host memory to shadow (VMM bound)";
+            return PT_SHADOW_OPERR;
+        }
+    }
+    *total = (uint32_t)sum;
+    return PT_SHADOW_OK;
+}
+
+/* Single range that the host can take as it is: contiguous and aligned in HPA. */
+static bool single_direct(struct pt_shadow_scratch *scr, const struct pt_shadow_env *env,
+                          const struct pt_out_cfg *cfg)
+{
+    const struct pt_topa_region *r = &scr->walk.regions[0];
+    uint64_t size = pt_region_size(r);
+    struct pt_mem_xlate x = {.kind = PT_MEM_UNMAPPED};
+
+    if (!env->host_single_range)
+        return false;
+    env->mem->translate(env->mem->ctx, r->gpa, &x);
+    if (x.kind != PT_MEM_GUEST_RAM || (x.hpa & (size - 1)))
+        return false;
+    if (size > PT_PAGE_SIZE && x.len < size)
+        return false;
+    scr->next.mode = PT_SHADOW_SINGLE;
+    scr->next.h_topa = false;
+    scr->next.h_base = x.hpa;
+    scr->next.h_mask = cfg->output_mask_ptrs | RTIT_MASK_LOWER;
+    return true;
+}
+
+/* Protect new table pages not protected yet; undo on failure. */
+static bool protect_new(const struct pt_shadow *old, struct pt_shadow *next,
+                        const struct pt_shadow_env *env)
+{
+    for (uint16_t i = 0; i < next->ntables; i++) {
+        uint64_t gpa = next->table_gpa[i];
+        if (old->protected && table_in(old, gpa))
+            continue;
+        if (!env->mem->set_wp(env->mem->ctx, gpa, true)) {
+            for (uint16_t j = 0; j < i; j++) {
+                if (!(old->protected && table_in(old, next->table_gpa[j])))
+                    env->mem->set_wp(env->mem->ctx, next->table_gpa[j], false);
+            }
+            return false;
+        }
+    }
+    next->protected = true;
+    return true;
+}
+
+void pt_shadow_init(struct pt_shadow *sh)
+{
+    memset(sh, 0, sizeof(*sh));
+}
+
+void pt_shadow_destroy(struct pt_shadow *sh, const struct pt_shadow_env *env)
+{
+    if (sh->protected) {
+        for (uint16_t i = 0; i < sh->ntables; i++)
+            env->mem->set_wp(env->mem->ctx, sh->table_gpa[i], false);
+    }
+    free_pages(env, sh);
+    pt_shadow_init(sh);
+}
+
+enum pt_shadow_status pt_shadow_build(struct pt_shadow *sh, struct pt_shadow_scratch *scr,
+                                      const struct pt_shadow_env *env, const struct pt_out_cfg *cfg,
+                                      struct pt_topa_err *err)
+{
+    struct pt_shadow *next = &scr->next;
+    enum pt_shadow_status st;
+    uint32_t total = 0;
+
+    /* 1. validate */
+    if (pt_out_walk(cfg, env->mem, &scr->walk, err) != PT_TOPA_OK)
+        return PT_SHADOW_OPERR;
+    pt_shadow_init(next);
+    next->g_base = cfg->output_base;
+    next->g_mask = cfg->output_mask_ptrs;
+    next->g_ctl_topa = cfg->ctl & RTIT_CTL_TOPA;
+    next->ntables = scr->walk.ntables;
+    for (uint16_t i = 0; i < next->ntables; i++)
+        next->table_gpa[i] = scr->walk.tables[i].gpa;
+    if (scr->walk.single_range && single_direct(scr, env, cfg))
+        goto commit;
+    if (!env->host_topa) {
+        err->reason = "single-range buffer not contiguous in host memory";
+        err->gpa = cfg->output_base;
+        err->entry = -1;
+        return PT_SHADOW_OPERR;
+    }
+    next->mode = scr->walk.single_range ? PT_SHADOW_SINGLE_AS_TOPA : PT_SHADOW_TOPA;
+    next->h_topa = true;
+
+    /* 2. plan, 3. allocate, 4. fill */
+    st = plan(scr, env, &total, err);
+    if (st != PT_SHADOW_OK) {
+        err->gpa = cfg->output_base;
+        err->entry = -1;
+        return st;
+    }
+    if (!alloc_pages(env, next, total))
+        return PT_SHADOW_NOMEM;
+    if (!fill_runs(scr, env)) {
+        free_pages(env, next);
+        err->reason = "guest memory changed during the build";
+        err->gpa = cfg->output_base;
+        err->entry = -1;
+        return PT_SHADOW_OPERR;
+    }
+commit:
+    /* 5. protect (may fail), 6. commit (cannot fail) */
+    if (next->ntables && !protect_new(sh, next, env)) {
+        free_pages(env, next);
+        return PT_SHADOW_NOMEM;
+    }
+    if (sh->protected) {
+        for (uint16_t i = 0; i < sh->ntables; i++) {
+            if (!table_in(next, sh->table_gpa[i]))
+                env->mem->set_wp(env->mem->ctx, sh->table_gpa[i], false);
+        }
+    }
+    free_pages(env, sh);
+    *sh = *next;
+    next->npages = 0;
+    return PT_SHADOW_OK;
+}

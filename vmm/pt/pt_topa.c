@@ -1,0 +1,339 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Guest ToPA walker / validator.  See pt_topa.h for the bounds.
+ *
+ * Rules (pt-facts D.1-D.4, B.5; SDM Vol. 3C 33.2.7 "ToPA" and "ToPA Errors"):
+ *  - OUTPUT_BASE bits 11:7 != 0 in ToPA mode: operational error (D.4).
+ *  - entry reserved bits (1, 3, 5, 11:10, 63:MAXPHYADDR): operational error.
+ *  - END together with INT or STOP: operational error (D.3).
+ *  - END in entry 0 of a table: operational error.  This comes from the SDM
+ *    "ToPA errors" list as recorded in pt-facts D.3, flagged there as not
+ *    re-confirmed ("items not confirmed" #7).  We implement it because (a) it
+ *    is what the fact sheet records, (b) no real driver (Linux) builds such a
+ *    table, and (c) it guarantees every table holds an output region, so no
+ *    chain of tables can make hardware (or this walker) spin without output.
+ *  - region base not aligned to its size: operational error (D.1).
+ *  - OutputOffset >= region size while STATUS.Stopped = 0: operational error.
+ *  - single-entry ToPA (no CPUID.14.0:ECX[1]): entry 0 is an output region,
+ *    entry 1 is END, the table offset is 0; anything else is an operational
+ *    error (D.2).
+ *  - the END size field is ignored (only its base is used).
+ * VMM rules on top (the guest sees them as operational errors too):
+ *  - every byte of every table page and output region is guest RAM
+ *    (never VMM memory, MMIO, unmapped or VMM-protected pages);
+ *  - no output region overlaps a table page of this walk (the shadow's
+ *    output bypasses the write-protection that keeps tables coherent);
+ *  - the bounds in pt_topa.h;
+ *  - FabricEn (output to the trace transport) is not virtualized.
+ * Where the guest's current entry is an END entry (hardware may leave the
+ * pointer there after filling the last region of a table), the walk starts at
+ * the table it points to, as hardware does on its next output.
+ */
+#include <stddef.h>
+
+#include "pt/pt_topa.h"
+#include "pt/rtit.h"
+
+#define TOPA_RSVD_HIGH(maxpa) (~((1ull << (maxpa)) - 1))
+
+static enum pt_topa_status fail(struct pt_topa_err *err, const char *reason, uint64_t gpa,
+                                int32_t entry)
+{
+    err->reason = reason;
+    err->gpa = gpa;
+    err->entry = entry;
+    return PT_TOPA_OPERR;
+}
+
+static const char *kind_reason(enum pt_mem_kind kind, bool table)
+{
+    switch (kind) {
+    case PT_MEM_VMM:
+        return table ? "ToPA table in VMM memory" : "output region in VMM memory";
+    case PT_MEM_MMIO:
+        return table ? "ToPA table in MMIO" : "output region in MMIO";
+    case PT_MEM_PROTECTED:
+        return table ? "ToPA table in a VMM-protected page"
+                     : "output region in a VMM-protected page";
+    case PT_MEM_UNMAPPED:
+    default:
+        return table ? "ToPA table not in guest RAM" : "output region not in guest RAM";
+    }
+}
+
+/* Every byte of [gpa, gpa + size) is guest RAM.  size > 0, no wrap (checked by callers). */
+static bool range_is_ram(const struct pt_mem_ops *mem, uint64_t gpa, uint64_t size,
+                         enum pt_mem_kind *bad)
+{
+    uint64_t end = gpa + size;
+
+    while (gpa < end) {
+        struct pt_mem_xlate x = {.kind = PT_MEM_UNMAPPED};
+        uint64_t page_left = PT_PAGE_SIZE - (gpa & (PT_PAGE_SIZE - 1));
+
+        mem->translate(mem->ctx, gpa, &x);
+        if (x.kind != PT_MEM_GUEST_RAM) {
+            *bad = x.kind;
+            return false;
+        }
+        /* Never trust len below the page remainder: guarantees progress. */
+        gpa += x.len > page_left ? (x.len < end - gpa ? x.len : end - gpa) : page_left;
+    }
+    return true;
+}
+
+static enum pt_topa_status add_table(const struct pt_out_cfg *cfg, const struct pt_mem_ops *mem,
+                                     struct pt_topa_walk *w, uint64_t gpa, uint16_t *idx,
+                                     struct pt_topa_err *err)
+{
+    enum pt_mem_kind bad;
+
+    for (uint16_t i = 0; i < w->ntables; i++) {
+        if (w->tables[i].gpa == gpa) {
+            *idx = i;
+            return PT_TOPA_OK;
+        }
+    }
+    if (w->ntables == PT_TOPA_MAX_TABLES)
+        return fail(err, "too many ToPA tables (VMM bound)", gpa, -1);
+    if (gpa >> cfg->maxphyaddr)
+        return fail(err, "ToPA table beyond MAXPHYADDR", gpa, -1);
+    if (!range_is_ram(mem, gpa, PT_PAGE_SIZE, &bad))
+        return fail(err, kind_reason(bad, true), gpa, -1);
+    w->tables[w->ntables].gpa = gpa;
+    w->tables[w->ntables].run0 = -1;
+    *idx = w->ntables++;
+    return PT_TOPA_OK;
+}
+
+static uint16_t new_run(struct pt_topa_walk *w, uint16_t table, uint16_t first_entry)
+{
+    /* Runs <= tables + 1 by construction: one per table's entry 0, plus run 0. */
+    struct pt_topa_run *r = &w->runs[w->nruns];
+
+    r->table = table;
+    r->first_entry = first_entry;
+    r->first_region = w->nregions;
+    r->nregions = 0;
+    r->end = PT_RUN_END_STOP;
+    r->end_entry = 0;
+    r->next_run = 0;
+    if (first_entry == 0)
+        w->tables[table].run0 = (int16_t)w->nruns;
+    return w->nruns++;
+}
+
+static enum pt_topa_status read_entry(const struct pt_out_cfg *cfg, const struct pt_mem_ops *mem,
+                                      struct pt_topa_walk *w, uint16_t table, uint32_t e,
+                                      uint64_t *val, struct pt_topa_err *err)
+{
+    uint64_t tgpa = w->tables[table].gpa;
+
+    if (e >= PT_TOPA_ENTRIES_PER_TABLE)
+        return fail(err, "no END inside the 4 KiB ToPA table (VMM bound)", tgpa, (int32_t)e);
+    if (w->entries_read >= PT_TOPA_MAX_ENTRIES_READ)
+        return fail(err, "ToPA walk too long (VMM bound)", tgpa, (int32_t)e);
+    w->entries_read++;
+    if (!mem->read64(mem->ctx, tgpa + 8ull * e, val))
+        return fail(err, "ToPA table not readable", tgpa, (int32_t)e);
+    /* D.1: reserved bits */
+    if (*val & (TOPA_RSVD_LOW | TOPA_RSVD_HIGH(cfg->maxphyaddr)))
+        return fail(err, "ToPA entry reserved bits set", tgpa, (int32_t)e);
+    if ((*val & TOPA_END) && (*val & (TOPA_INT | TOPA_STOP)))
+        return fail(err, "ToPA END entry with INT or STOP", tgpa, (int32_t)e);
+    if ((*val & TOPA_END) && e == 0)
+        return fail(err, "ToPA END in entry 0", tgpa, 0);
+    if (!cfg->topa_multi) {
+        if (e == 0 && (*val & TOPA_END))
+            return fail(err, "single-entry ToPA: entry 0 must be an output region", tgpa, 0);
+        if (e == 1 && !(*val & TOPA_END))
+            return fail(err, "single-entry ToPA: entry 1 must be END", tgpa, 1);
+    }
+    return PT_TOPA_OK;
+}
+
+static enum pt_topa_status add_region(const struct pt_out_cfg *cfg, const struct pt_mem_ops *mem,
+                                      struct pt_topa_walk *w, uint16_t table, uint32_t e,
+                                      uint64_t val, struct pt_topa_err *err)
+{
+    uint64_t tgpa = w->tables[table].gpa;
+    uint8_t log2size = (uint8_t)(12 + PTV_FIELD(val, TOPA_SIZE_SHIFT, 0xf));
+    uint64_t size = 1ull << log2size;
+    uint64_t base = val & TOPA_BASE_MASK(cfg->maxphyaddr);
+    enum pt_mem_kind bad;
+    struct pt_topa_region *r;
+
+    if (base & (size - 1))
+        return fail(err, "ToPA output region not aligned to its size", tgpa, (int32_t)e);
+    if ((base + size - 1) >> cfg->maxphyaddr)
+        return fail(err, "ToPA output region beyond MAXPHYADDR", tgpa, (int32_t)e);
+    if (!range_is_ram(mem, base, size, &bad))
+        return fail(err, kind_reason(bad, false), tgpa, (int32_t)e);
+    if (w->nregions >= w->max_regions)
+        return fail(err, "too many ToPA output regions (VMM bound)", tgpa, (int32_t)e);
+    r = &w->regions[w->nregions++];
+    r->gpa = base;
+    r->table = table;
+    r->entry = (uint16_t)e;
+    r->log2size = log2size;
+    r->flags = (uint8_t)(val & (TOPA_INT | TOPA_STOP));
+    return PT_TOPA_OK;
+}
+
+/* Walk one run to its END, its STOP region, or the merge point. */
+static enum pt_topa_status walk_run(const struct pt_out_cfg *cfg, const struct pt_mem_ops *mem,
+                                    struct pt_topa_walk *w, uint16_t ri, uint16_t start_table,
+                                    uint32_t start_entry, struct pt_topa_err *err)
+{
+    uint16_t table = w->runs[ri].table;
+    enum pt_topa_status st;
+
+    for (uint32_t e = w->runs[ri].first_entry;; e++) {
+        uint64_t val;
+
+        if (ri != 0 && table == start_table && e == start_entry) {
+            w->runs[ri].end = PT_RUN_END_MERGE;
+            w->runs[ri].next_run = 0;
+            return PT_TOPA_OK;
+        }
+        st = read_entry(cfg, mem, w, table, e, &val, err);
+        if (st != PT_TOPA_OK)
+            return st;
+        if (val & TOPA_END) {
+            uint16_t next;
+            st = add_table(cfg, mem, w, val & TOPA_BASE_MASK(cfg->maxphyaddr), &next, err);
+            if (st != PT_TOPA_OK)
+                return st;
+            if (w->tables[next].run0 < 0)
+                new_run(w, next, 0);
+            w->runs[ri].end = PT_RUN_END_LINK;
+            w->runs[ri].end_entry = (uint16_t)e;
+            w->runs[ri].next_run = (uint16_t)w->tables[next].run0;
+            return PT_TOPA_OK;
+        }
+        st = add_region(cfg, mem, w, table, e, val, err);
+        if (st != PT_TOPA_OK)
+            return st;
+        w->runs[ri].nregions++;
+        if (val & TOPA_STOP) {
+            w->runs[ri].end = PT_RUN_END_STOP;
+            return PT_TOPA_OK;
+        }
+    }
+}
+
+static bool overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
+{
+    return a < b + blen && b < a + alen;
+}
+
+static enum pt_topa_status walk_topa(const struct pt_out_cfg *cfg, const struct pt_mem_ops *mem,
+                                     struct pt_topa_walk *w, struct pt_topa_err *err)
+{
+    uint64_t base = cfg->output_base;
+    uint32_t cur =
+        (uint32_t)PTV_FIELD(cfg->output_mask_ptrs, RTIT_MASK_TABLE_OFFSET_SHIFT, 0x1ffffff);
+    uint64_t off = cfg->output_mask_ptrs >> RTIT_MASK_OUTPUT_OFFSET_SHIFT;
+    uint16_t start_table;
+    enum pt_topa_status st;
+    uint64_t val;
+
+    if (base & RTIT_MASK_LOWER)
+        return fail(err, "OUTPUT_BASE bits 6:0 reserved", base, -1);
+    if (base & 0xf80)
+        return fail(err, "OUTPUT_BASE bits 11:7 not 0 in ToPA mode", base, -1);
+    if (base >> cfg->maxphyaddr)
+        return fail(err, "OUTPUT_BASE beyond MAXPHYADDR", base, -1);
+    if (!cfg->topa_multi && cur != 0)
+        return fail(err, "single-entry ToPA: table offset must be 0", base, (int32_t)cur);
+    st = add_table(cfg, mem, w, base, &start_table, err);
+    if (st != PT_TOPA_OK)
+        return st;
+    st = read_entry(cfg, mem, w, start_table, cur, &val, err);
+    if (st != PT_TOPA_OK)
+        return st;
+    if (val & TOPA_END) {
+        /* Current entry is END: output starts at entry 0 of the next table. */
+        if (off != 0)
+            return fail(err, "OutputOffset not 0 at an END entry", base, (int32_t)cur);
+        st = add_table(cfg, mem, w, val & TOPA_BASE_MASK(cfg->maxphyaddr), &start_table, err);
+        if (st != PT_TOPA_OK)
+            return st;
+        cur = 0;
+    }
+    new_run(w, start_table, (uint16_t)cur);
+    for (uint16_t ri = 0; ri < w->nruns; ri++) {
+        st = walk_run(cfg, mem, w, ri, start_table, cur, err);
+        if (st != PT_TOPA_OK)
+            return st;
+    }
+    /* D.4: OutputOffset must lie inside the current region unless Stopped. */
+    if (!(cfg->status & RTIT_STATUS_STOPPED) &&
+        off >= pt_region_size(&w->regions[w->runs[0].first_region]))
+        return fail(err, "OutputOffset >= output region size", w->tables[start_table].gpa,
+                    (int32_t)cur);
+    w->start_offset = off;
+    for (uint32_t i = 0; i < w->nregions; i++) {
+        const struct pt_topa_region *r = &w->regions[i];
+        for (uint16_t t = 0; t < w->ntables; t++) {
+            if (overlaps(r->gpa, pt_region_size(r), w->tables[t].gpa, PT_PAGE_SIZE))
+                return fail(err, "output region overlaps a ToPA table (VMM rule)",
+                            w->tables[r->table].gpa, r->entry);
+        }
+    }
+    return PT_TOPA_OK;
+}
+
+/* pt-facts B.5: single-range output, mask = MASK_PTRS[31:0] with bits 6:0 forced to 1. */
+static enum pt_topa_status walk_single(const struct pt_out_cfg *cfg, const struct pt_mem_ops *mem,
+                                       struct pt_topa_walk *w, struct pt_topa_err *err)
+{
+    uint64_t base = cfg->output_base;
+    uint64_t mask = (cfg->output_mask_ptrs & 0xffffffffull) | RTIT_MASK_LOWER;
+    uint64_t off = cfg->output_mask_ptrs >> RTIT_MASK_OUTPUT_OFFSET_SHIFT;
+    enum pt_mem_kind bad;
+    uint8_t log2size = 0;
+
+    if (base & RTIT_MASK_LOWER)
+        return fail(err, "OUTPUT_BASE bits 6:0 reserved", base, -1);
+    if (mask & (mask + 1))
+        return fail(err, "single-range mask not contiguous", base, -1);
+    if (base & mask)
+        return fail(err, "single-range base overlaps the mask", base, -1);
+    if (off > mask)
+        return fail(err, "single-range offset > mask", base, -1);
+    if ((base + mask) >> cfg->maxphyaddr)
+        return fail(err, "single-range buffer beyond MAXPHYADDR", base, -1);
+    if (!range_is_ram(mem, base, mask + 1, &bad))
+        return fail(err, kind_reason(bad, false), base, -1);
+    if (w->max_regions < 1)
+        return fail(err, "too many output regions (VMM bound)", base, -1);
+    while ((1ull << log2size) != mask + 1)
+        log2size++;
+    w->single_range = true;
+    w->regions[0] = (struct pt_topa_region){.gpa = base, .log2size = log2size};
+    w->nregions = 1;
+    w->start_offset = off;
+    return PT_TOPA_OK;
+}
+
+enum pt_topa_status pt_out_walk(const struct pt_out_cfg *cfg, const struct pt_mem_ops *mem,
+                                struct pt_topa_walk *w, struct pt_topa_err *err)
+{
+    w->single_range = false;
+    w->ntables = 0;
+    w->nruns = 0;
+    w->nregions = 0;
+    w->entries_read = 0;
+    w->start_offset = 0;
+    err->reason = NULL;
+    err->gpa = 0;
+    err->entry = -1;
+    if (cfg->maxphyaddr < 36 || cfg->maxphyaddr > 52)
+        return fail(err, "bad MAXPHYADDR", 0, -1);
+    if (cfg->ctl & RTIT_CTL_FABRIC_EN)
+        return fail(err, "trace transport output (FabricEn) not virtualized", 0, -1);
+    if (cfg->ctl & RTIT_CTL_TOPA)
+        return walk_topa(cfg, mem, w, err);
+    return walk_single(cfg, mem, w, err);
+}
