@@ -1,0 +1,415 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * EPT table builder (see ept.h for the rules every call follows).
+ *
+ * Each mutating call runs one walker twice over the same request: a plan pass
+ * that validates the tree (ept_protect needs every page mapped) and counts the
+ * table pages the change needs, reading "virtual" tables synthesised from the
+ * entry they would replace; then, once those pages are reserved, a commit pass
+ * that makes exactly the same decisions on real tables and can no longer fail.
+ */
+#include "ept/ept.h"
+#include "ept/ept_entry.h"
+#include "lib/ptv_string.h"
+
+/* an invariant broken by ept.c itself: stop rather than build a bad tree */
+#define EPT_BUG_ON(c)                                                                              \
+    do {                                                                                           \
+        if (__builtin_expect(!!(c), 0))                                                            \
+            __builtin_trap();                                                                      \
+    } while (0)
+
+#define EPT_ATTR_MASK (VMX_EPT_RWX_MASK | VMX_EPT_MT_MASK | VMX_EPT_IPAT_BIT)
+
+enum ept_op { EPT_OP_MAP, EPT_OP_UNMAP, EPT_OP_PROTECT };
+
+struct ept_req {
+    enum ept_op op;
+    bool commit;        /* false: plan pass, nothing is written */
+    uint64_t start;     /* [start, end): 4 KiB aligned */
+    uint64_t end;
+    uint64_t hpa;       /* MAP: host address of start */
+    uint64_t attrs;     /* MAP: RWX | memory type | IPAT; PROTECT: RWX */
+    unsigned long need; /* plan: table pages the commit will take */
+    bool narrowed;      /* a permission was removed */
+    int err;
+};
+
+enum ept_step { STEP_KEEP, STEP_WRITE, STEP_DESCEND, STEP_SPLIT, STEP_HOLE };
+
+static uint64_t entry_read(const uint64_t *slot)
+{
+    return __atomic_load_n(slot, __ATOMIC_RELAXED);
+}
+
+/* the one place a table word is written: a single 8-byte store */
+static void word_store(struct ept *e, uint64_t *slot, uint64_t val)
+{
+    if (e->ops.store)
+        e->ops.store(e->ops.ctx, slot, val);
+    else
+        __atomic_store_n(slot, val, __ATOMIC_RELEASE);
+}
+
+static uint64_t *table_va(const struct ept *e, uint64_t pa)
+{
+    return e->ops.pa_to_va(e->ops.ctx, pa);
+}
+
+static bool entry_used(uint64_t v)
+{
+    return (v & EPT_SW_USED) != 0;
+}
+
+/* a leaf maps memory: every PTE, a PDE/PDPTE with bit 7; a PML4E never is one */
+static bool entry_is_leaf(uint64_t v, unsigned level)
+{
+    if (!entry_used(v) || level == EPT_LEVELS)
+        return false;
+    return level == 1 || (v & VMX_EPT_PAGE_SIZE_MASK);
+}
+
+static bool entry_is_table(uint64_t v, unsigned level)
+{
+    return entry_used(v) && level > 1 && !entry_is_leaf(v, level);
+}
+
+static uint64_t leaf_addr(uint64_t v, unsigned level)
+{
+    return v & EPT_ADDR_MASK & ~(EPT_LEVEL_SIZE(level) - 1);
+}
+
+static bool perms_valid(unsigned perms)
+{
+    /* SDM Vol. 3C 29.3.3.1: W without R is a misconfiguration, and so is X
+     * without R unless the CPU has execute-only pages; ptvisor never uses them. */
+    return (perms & ~EPT_RWX) == 0 && (perms == 0 || (perms & EPT_R));
+}
+
+static bool level_has_leaves(const struct ept *e, unsigned level)
+{
+    return level == 1 || (level == 2 && e->has_2m) || (level == 3 && e->has_1g);
+}
+
+static uint64_t phys_limit(const struct ept *e)
+{
+    return 1ull << e->maxphyaddr;
+}
+
+/* Build a leaf.  Every leaf the builder writes comes from here. */
+static uint64_t make_leaf(const struct ept *e, unsigned level, uint64_t hpa, uint64_t attrs)
+{
+    unsigned mt = (unsigned)((attrs & VMX_EPT_MT_MASK) >> VMX_EPT_MT_EPTE_SHIFT);
+
+    EPT_BUG_ON(!level_has_leaves(e, level));
+    EPT_BUG_ON(hpa & (EPT_LEVEL_SIZE(level) - 1));
+    EPT_BUG_ON(hpa + EPT_LEVEL_SIZE(level) > phys_limit(e));
+    EPT_BUG_ON(attrs & ~EPT_ATTR_MASK);
+    EPT_BUG_ON(!perms_valid((unsigned)(attrs & VMX_EPT_RWX_MASK)) || !ept_memtype_valid(mt));
+    return hpa | attrs | EPT_SW_USED | (level > 1 ? VMX_EPT_PAGE_SIZE_MASK : 0);
+}
+
+/* Non-leaf entries are RWX: the leaves alone decide (SDM Vol. 3C 29.3.2). */
+static uint64_t make_table_entry(const struct ept *e, uint64_t pa)
+{
+    EPT_BUG_ON(pa & (EPT_PAGE_SIZE - 1) || pa >= phys_limit(e));
+    return pa | VMX_EPT_RWX_MASK | EPT_SW_USED;
+}
+
+/* Entry i of the table that would replace the entry 'parent' at level+1. */
+static uint64_t virtual_child(const struct ept *e, uint64_t parent, unsigned level, unsigned i)
+{
+    if (!entry_is_leaf(parent, level + 1))
+        return 0;
+    return make_leaf(e, level, leaf_addr(parent, level + 1) + (uint64_t)i * EPT_LEVEL_SIZE(level),
+                     parent & EPT_ATTR_MASK);
+}
+
+static void entry_write(struct ept *e, unsigned level, uint64_t *slot, uint64_t old, uint64_t val)
+{
+    if (entry_is_leaf(old, level))
+        e->nr_leaves[level - 1]--;
+    if (entry_is_leaf(val, level))
+        e->nr_leaves[level - 1]++;
+    word_store(e, slot, val);
+}
+
+int ept_reserve(struct ept *e, unsigned long n)
+{
+    while (e->nr_spare < n) {
+        uint64_t pa = 0;
+        uint64_t *va = e->ops.alloc_page(e->ops.ctx, &pa);
+
+        if (!va)
+            return EPT_ENOMEM;
+        /* a page the CPU could not reach as a table would be a silent leak,
+         * not a misconfiguration: refuse the allocator's answer loudly */
+        if ((pa & (EPT_PAGE_SIZE - 1)) || pa >= phys_limit(e) || table_va(e, pa) != va)
+            return EPT_EINVAL;
+        word_store(e, &va[0], e->spare_pa);
+        e->spare_pa = pa;
+        e->nr_spare++;
+    }
+    return 0;
+}
+
+static uint64_t *take_spare(struct ept *e, uint64_t *pa)
+{
+    uint64_t *va;
+
+    EPT_BUG_ON(e->nr_spare == 0);
+    *pa = e->spare_pa;
+    va = table_va(e, *pa);
+    e->spare_pa = entry_read(&va[0]);
+    e->nr_spare--;
+    word_store(e, &va[0], 0); /* the page is all zero again */
+    return va;
+}
+
+/* What to do with entry 'cur' (covering [eb, eb + size)) for request r. */
+static enum ept_step decide(const struct ept *e, const struct ept_req *r, unsigned level,
+                            uint64_t cur, uint64_t eb, uint64_t *want)
+{
+    uint64_t size = EPT_LEVEL_SIZE(level);
+    bool full = r->start <= eb && eb + size <= r->end;
+
+    if (entry_is_table(cur, level))
+        return STEP_DESCEND;
+    switch (r->op) {
+    case EPT_OP_MAP: {
+        uint64_t s = eb > r->start ? eb : r->start;
+
+        if (full && level_has_leaves(e, level) && !((r->hpa + (eb - r->start)) & (size - 1))) {
+            *want = make_leaf(e, level, r->hpa + (eb - r->start), r->attrs);
+            return *want == cur ? STEP_KEEP : STEP_WRITE;
+        }
+        EPT_BUG_ON(level == 1);
+        /* a huge leaf that already maps the sub-range exactly so stays whole */
+        if (entry_is_leaf(cur, level) && (cur & EPT_ATTR_MASK) == r->attrs &&
+            leaf_addr(cur, level) + (s - eb) == r->hpa + (s - r->start))
+            return STEP_KEEP;
+        return STEP_SPLIT;
+    }
+    case EPT_OP_UNMAP:
+        if (!entry_used(cur))
+            return STEP_KEEP;
+        *want = 0;
+        return full ? STEP_WRITE : STEP_SPLIT;
+    case EPT_OP_PROTECT:
+        if (!entry_used(cur))
+            return STEP_HOLE;
+        *want = (cur & ~VMX_EPT_RWX_MASK) | r->attrs;
+        if (*want == cur)
+            return STEP_KEEP;
+        return full ? STEP_WRITE : STEP_SPLIT;
+    }
+    EPT_BUG_ON(1);
+    return STEP_KEEP;
+}
+
+/*
+ * Apply r to the table at 'level' mapping GPAs from 'base'.  'table' is NULL in
+ * the plan pass for a table that does not exist yet; its entries are then
+ * virtual_child(parent).
+ */
+static void walk(struct ept *e, struct ept_req *r, unsigned level, uint64_t *table,
+                 uint64_t parent, uint64_t base)
+{
+    uint64_t size = EPT_LEVEL_SIZE(level);
+    uint64_t lo = r->start > base ? r->start : base;
+    unsigned i;
+
+    for (i = EPT_INDEX(lo, level); i < EPT_ENTRIES && !r->err; i++) {
+        uint64_t eb = base + (uint64_t)i * size;
+        uint64_t cur = table ? entry_read(&table[i]) : virtual_child(e, parent, level, i);
+        uint64_t want = 0;
+
+        if (eb >= r->end)
+            break;
+        switch (decide(e, r, level, cur, eb, &want)) {
+        case STEP_KEEP:
+            break;
+        case STEP_HOLE:
+            r->err = EPT_ENOENT;
+            break;
+        case STEP_WRITE:
+            if (cur & ~want & VMX_EPT_RWX_MASK)
+                r->narrowed = true;
+            if (!r->commit)
+                break;
+            if (cur & VMX_EPT_RWX_MASK)
+                e->flush_needed = true; /* a present translation changed */
+            entry_write(e, level, &table[i], cur, want);
+            break;
+        case STEP_DESCEND:
+            walk(e, r, level - 1, table_va(e, cur & EPT_ADDR_MASK), 0, eb);
+            break;
+        case STEP_SPLIT:
+            if (!r->commit) {
+                r->need++;
+                walk(e, r, level - 1, NULL, cur, eb);
+            } else {
+                uint64_t pa;
+                uint64_t *t = take_spare(e, &pa);
+                unsigned j;
+
+                /* fill the new table while nothing can reach it ... */
+                for (j = 0; j < EPT_ENTRIES && entry_is_leaf(cur, level); j++)
+                    entry_write(e, level - 1, &t[j], 0, virtual_child(e, cur, level - 1, j));
+                walk(e, r, level - 1, t, 0, eb);
+                /* ... then switch the parent with one store */
+                if (cur & VMX_EPT_RWX_MASK)
+                    e->flush_needed = true; /* page size changed (SDM Vol. 3A 4.10.2.3) */
+                entry_write(e, level, &table[i], cur, make_table_entry(e, pa));
+                e->nr_tables++;
+            }
+            break;
+        }
+    }
+}
+
+/* plan, reserve, commit */
+static int run(struct ept *e, struct ept_req *r)
+{
+    int rc;
+
+    r->commit = false;
+    walk(e, r, EPT_LEVELS, e->root, 0, 0);
+    if (r->err)
+        return r->err;
+    rc = ept_reserve(e, r->need);
+    if (rc)
+        return rc;
+    r->commit = true;
+    r->narrowed = false;
+    walk(e, r, EPT_LEVELS, e->root, 0, 0);
+    EPT_BUG_ON(r->err);
+    return 0;
+}
+
+static int check_gpa_range(const struct ept *e, uint64_t gpa, uint64_t size)
+{
+    const uint64_t gpa_limit = 1ull << EPT_GPA_BITS;
+
+    if (!e->root || size == 0 || ((gpa | size) & (EPT_PAGE_SIZE - 1)))
+        return EPT_EINVAL;
+    if (gpa >= gpa_limit || size > gpa_limit - gpa)
+        return EPT_EINVAL;
+    return 0;
+}
+
+int ept_init(struct ept *e, const struct ept_ops *ops, bool has_1g, bool has_2m)
+{
+    int rc;
+
+    memset(e, 0, sizeof(*e));
+    if (!ops || !ops->alloc_page || !ops->pa_to_va)
+        return EPT_EINVAL;
+    e->ops = *ops;
+    e->has_1g = has_1g;
+    e->has_2m = has_2m;
+    e->maxphyaddr = 52;
+    rc = ept_reserve(e, 1);
+    if (rc)
+        return rc;
+    e->root = take_spare(e, &e->root_pa);
+    e->nr_tables = 1;
+    return 0;
+}
+
+int ept_set_maxphyaddr(struct ept *e, unsigned bits)
+{
+    uint64_t pa = e->spare_pa;
+    unsigned i;
+
+    if (!e->root || bits < 32 || bits > 52)
+        return EPT_EINVAL;
+    if (e->nr_tables != 1 || e->nr_leaves[0] || e->nr_leaves[1] || e->nr_leaves[2])
+        return EPT_EINVAL;
+    if (e->root_pa >= (1ull << bits))
+        return EPT_EINVAL;
+    for (i = 0; i < e->nr_spare; i++) {
+        if (pa >= (1ull << bits))
+            return EPT_EINVAL;
+        pa = entry_read(&table_va(e, pa)[0]);
+    }
+    e->maxphyaddr = bits;
+    return 0;
+}
+
+int ept_map(struct ept *e, uint64_t gpa, uint64_t hpa, uint64_t size, unsigned perms,
+            unsigned memtype)
+{
+    struct ept_req r = {.op = EPT_OP_MAP, .start = gpa, .end = gpa + size, .hpa = hpa};
+    int rc = check_gpa_range(e, gpa, size);
+
+    if (rc)
+        return rc;
+    if ((hpa & (EPT_PAGE_SIZE - 1)) || hpa >= phys_limit(e) || size > phys_limit(e) - hpa)
+        return EPT_EINVAL;
+    if (perms == 0 || !perms_valid(perms))
+        return EPT_EINVAL;
+    if ((memtype & ~(7u | EPT_MT_IPAT)) || !ept_memtype_valid(memtype & 7u))
+        return EPT_EINVAL;
+    r.attrs = perms | ((uint64_t)(memtype & 7u) << VMX_EPT_MT_EPTE_SHIFT) |
+              ((memtype & EPT_MT_IPAT) ? VMX_EPT_IPAT_BIT : 0);
+    return run(e, &r);
+}
+
+int ept_unmap(struct ept *e, uint64_t gpa, uint64_t size)
+{
+    struct ept_req r = {.op = EPT_OP_UNMAP, .start = gpa, .end = gpa + size};
+    int rc = check_gpa_range(e, gpa, size);
+
+    return rc ? rc : run(e, &r);
+}
+
+int ept_protect(struct ept *e, uint64_t gpa, uint64_t size, unsigned perms, bool *narrowed)
+{
+    struct ept_req r = {.op = EPT_OP_PROTECT, .start = gpa, .end = gpa + size, .attrs = perms};
+    int rc = check_gpa_range(e, gpa, size);
+
+    if (!rc && !perms_valid(perms))
+        rc = EPT_EINVAL;
+    if (!rc)
+        rc = run(e, &r);
+    if (narrowed)
+        *narrowed = !rc && r.narrowed;
+    return rc;
+}
+
+int ept_translate(const struct ept *e, uint64_t gpa, uint64_t *hpa, unsigned *perms,
+                  unsigned *memtype, unsigned *page_level)
+{
+    const uint64_t *t = e->root;
+    unsigned level;
+
+    if (!t || gpa >= (1ull << EPT_GPA_BITS))
+        return EPT_EINVAL;
+    for (level = EPT_LEVELS; level >= 1; level--) {
+        uint64_t v = entry_read(&t[EPT_INDEX(gpa, level)]);
+
+        if (!entry_used(v))
+            return EPT_ENOENT;
+        if (!entry_is_leaf(v, level)) {
+            t = table_va(e, v & EPT_ADDR_MASK);
+            continue;
+        }
+        if (hpa)
+            *hpa = leaf_addr(v, level) | (gpa & (EPT_LEVEL_SIZE(level) - 1));
+        if (perms)
+            *perms = (unsigned)(v & VMX_EPT_RWX_MASK);
+        if (memtype)
+            *memtype = (unsigned)((v & VMX_EPT_MT_MASK) >> VMX_EPT_MT_EPTE_SHIFT) |
+                       ((v & VMX_EPT_IPAT_BIT) ? EPT_MT_IPAT : 0);
+        if (page_level)
+            *page_level = level;
+        return 0;
+    }
+    return EPT_ENOENT; /* not reached: level 1 entries are leaves */
+}
+
+uint64_t ept_eptp(const struct ept *e)
+{
+    return e->root_pa | VMX_EPTP_PWL_4 | VMX_EPTP_MT_WB;
+}

@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A pure EPT table builder: map, unmap, protect, translate.  No VMX
+ * instruction, no MSR and no global state: the VMM hands it an allocator
+ * (struct ept_ops) and issues INVEPT itself when ept_flush_needed() says so.
+ * The same file compiles into the VMM and into host tests.
+ *
+ * Rules every mutating call follows:
+ *  - validate, then commit: all operands are checked and every table page the
+ *    change needs is reserved before the first entry is written; on any error
+ *    the tree is exactly as before (pages already obtained stay on a spare
+ *    list for the next call, they are not leaked);
+ *  - no torn state: a new table is completely filled while unreachable and is
+ *    linked by one 8-byte store, so every store leaves a tree in which each
+ *    GPA translates either as before or as after the call;
+ *  - no EPT misconfiguration by construction (SDM Vol. 3C 29.3.3.1): W or X
+ *    without R, reserved memory types, 1 GiB/2 MiB pages the CPU lacks and
+ *    addresses above MAXPHYADDR are refused;
+ *  - table pages are never freed: a table, once linked, stays (later maps
+ *    into that range use it), so no page can be reused while the CPU's
+ *    paging-structure caches may still point at it.
+ * Errors are negative errno values (EPT_E*); 0 is success.
+ */
+#ifndef PTV_EPT_H
+#define PTV_EPT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "ept/memtype.h"
+
+/* permissions (the low three bits of an EPT entry) */
+#define EPT_R   (1u << 0)
+#define EPT_W   (1u << 1)
+#define EPT_X   (1u << 2)
+#define EPT_RWX (EPT_R | EPT_W | EPT_X)
+
+/* memtype argument flag: set IPAT, i.e. ignore the guest PAT (pt-facts.md G.6) */
+#define EPT_MT_IPAT (1u << 3)
+
+/* page levels reported by ept_translate() */
+#define EPT_LEVEL_4K 1u
+#define EPT_LEVEL_2M 2u
+#define EPT_LEVEL_1G 3u
+
+enum {
+    EPT_ENOENT = -2,  /* ept_protect over a hole; ept_translate of an unmapped GPA */
+    EPT_ENOMEM = -12, /* the allocator ran out: nothing changed */
+    EPT_EEXIST = -17, /* ept_build_identity on a non-empty EPT */
+    EPT_EINVAL = -22, /* bad operand: alignment, overflow, perms, memtype */
+};
+
+struct ept_ops {
+    void *ctx;
+    /* a zeroed, 4 KiB aligned 4 KiB page; its physical address in *pa; NULL if out */
+    void *(*alloc_page)(void *ctx, uint64_t *pa);
+    /* the VMM's mapping of a table page the allocator returned */
+    void *(*pa_to_va)(void *ctx, uint64_t pa);
+    /*
+     * Optional: perform the 8-byte store *slot = val (a single atomic store).
+     * NULL means ept.c stores itself.  Tests use it to record every store.
+     */
+    void (*store)(void *ctx, uint64_t *slot, uint64_t val);
+};
+
+struct ept {
+    struct ept_ops ops;
+    uint64_t root_pa; /* the PML4 */
+    uint64_t *root;
+    bool has_1g;         /* EPT_VPID_CAP bit 17 */
+    bool has_2m;         /* EPT_VPID_CAP bit 16 */
+    unsigned maxphyaddr; /* CPUID 0x80000008 EAX[7:0]; 52 until ept_set_maxphyaddr() */
+    bool flush_needed;   /* a translation was narrowed, changed or split: INVEPT */
+    /* pages obtained by a reservation and not used yet, linked through word 0 */
+    uint64_t spare_pa;
+    unsigned nr_spare;
+    /* counters */
+    unsigned long nr_tables;    /* linked table pages, the PML4 included */
+    unsigned long nr_leaves[3]; /* entries in use per page size: [0] 4K, [1] 2M, [2] 1G */
+};
+
+/* Set up an empty EPT (allocates the PML4). */
+int ept_init(struct ept *e, const struct ept_ops *ops, bool has_1g, bool has_2m)
+    __attribute__((warn_unused_result));
+/* Tell the builder the CPU's MAXPHYADDR (36..52); refused once anything is mapped. */
+int ept_set_maxphyaddr(struct ept *e, unsigned bits) __attribute__((warn_unused_result));
+
+/*
+ * Map [gpa, gpa+size) to [hpa, hpa+size) with perms (EPT_R[W][X], R required)
+ * and memtype (EPT_MT_*, optionally | EPT_MT_IPAT), using the largest pages
+ * (1G/2M/4K) that gpa, hpa and size alignment allow.  Existing mappings in the
+ * range are replaced (huge pages straddling its ends are split; existing
+ * tables are kept and filled at their level).  gpa, hpa and size 4 KiB aligned.
+ */
+int ept_map(struct ept *e, uint64_t gpa, uint64_t hpa, uint64_t size, unsigned perms,
+            unsigned memtype) __attribute__((warn_unused_result));
+/* Make [gpa, gpa+size) not present, splitting huge pages at the ends; holes are fine. */
+int ept_unmap(struct ept *e, uint64_t gpa, uint64_t size) __attribute__((warn_unused_result));
+/*
+ * Set the permissions of every page in [gpa, gpa+size) to perms (0 allowed:
+ * the entries keep address and type but are not present to the CPU).  The
+ * whole range must be mapped (else EPT_ENOENT, nothing changed).  *narrowed
+ * (may be NULL) is set when some permission was removed: INVEPT before the
+ * guest runs again.
+ */
+int ept_protect(struct ept *e, uint64_t gpa, uint64_t size, unsigned perms, bool *narrowed)
+    __attribute__((warn_unused_result));
+/* Walk the tables for gpa.  EPT_ENOENT if unmapped.  Any out pointer may be NULL. */
+int ept_translate(const struct ept *e, uint64_t gpa, uint64_t *hpa, unsigned *perms,
+                  unsigned *memtype, unsigned *page_level);
+/* EPTP: root | WB paging structures | 4-level walk | no A/D (pt-facts.md G.6) */
+uint64_t ept_eptp(const struct ept *e);
+
+/* Obtain n spare table pages now (so later calls need no allocation). */
+int ept_reserve(struct ept *e, unsigned long n) __attribute__((warn_unused_result));
+
+/* true when a change since the last ept_flush_done() needs an INVEPT */
+static inline bool ept_flush_needed(const struct ept *e)
+{
+    return e->flush_needed;
+}
+/* the caller has executed INVEPT (single-context, this EPTP) */
+static inline void ept_flush_done(struct ept *e)
+{
+    e->flush_needed = false;
+}
+
+#endif
