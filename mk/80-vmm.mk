@@ -1,0 +1,33 @@
+# vmm.elf: the freestanding hypervisor (PIE, W^X segments, linker.ld).
+# Named 80- so the pure-logic source lists of vmm/ept (EPT_SRCS) and vmm/pt
+# (PT_CORE_SRCS, PT_TOPA_SRCS) are known here.
+
+VMM_CORE_SRCS := $(wildcard vmm/*.c vmm/lib/*.c vmm/vmx/*.c) $(wildcard vmm/*.S vmm/vmx/*.S)
+VMM_SRCS      := $(VMM_CORE_SRCS) $(EPT_SRCS) $(PT_CORE_SRCS) $(PT_TOPA_SRCS)
+VMM_OBJS      := $(patsubst %,$(BUILD)/vmm-obj/%.o,$(VMM_SRCS))
+VMM_ELF       := $(BUILD)/vmm/vmm.elf
+
+$(BUILD)/vmm-obj/%.c.o: %.c
+	@mkdir -p $(@D)
+	$(Q)$(VMM_CC) $(VMM_CFLAGS) -c $< -o $@
+
+$(BUILD)/vmm-obj/%.S.o: %.S
+	@mkdir -p $(@D)
+	$(Q)$(VMM_CC) $(VMM_ASFLAGS) -c $< -o $@
+
+$(VMM_ELF): $(VMM_OBJS) linker.ld
+	@mkdir -p $(@D)
+	$(Q)$(VMM_LD) -pie --no-dynamic-linker -z text -z max-page-size=4096 -z noexecstack \
+	    -static -nostdlib -T linker.ld -o $@ $(VMM_OBJS)
+	$(Q)tools/check-vmm-elf.sh $@
+
+-include $(VMM_OBJS:.o=.d)
+
+.PHONY: vmm
+vmm: $(VMM_ELF)
+ALL_TARGETS += $(VMM_ELF)
+
+# host tests of vmm/vmx pure parts
+HOST_TESTS += test_vmcs_fields test_vmx_controls
+test_vmcs_fields_SRCS := tests/unit/test_vmcs_fields.c vmm/vmx/vmcs_table.c
+test_vmx_controls_SRCS := tests/unit/test_vmx_controls.c vmm/vmx/vmx_controls.c

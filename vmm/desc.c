@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: MIT */
+/* Host GDT/TSS/IDT and exception handling in VMX root operation. */
+#include "desc.h"
+#include "cpu.h"
+#include "log.h"
+#include "palloc.h"
+#include "panic.h"
+#include "lib/ptv_string.h"
+
+#define GDT_CODE64 0x00af9b000000ffffull /* P, DPL0, code exec/read accessed, L=1, G=1 */
+#define GDT_DATA   0x00cf93000000ffffull /* P, DPL0, data read/write accessed, D/B=1, G=1 */
+#define IST_EMERGENCY 1
+#define EMERGENCY_STACK_PAGES 2
+
+struct idt_gate {
+    uint16_t off_lo, sel;
+    uint8_t ist, type_attr;
+    uint16_t off_mid;
+    uint32_t off_hi, zero;
+} __attribute__((packed));
+_Static_assert(sizeof(struct idt_gate) == 16, "IDT gate layout");
+
+struct __attribute__((packed)) tss64 {
+    uint32_t rsvd0;
+    uint64_t rsp[3];
+    uint64_t rsvd1;
+    uint64_t ist[7];
+    uint64_t rsvd2;
+    uint16_t rsvd3, iomap_base;
+};
+_Static_assert(sizeof(struct tss64) == 104, "64-bit TSS layout");
+
+struct extable_entry {
+    int32_t insn, fixup;
+};
+extern const struct extable_entry __extable_start[], __extable_end[];
+extern const int32_t exc_stub_table[32];
+
+volatile uint32_t exc_fixup_hit;
+volatile uint32_t host_nmi_pending;
+
+static uint64_t *gdt;
+static struct tss64 *tss;
+static struct idt_gate *idt;
+
+static void set_gate(unsigned vec, uint16_t sel, uint8_t ist)
+{
+    uint64_t off = (uint64_t)(uintptr_t)exc_stub_table + (int64_t)exc_stub_table[vec];
+    idt[vec] = (struct idt_gate){
+        .off_lo = (uint16_t)off,
+        .sel = sel,
+        .ist = ist,
+        .type_attr = 0x8e, /* present, DPL0, 64-bit interrupt gate */
+        .off_mid = (uint16_t)(off >> 16),
+        .off_hi = (uint32_t)(off >> 32),
+    };
+}
+
+int host_desc_init(void)
+{
+    uint64_t pa;
+    uint8_t *page = palloc_page(&pa);
+    void *estack = palloc_pages(EMERGENCY_STACK_PAGES, NULL);
+    idt = palloc_page(NULL);
+    if (!page || !estack || !idt)
+        return -1;
+    gdt = (uint64_t *)page;
+    tss = (struct tss64 *)(page + 256);
+    gdt[0] = 0;
+    gdt[HOST_CS_SEL >> 3] = GDT_CODE64;
+    gdt[HOST_DS_SEL >> 3] = GDT_DATA;
+    uint64_t t = (uint64_t)(uintptr_t)tss;
+    /* 64-bit available TSS descriptor (16 bytes), SDM Vol. 3A 8.2.3 */
+    gdt[HOST_TR_SEL >> 3] = (sizeof(*tss) - 1) | ((t & 0xffffff) << 16) | (0x89ull << 40) |
+                            (((t >> 24) & 0xff) << 56);
+    gdt[(HOST_TR_SEL >> 3) + 1] = t >> 32;
+    tss->ist[IST_EMERGENCY - 1] = (uint64_t)(uintptr_t)estack + EMERGENCY_STACK_PAGES * PAGE_SIZE;
+    tss->iomap_base = sizeof(*tss);
+    /* before the first VM exit we still run on the firmware's GDT and TR */
+    uint16_t cs;
+    asm volatile("mov %%cs, %0" : "=r"(cs));
+    for (unsigned v = 0; v < 32; v++)
+        set_gate(v, cs, 0);
+    return 0;
+}
+
+void host_idt_load(void)
+{
+    struct desc_ptr p = {.limit = 32 * sizeof(struct idt_gate) - 1,
+                         .base = (uint64_t)(uintptr_t)idt};
+    asm volatile("lidt %0" ::"m"(p));
+}
+
+void host_idt_activate(void)
+{
+    for (unsigned v = 0; v < 32; v++) {
+        bool emergency = v == 8 || v == 2 || v == 18;
+        set_gate(v, HOST_CS_SEL, emergency ? IST_EMERGENCY : 0);
+    }
+}
+
+uint64_t host_gdt_base(void)
+{
+    return (uint64_t)(uintptr_t)gdt;
+}
+
+uint64_t host_idt_base(void)
+{
+    return (uint64_t)(uintptr_t)idt;
+}
+
+uint64_t host_tss_base(void)
+{
+    return (uint64_t)(uintptr_t)tss;
+}
+
+void host_exception(struct exc_frame *f);
+void host_exception(struct exc_frame *f)
+{
+    if (f->vector == 2) { /* NMI in root operation: reflect it to the guest later */
+        host_nmi_pending = 1;
+        return;
+    }
+    for (const struct extable_entry *e = __extable_start; e < __extable_end; e++) {
+        uint64_t insn = (uint64_t)(uintptr_t)&e->insn + (int64_t)e->insn;
+        if (insn == f->rip) {
+            f->rip = (uint64_t)(uintptr_t)&e->fixup + (int64_t)e->fixup;
+            exc_fixup_hit = 1;
+            return;
+        }
+    }
+    panic("host exception %lu (error %lx) at RIP %lx, RSP %lx, CR2 %lx", f->vector, f->error,
+          f->rip, f->rsp, ({
+              uint64_t cr2;
+              asm volatile("mov %%cr2, %0" : "=r"(cr2));
+              cr2;
+          }));
+}
+
+int rdmsr_safe(uint32_t msr, uint64_t *val)
+{
+    uint32_t lo = 0, hi = 0;
+    exc_fixup_hit = 0;
+    asm volatile("1: rdmsr\n2:\n\t" EXTABLE_ENTRY(1b, 2b)
+                 : "+a"(lo), "+d"(hi)
+                 : "c"(msr)
+                 : "memory");
+    if (exc_fixup_hit)
+        return -1;
+    *val = ((uint64_t)hi << 32) | lo;
+    return 0;
+}
+
+int wrmsr_safe(uint32_t msr, uint64_t val)
+{
+    exc_fixup_hit = 0;
+    asm volatile("1: wrmsr\n2:\n\t" EXTABLE_ENTRY(1b, 2b)::"c"(msr), "a"((uint32_t)val),
+                 "d"((uint32_t)(val >> 32))
+                 : "memory");
+    return exc_fixup_hit ? -1 : 0;
+}

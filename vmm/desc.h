@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/* Host GDT, TSS, IDT and the exception fix-up table. */
+#ifndef PTV_DESC_H
+#define PTV_DESC_H
+
+#include <stdint.h>
+#include <stdbool.h>
+
+#define HOST_CS_SEL 0x08
+#define HOST_DS_SEL 0x10
+#define HOST_TR_SEL 0x18
+
+struct exc_frame {
+    uint64_t r15, r14, r13, r12, r11, r10, r9, r8;
+    uint64_t rbp, rdi, rsi, rdx, rcx, rbx, rax;
+    uint64_t vector, error;
+    uint64_t rip, cs, rflags, rsp, ss;
+};
+_Static_assert(sizeof(struct exc_frame) == 22 * 8, "exc_frame layout is used by idt.S");
+
+struct host_desc {
+    uint64_t gdt[6];
+    uint8_t tss[104];
+    uint64_t gdt_base, idt_base, tss_base;
+};
+
+/* Build GDT/TSS/IDT in pool memory; the IDT is loaded at once (the firmware's
+ * IDTR is returned for restoring on a failed launch), the GDT/TR only at VM
+ * exit through the VMCS host-state fields. */
+int host_desc_init(void) __attribute__((warn_unused_result));
+void host_idt_load(void);
+/* after the first VM exit: host GDT/TSS are live, switch gates to them */
+void host_idt_activate(void);
+uint64_t host_gdt_base(void);
+uint64_t host_idt_base(void);
+uint64_t host_tss_base(void);
+
+extern volatile uint32_t exc_fixup_hit;
+extern volatile uint32_t host_nmi_pending;
+
+#define EXTABLE_ENTRY(insn, fixup)                                                               \
+    ".pushsection .rodata.extable,\"a\"\n\t.balign 4\n\t.long " #insn " - ., " #fixup            \
+    " - .\n\t.popsection\n\t"
+
+#endif

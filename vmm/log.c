@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+#include "log.h"
+#include "serial.h"
+#include "percpu.h"
+#include "lib/fmt.h"
+
+static unsigned log_level = PTV_LOG_INFO;
+
+void log_set_level(unsigned level)
+{
+    log_level = level;
+}
+
+void log_msg(unsigned level, const char *subsys, const char *fmt, ...)
+{
+    if (level > log_level)
+        return;
+    char line[256];
+    static const char *const tag[] = {"error: ", "warning: ", "", ""};
+    int n = ptv_snprintf(line, sizeof(line), "[cpu%u %s] %s", this_cpu_id(), subsys, tag[level & 3]);
+    if (n < 0 || (size_t)n >= sizeof(line))
+        n = 0;
+    va_list ap;
+    va_start(ap, fmt);
+    int m = ptv_vsnprintf(line + n, sizeof(line) - n - 1, fmt, ap);
+    va_end(ap);
+    size_t len = (size_t)n + ((size_t)m < sizeof(line) - n - 1 ? (size_t)m : sizeof(line) - n - 2);
+    line[len++] = '\n';
+    serial_write(line, len);
+}
+
+void log_raw(const char *fmt, ...)
+{
+    char line[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = ptv_vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    serial_write(line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+}

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/* 16550 UART driver: polled transmit only. */
+#include "serial.h"
+#include "cpu.h"
+
+#define UART_THR 0 /* transmit holding (DLAB=0) */
+#define UART_DLL 0 /* divisor latch low (DLAB=1) */
+#define UART_IER 1
+#define UART_DLM 1
+#define UART_FCR 2
+#define UART_LCR 3
+#define UART_MCR 4
+#define UART_LSR 5
+#define UART_LCR_8N1  0x03
+#define UART_LCR_DLAB 0x80
+#define UART_LSR_THRE 0x20
+#define UART_CLOCK    115200u
+
+static uint16_t uart_port;
+
+void serial_init(uint16_t port, uint32_t baud)
+{
+    uart_port = port;
+    if (!port)
+        return;
+    uint32_t div = baud ? UART_CLOCK / baud : 1;
+    if (!div)
+        div = 1;
+    outb(port + UART_IER, 0);
+    outb(port + UART_LCR, UART_LCR_DLAB);
+    outb(port + UART_DLL, div & 0xff);
+    outb(port + UART_DLM, (div >> 8) & 0xff);
+    outb(port + UART_LCR, UART_LCR_8N1);
+    outb(port + UART_FCR, 0x07); /* enable + clear FIFOs */
+    outb(port + UART_MCR, 0x03); /* DTR, RTS */
+}
+
+static void serial_putc(char c)
+{
+    /* bounded wait: a missing UART must not hang the VMM */
+    for (unsigned i = 0; i < 100000 && !(inb(uart_port + UART_LSR) & UART_LSR_THRE); i++)
+        pause();
+    outb(uart_port + UART_THR, (uint8_t)c);
+}
+
+void serial_write(const char *s, size_t n)
+{
+    if (!uart_port)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '\n')
+            serial_putc('\r');
+        serial_putc(s[i]);
+    }
+}

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef PTV_VMM_H
+#define PTV_VMM_H
+
+#include <stdint.h>
+#include <ptv/handoff.h>
+
+#define PTV_VERSION "0.1.0"
+
+/* what ptv_vmm_entry (entry.S) captured of its caller: the future guest */
+struct caller_state {
+    uint64_t rbx, rbp, r12, r13, r14, r15, rflags, rip, rsp;
+};
+_Static_assert(sizeof(struct caller_state) == 72, "caller_state layout is used by entry.S");
+
+int vmm_main(struct ptv_handoff *h, struct caller_state *cs);
+uint64_t run_on_stack(uint64_t stack_top, uint64_t (*fn)(void *), void *arg);
+
+/* the VMM's own memory as one span [base, base+size): image + handoff + pool */
+struct vmm_span {
+    uint64_t base, size;
+};
+extern struct vmm_span vmm_span;
+extern const struct ptv_config *vmm_cfg;
+
+__attribute__((noreturn)) void machine_crash_action(unsigned action);
+
+#endif

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Control-register exits.  Only MOV to CR0/CR4 that changes a bit VMX fixes
+ * (CR0.NE, CR4.VMXE, ...) exits (guest/host masks); the guest reads its own
+ * value through the read shadows.  SDM Vol. 3C 28.2.1 table 28-3.
+ */
+#include "vmx/vcpu.h"
+#include "vmx/vmcs.h"
+#include "cpu.h"
+#include "log.h"
+
+#define CR_QUAL_NUM(q)    ((q) & 0xf)
+#define CR_QUAL_TYPE(q)   (((q) >> 4) & 3) /* 0 MOV to CR, 1 MOV from CR, 2 CLTS, 3 LMSW */
+#define CR_QUAL_GPR(q)    (((q) >> 8) & 0xf)
+#define CR_QUAL_LMSW(q)   (((q) >> 16) & 0xffff)
+
+static uint64_t gpr_read(struct vcpu *v, unsigned n)
+{
+    return n == GPR_RSP ? vmcs_readl(GUEST_RSP) : v->regs.gpr[n];
+}
+
+static enum exit_action guest_write_cr0(struct vcpu *v, uint64_t val)
+{
+    uint64_t old_shadow = vmcs_readl(CR0_READ_SHADOW);
+    vmcs_writel(CR0_READ_SHADOW, val);
+    vmcs_writel(GUEST_CR0, (val | v->cr0_fixed0) & v->cr0_fixed1);
+    if ((old_shadow ^ val) & X86_CR0_PG) {
+        /* long mode (de)activation: EFER.LMA follows LME & PG (SDM 9.8.5) */
+        uint64_t efer = vmcs_read64(GUEST_IA32_EFER);
+        uint32_t entry = vmcs_read32(VM_ENTRY_CONTROLS);
+        if ((val & X86_CR0_PG) && (efer & EFER_LME)) {
+            efer |= EFER_LMA;
+            entry |= VM_ENTRY_IA32E_MODE;
+        } else {
+            efer &= ~EFER_LMA;
+            entry &= ~VM_ENTRY_IA32E_MODE;
+        }
+        vmcs_write64(GUEST_IA32_EFER, efer);
+        vmcs_write32(VM_ENTRY_CONTROLS, entry);
+    }
+    return EXIT_RESUME_SKIP_INSN;
+}
+
+enum exit_action handle_cr_access(struct vcpu *v, const struct vmexit *e);
+enum exit_action handle_cr_access(struct vcpu *v, const struct vmexit *e)
+{
+    unsigned cr = CR_QUAL_NUM(e->qual), type = CR_QUAL_TYPE(e->qual);
+    if (type == 0 && cr == 0)
+        return guest_write_cr0(v, gpr_read(v, CR_QUAL_GPR(e->qual)));
+    if (type == 0 && cr == 4) {
+        uint64_t val = gpr_read(v, CR_QUAL_GPR(e->qual));
+        if (val & X86_CR4_VMXE) { /* VMX is hidden: CR4.VMXE is reserved for the guest */
+            vcpu_inject_gp(v);
+            return EXIT_INJECT;
+        }
+        vmcs_writel(CR4_READ_SHADOW, val);
+        vmcs_writel(GUEST_CR4, (val | v->cr4_fixed0) & v->cr4_fixed1);
+        return EXIT_RESUME_SKIP_INSN;
+    }
+    if (type == 3) { /* LMSW: bits 3:0 of CR0, PE cannot be cleared */
+        uint64_t cr0 = vmcs_readl(CR0_READ_SHADOW);
+        uint64_t msw = CR_QUAL_LMSW(e->qual) & 0xf;
+        return guest_write_cr0(v, (cr0 & ~0xeull) | msw | (cr0 & X86_CR0_PE));
+    }
+    if (type == 2) /* CLTS */
+        return guest_write_cr0(v, vmcs_readl(CR0_READ_SHADOW) & ~(1ull << 3));
+    pr_err("vmx", "unexpected CR access exit: qualification %#lx", e->qual);
+    vcpu_inject_ud(v);
+    return EXIT_INJECT;
+}

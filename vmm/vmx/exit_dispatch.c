@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/* Exit dispatch: one handler per exit class (exit_*.c). */
+#include "vmx/vcpu.h"
+#include "vmx/vmx_cpu.h"
+#include "vmx/vmcs.h"
+#include "log.h"
+
+typedef enum exit_action (*exit_handler)(struct vcpu *, const struct vmexit *);
+#define H(fn) enum exit_action fn(struct vcpu *, const struct vmexit *);
+H(handle_exception_nmi) H(handle_triple_fault) H(handle_init) H(handle_sipi) H(handle_cpuid)
+H(handle_invd_wbinvd) H(handle_vmcall) H(handle_ud) H(handle_cr_access) H(handle_msr_read)
+H(handle_msr_write) H(handle_ept_violation) H(handle_ept_misconfig) H(handle_xsetbv)
+H(handle_entry_failure)
+#undef H
+void vmx_reinject_idt_vectoring(struct vcpu *v, const struct vmexit *e);
+
+static const exit_handler handlers[EXIT_REASON_MAX] = {
+    [EXIT_REASON_EXCEPTION_NMI] = handle_exception_nmi,
+    [EXIT_REASON_TRIPLE_FAULT] = handle_triple_fault,
+    [EXIT_REASON_INIT_SIGNAL] = handle_init,
+    [EXIT_REASON_SIPI_SIGNAL] = handle_sipi,
+    [EXIT_REASON_CPUID] = handle_cpuid,
+    [EXIT_REASON_GETSEC] = handle_ud,
+    [EXIT_REASON_INVD] = handle_invd_wbinvd,
+    [EXIT_REASON_WBINVD] = handle_invd_wbinvd,
+    [EXIT_REASON_VMCALL] = handle_vmcall,
+    [EXIT_REASON_VMCLEAR] = handle_ud,
+    [EXIT_REASON_VMLAUNCH] = handle_ud,
+    [EXIT_REASON_VMPTRLD] = handle_ud,
+    [EXIT_REASON_VMPTRST] = handle_ud,
+    [EXIT_REASON_VMREAD] = handle_ud,
+    [EXIT_REASON_VMRESUME] = handle_ud,
+    [EXIT_REASON_VMWRITE] = handle_ud,
+    [EXIT_REASON_VMOFF] = handle_ud,
+    [EXIT_REASON_VMON] = handle_ud,
+    [EXIT_REASON_INVEPT] = handle_ud,
+    [EXIT_REASON_INVVPID] = handle_ud,
+    [EXIT_REASON_VMFUNC] = handle_ud,
+    [EXIT_REASON_CR_ACCESS] = handle_cr_access,
+    [EXIT_REASON_MSR_READ] = handle_msr_read,
+    [EXIT_REASON_MSR_WRITE] = handle_msr_write,
+    [EXIT_REASON_EPT_VIOLATION] = handle_ept_violation,
+    [EXIT_REASON_EPT_MISCONFIG] = handle_ept_misconfig,
+    [EXIT_REASON_XSETBV] = handle_xsetbv,
+};
+
+static void skip_instruction(const struct vmexit *e)
+{
+    vmcs_writel(GUEST_RIP, e->rip + e->insn_len);
+    /* the skipped instruction ends STI / MOV SS blocking (SDM Vol. 3C 25.4.2) */
+    uint32_t intr = vmcs_read32(GUEST_INTERRUPTIBILITY_INFO);
+    if (intr & (GUEST_INTR_STATE_STI | GUEST_INTR_STATE_MOV_SS))
+        vmcs_write32(GUEST_INTERRUPTIBILITY_INFO,
+                     intr & ~(GUEST_INTR_STATE_STI | GUEST_INTR_STATE_MOV_SS));
+}
+
+enum exit_action vmx_handle_exit(struct vcpu *v, const struct vmexit *e)
+{
+    enum exit_action a;
+    if (e->raw_reason & VMX_EXIT_REASONS_FAILED_VMENTRY)
+        a = handle_entry_failure(v, e);
+    else if (e->reason < EXIT_REASON_MAX && handlers[e->reason])
+        a = handlers[e->reason](v, e);
+    else {
+        /* an exit the VMM never enabled: log it and answer as a CPU without that
+         * feature would (#UD); the VMM carries on */
+        pr_err("vmx", "unexpected exit %u (%s) at RIP %#lx, qualification %#lx: injecting #UD",
+               e->reason, vmx_exit_reason_name(e->reason), e->rip, e->qual);
+        exit_ring_dump(v);
+        vcpu_inject_ud(v);
+        a = EXIT_INJECT;
+    }
+    if (a == EXIT_RESUME_SKIP_INSN)
+        skip_instruction(e);
+    else if (a == EXIT_RESUME)
+        vmx_reinject_idt_vectoring(v, e);
+    return a;
+}

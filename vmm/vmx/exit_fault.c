@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Exits that report guest faults and signals: exceptions/NMI, triple fault,
+ * INIT/SIPI (pt-facts G.4, G.8), failed VM entries.
+ */
+#include "vmx/vcpu.h"
+#include "vmx/vmcs.h"
+#include "log.h"
+
+/* With an empty exception bitmap and no NMI exiting these only come from
+ * a VMM change; reflect them to the guest exactly as they arrived. */
+enum exit_action handle_exception_nmi(struct vcpu *v, const struct vmexit *e);
+enum exit_action handle_exception_nmi(struct vcpu *v, const struct vmexit *e)
+{
+    if (!(e->intr_info & INTR_INFO_VALID))
+        return EXIT_RESUME;
+    uint32_t type = e->intr_info & INTR_INFO_INTR_TYPE_MASK;
+    v->inject = (struct pending_event){
+        .valid = true,
+        .info = e->intr_info & ~INTR_INFO_UNBLOCK_NMI,
+        .error = e->intr_error,
+        .insn_len = (type == INTR_TYPE_SOFT_EXCEPTION || type == INTR_TYPE_PRIV_SW_EXCEPTION)
+                        ? e->insn_len
+                        : 0,
+    };
+    return EXIT_INJECT;
+}
+
+enum exit_action handle_triple_fault(struct vcpu *v, const struct vmexit *e);
+enum exit_action handle_triple_fault(struct vcpu *v, const struct vmexit *e)
+{
+    pr_err("vmx", "guest triple fault at RIP %#lx", e->rip);
+    return EXIT_STOP_GUEST;
+}
+
+/* INIT: the vCPU goes to wait-for-SIPI (SDM Vol. 3C 26.2 / pt-facts G.4).  The
+ * architectural register reset happens at SIPI, when the vector is known. */
+enum exit_action handle_init(struct vcpu *v, const struct vmexit *e);
+enum exit_action handle_init(struct vcpu *v, const struct vmexit *e)
+{
+    pr_info("vmx", "INIT received: vCPU waits for SIPI");
+    vmcs_write32(GUEST_ACTIVITY_STATE, GUEST_ACTIVITY_WAIT_SIPI);
+    return EXIT_RESUME;
+}
+
+#define SEG_REAL(SEG, sel, base, ar)                                                             \
+    do {                                                                                         \
+        vmcs_write16(GUEST_##SEG##_SELECTOR, sel);                                               \
+        vmcs_writel(GUEST_##SEG##_BASE, base);                                                   \
+        vmcs_write32(GUEST_##SEG##_LIMIT, 0xffff);                                               \
+        vmcs_write32(GUEST_##SEG##_AR_BYTES, ar);                                                \
+    } while (0)
+
+/* SIPI: real-mode start at vector << 12 (unrestricted guest allows PE = PG = 0) */
+enum exit_action handle_sipi(struct vcpu *v, const struct vmexit *e);
+enum exit_action handle_sipi(struct vcpu *v, const struct vmexit *e)
+{
+    uint32_t vec = e->qual & 0xff;
+    pr_info("vmx", "SIPI vector %#x: vCPU starts in real mode at %#x", vec, vec << 12);
+    for (unsigned i = 0; i < NR_GPRS; i++)
+        v->regs.gpr[i] = 0;
+    vmcs_writel(CR0_READ_SHADOW, 0x60000010);
+    vmcs_writel(GUEST_CR0, (0x60000010 | v->cr0_fixed0) & v->cr0_fixed1);
+    vmcs_writel(CR4_READ_SHADOW, 0);
+    vmcs_writel(GUEST_CR4, v->cr4_fixed0 & v->cr4_fixed1);
+    vmcs_writel(GUEST_CR3, 0);
+    vmcs_write64(GUEST_IA32_EFER, 0);
+    vmcs_write32(VM_ENTRY_CONTROLS, vmcs_read32(VM_ENTRY_CONTROLS) & ~VM_ENTRY_IA32E_MODE);
+    SEG_REAL(CS, vec << 8, (uint64_t)vec << 12, 0x9b);
+    SEG_REAL(DS, 0, 0, 0x93);
+    SEG_REAL(ES, 0, 0, 0x93);
+    SEG_REAL(SS, 0, 0, 0x93);
+    SEG_REAL(FS, 0, 0, 0x93);
+    SEG_REAL(GS, 0, 0, 0x93);
+    SEG_REAL(LDTR, 0, 0, 0x82);
+    SEG_REAL(TR, 0, 0, 0x8b);
+    vmcs_writel(GUEST_GDTR_BASE, 0);
+    vmcs_write32(GUEST_GDTR_LIMIT, 0xffff);
+    vmcs_writel(GUEST_IDTR_BASE, 0);
+    vmcs_write32(GUEST_IDTR_LIMIT, 0xffff);
+    vmcs_writel(GUEST_RIP, 0);
+    vmcs_writel(GUEST_RSP, 0);
+    vmcs_writel(GUEST_RFLAGS, 0x2);
+    vmcs_writel(GUEST_DR7, 0x400);
+    vmcs_write32(GUEST_INTERRUPTIBILITY_INFO, 0);
+    vmcs_write32(GUEST_ACTIVITY_STATE, GUEST_ACTIVITY_ACTIVE);
+    return EXIT_RESUME;
+}
+
+enum exit_action handle_entry_failure(struct vcpu *v, const struct vmexit *e);
+enum exit_action handle_entry_failure(struct vcpu *v, const struct vmexit *e)
+{
+    pr_err("vmx", "VM entry failed: %s (qualification %#lx): invalid guest state",
+           vmx_exit_reason_name(e->reason), e->qual);
+    return EXIT_STOP_GUEST;
+}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/* XSETBV, INVD, WBINVD, GETSEC and guest VMX instructions (pt-facts G.5). */
+#include "vmx/vcpu.h"
+#include "vmx/vmcs.h"
+#include "cpu.h"
+#include "desc.h"
+#include "log.h"
+
+#define XFEATURE_FP  (1ull << 0)
+#define XFEATURE_SSE (1ull << 1)
+#define XFEATURE_YMM (1ull << 2)
+
+/* SDM Vol. 1 13.3 / XSETBV: #GP for ECX != 0, bit 0 clear, YMM without SSE,
+ * bits CPUID.0xD.0 does not report, or a guest without CR4.OSXSAVE (#UD). */
+enum exit_action handle_xsetbv(struct vcpu *v, const struct vmexit *e);
+enum exit_action handle_xsetbv(struct vcpu *v, const struct vmexit *e)
+{
+    uint32_t index = (uint32_t)v->regs.gpr[GPR_RCX];
+    uint64_t val = (v->regs.gpr[GPR_RDX] << 32) | (uint32_t)v->regs.gpr[GPR_RAX];
+    if (!(vmcs_readl(CR4_READ_SHADOW) & X86_CR4_OSXSAVE)) {
+        vcpu_inject_ud(v);
+        return EXIT_INJECT;
+    }
+    struct cpuid_regs d = cpuid_count(0xd, 0);
+    uint64_t supported = ((uint64_t)d.edx << 32) | d.eax;
+    if (index != 0 || !(val & XFEATURE_FP) || ((val & XFEATURE_YMM) && !(val & XFEATURE_SSE)) ||
+        (val & ~supported)) {
+        vcpu_inject_gp(v);
+        return EXIT_INJECT;
+    }
+    exc_fixup_hit = 0;
+    asm volatile("1: xsetbv\n2:\n\t" EXTABLE_ENTRY(1b, 2b)::"c"(index), "a"((uint32_t)val),
+                 "d"((uint32_t)(val >> 32))
+                 : "memory");
+    if (exc_fixup_hit) {
+        vcpu_inject_gp(v);
+        return EXIT_INJECT;
+    }
+    return EXIT_RESUME_SKIP_INSN;
+}
+
+/* INVD would discard the VMM's dirty lines too: emulate it as WBINVD (as Xen does) */
+enum exit_action handle_invd_wbinvd(struct vcpu *v, const struct vmexit *e);
+enum exit_action handle_invd_wbinvd(struct vcpu *v, const struct vmexit *e)
+{
+    asm volatile("wbinvd" ::: "memory");
+    return EXIT_RESUME_SKIP_INSN;
+}
+
+/* VMX instructions and GETSEC: the guest was told there is no VMX / SMX */
+enum exit_action handle_ud(struct vcpu *v, const struct vmexit *e);
+enum exit_action handle_ud(struct vcpu *v, const struct vmexit *e)
+{
+    vcpu_inject_ud(v);
+    return EXIT_INJECT;
+}

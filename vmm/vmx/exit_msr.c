@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * RDMSR/WRMSR exits and the MSR bitmap (pt-facts G.7).  Everything passes
+ * through except: the RTIT MSRs (virtualized by the PT engine; #GP when the
+ * guest has no PT) and the VMX capability MSRs (VMX is hidden: #GP).  MSRs
+ * outside the bitmap ranges always exit: they are tried on the real CPU and
+ * a fault becomes the guest's #GP.
+ */
+#include "vmx/vcpu.h"
+#include "vmx/vmx_cpu.h"
+#include "cpu.h"
+#include "log.h"
+#include "palloc.h"
+#include "pt/pt_msr.h"
+#include "pt/rtit.h"
+
+static void intercept(uint8_t *bm, uint32_t msr)
+{
+    unsigned off = msr >= 0xc0000000u ? 0x400 : 0;
+    msr &= 0x1fff;
+    bm[off + msr / 8] |= 1u << (msr % 8);         /* read */
+    bm[0x800 + off + msr / 8] |= 1u << (msr % 8); /* write */
+}
+
+int vmx_msr_bitmap_setup(struct vcpu *v)
+{
+    v->msr_bitmap = palloc_page(&v->msr_bitmap_pa);
+    if (!v->msr_bitmap)
+        return -1;
+    for (uint32_t m = MSR_IA32_RTIT_OUTPUT_BASE; m <= MSR_IA32_RTIT_ADDR3_B; m++)
+        if (pt_msr_is_rtit(m))
+            intercept(v->msr_bitmap, m);
+    for (uint32_t m = MSR_IA32_VMX_FIRST; m <= MSR_IA32_VMX_LAST; m++)
+        intercept(v->msr_bitmap, m);
+    pt_msr_file_init(&v->pt_msrs);
+    return 0;
+}
+
+static enum exit_action msr_access(struct vcpu *v, bool write)
+{
+    uint32_t msr = (uint32_t)v->regs.gpr[GPR_RCX];
+    uint64_t val = (v->regs.gpr[GPR_RDX] << 32) | (uint32_t)v->regs.gpr[GPR_RAX];
+    if (pt_msr_is_rtit(msr)) {
+        struct pt_msr_result res;
+        enum pt_msr_status st =
+            write ? pt_msr_write(&pt_decision.guest, &v->pt_msrs, msr, val, &res)
+                  : pt_msr_read(&pt_decision.guest, &v->pt_msrs, msr, &val, &res);
+        if (st != PT_MSR_OK) {
+            pr_debug("pt", "guest %s MSR %#x: #GP (%s)", write ? "WRMSR" : "RDMSR", msr,
+                     res.reason);
+            vcpu_inject_gp(v);
+            return EXIT_INJECT;
+        }
+    } else if (msr >= MSR_IA32_VMX_FIRST && msr <= MSR_IA32_VMX_LAST) {
+        vcpu_inject_gp(v); /* VMX is not offered to the guest */
+        return EXIT_INJECT;
+    } else if (write ? wrmsr_safe(msr, val) : rdmsr_safe(msr, &val)) {
+        vcpu_inject_gp(v);
+        return EXIT_INJECT;
+    }
+    if (!write) {
+        v->regs.gpr[GPR_RAX] = (uint32_t)val;
+        v->regs.gpr[GPR_RDX] = val >> 32;
+    }
+    return EXIT_RESUME_SKIP_INSN;
+}
+
+enum exit_action handle_msr_read(struct vcpu *v, const struct vmexit *e);
+enum exit_action handle_msr_read(struct vcpu *v, const struct vmexit *e)
+{
+    return msr_access(v, false);
+}
+
+enum exit_action handle_msr_write(struct vcpu *v, const struct vmexit *e);
+enum exit_action handle_msr_write(struct vcpu *v, const struct vmexit *e)
+{
+    return msr_access(v, true);
+}

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/* PT probe: read what the CPU offers and let the engine (vmm/pt/pt_caps.c) decide. */
+#include "vmx/vmx_cpu.h"
+#include "cpu.h"
+#include "log.h"
+#include "pt/pt_caps.h"
+
+struct pt_decision pt_decision;
+
+void pt_probe(uint32_t requested);
+void pt_probe(uint32_t requested)
+{
+    struct pt_caps caps = {0};
+    struct cpuid_regs r = cpuid_count(0, 0);
+    if (r.eax >= 7)
+        caps.cpuid7_ebx = cpuid_count(7, 0).ebx;
+    if (r.eax >= 0x14 && (caps.cpuid7_ebx & CPUID_7_EBX_INTEL_PT)) {
+        for (unsigned s = 0; s < 2; s++) {
+            struct cpuid_regs l = cpuid_count(0x14, s);
+            caps.leaf14[s][PT_EAX] = l.eax;
+            caps.leaf14[s][PT_EBX] = l.ebx;
+            caps.leaf14[s][PT_ECX] = l.ecx;
+            caps.leaf14[s][PT_EDX] = l.edx;
+        }
+    }
+    caps.vmx_misc = vmx_caps.misc;
+    caps.secondary_allowed1 = (uint32_t)(vmx_caps.proc2 >> 32);
+    caps.exit_allowed1 = (uint32_t)(vmx_caps.exit >> 32);
+    caps.entry_allowed1 = (uint32_t)(vmx_caps.entry >> 32);
+    caps.maxphyaddr = (uint8_t)vmx_caps.maxphyaddr;
+    caps.vaddr_bits = cpuid_count(0x80000000, 0).eax >= 0x80000008
+                          ? (uint8_t)(cpuid_count(0x80000008, 0).eax >> 8)
+                          : 48;
+    pt_decide(&caps, requested, &pt_decision);
+    pr_info("pt", "CPUID.7:EBX[25]=%u VMX_MISC[14]=%u PT_USE_GPA=%u load/clear RTIT_CTL=%u/%u",
+            !!(caps.cpuid7_ebx & CPUID_7_EBX_INTEL_PT), !!(caps.vmx_misc & VMX_MISC_INTEL_PT),
+            !!(caps.secondary_allowed1 & SECONDARY_EXEC_PT_USE_GPA),
+            !!(caps.entry_allowed1 & VM_ENTRY_LOAD_IA32_RTIT_CTL),
+            !!(caps.exit_allowed1 & VM_EXIT_CLEAR_IA32_RTIT_CTL));
+    pr_info("pt", "mode %s: %s", pt_mode_name(pt_decision.mode), pt_decision.reason);
+    if (pt_mode_guest_owns(pt_decision.mode))
+        pr_warn("pt", "guest-owned PT is not wired into VM entry/exit in this release: hiding PT");
+    /* Until the switching plan is wired in, no mode may expose PT to the guest. */
+    if (pt_decision.mode != PT_ENGINE_OFF) {
+        pt_decision.mode = PT_ENGINE_OFF;
+        pt_decision.guest.present = false;
+    }
+}

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+/* Per-vCPU state and the decoded exit handed to exit handlers. */
+#ifndef PTV_VMX_VCPU_H
+#define PTV_VMX_VCPU_H
+
+#include <stdint.h>
+#include <stdbool.h>
+#include <ptv/handoff.h>
+#include "vmx/vmx.h"
+#include "ept/ept.h"
+#include "pt/pt_caps.h"
+#include "pt/pt_msr.h"
+
+/* guest GPRs in the instruction-encoding order (0 = RAX ... 15 = R15); the
+ * RSP slot is unused: the guest RSP lives in the VMCS (GUEST_RSP) */
+enum { GPR_RAX, GPR_RCX, GPR_RDX, GPR_RBX, GPR_RSP, GPR_RBP, GPR_RSI, GPR_RDI,
+       GPR_R8, GPR_R9, GPR_R10, GPR_R11, GPR_R12, GPR_R13, GPR_R14, GPR_R15, NR_GPRS };
+
+struct guest_regs {
+    uint64_t gpr[NR_GPRS];
+};
+_Static_assert(sizeof(struct guest_regs) == 128, "guest_regs layout is used by vmx_entry.S");
+
+struct vmexit {
+    uint32_t reason; /* basic exit reason (bits 15:0) */
+    uint32_t raw_reason;
+    uint64_t qual;
+    uint64_t gpa;
+    uint64_t rip;
+    uint32_t insn_len;
+    uint32_t intr_info, intr_error;
+    uint32_t idt_vec_info, idt_vec_error;
+};
+
+enum exit_action {
+    EXIT_RESUME,           /* re-enter at the same RIP */
+    EXIT_RESUME_SKIP_INSN, /* advance RIP past the exiting instruction */
+    EXIT_INJECT,           /* re-enter delivering vcpu->inject (RIP unchanged) */
+    EXIT_STOP_GUEST,       /* the guest is dead: crash dump, then the configured action */
+};
+
+struct pending_event {
+    bool valid;
+    uint32_t info; /* VM-entry interruption-information format */
+    uint32_t error;
+    uint32_t insn_len;
+};
+
+#define EXIT_RING_SIZE 32
+struct exit_record {
+    uint32_t reason;
+    uint64_t qual, rip, tsc;
+};
+
+struct vcpu {
+    struct guest_regs regs; /* first: vmx_entry.S addresses it directly */
+    unsigned id;
+    bool launched;
+    uint64_t vmcs_pa, vmxon_pa, msr_bitmap_pa;
+    uint8_t *msr_bitmap;
+    struct pending_event inject;
+    /* CR0/CR4 bits the VMM owns (fixed by VMX): guest sees the read shadows */
+    uint64_t cr0_fixed0, cr0_fixed1, cr4_fixed0, cr4_fixed1;
+    uint64_t cr0_mask, cr4_mask;
+    struct ept ept;
+    uint64_t sink_pa; /* where blocked guest accesses to VMM memory land */
+    uint64_t ept_blocked;
+    uint64_t exits_total;
+    uint64_t exits_by_reason[EXIT_REASON_MAX + 1];
+    struct exit_record ring[EXIT_RING_SIZE];
+    unsigned ring_next;
+    const struct ptv_handoff *handoff;
+    uint64_t canary_pa;
+    struct pt_msr_file pt_msrs; /* the guest's virtual RTIT MSRs */
+};
+
+extern struct pt_decision pt_decision; /* chosen once at boot (vmx/pt_probe.c) */
+
+/* event injection helpers (vmx_run.c) */
+void vcpu_inject_exception(struct vcpu *v, unsigned vector, bool has_error, uint32_t error);
+static inline void vcpu_inject_gp(struct vcpu *v)
+{
+    vcpu_inject_exception(v, GP_VECTOR, true, 0);
+}
+static inline void vcpu_inject_ud(struct vcpu *v)
+{
+    vcpu_inject_exception(v, UD_VECTOR, false, 0);
+}
+
+int vmx_run(struct vcpu *v, struct vmexit *e);
+enum exit_action vmx_handle_exit(struct vcpu *v, const struct vmexit *e);
+void vcpu_dump(struct vcpu *v);
+__attribute__((noreturn)) void vcpu_stop_guest(struct vcpu *v, const char *why);
+
+#endif

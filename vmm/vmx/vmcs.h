@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * VMCS field names and width-checked accessors, all generated from
+ * vmcs_fields.def.  vmcs_read32(GUEST_RIP) does not compile: GUEST_RIP is
+ * natural width.  Only vmm/vmx/ includes this header.
+ */
+#ifndef PTV_VMX_VMCS_H
+#define PTV_VMX_VMCS_H
+
+#include <stdint.h>
+#include <stdbool.h>
+
+enum vmcs_field {
+#define VMCS_FIELD(name, enc, width) name = enc,
+#include "vmcs_fields.def"
+#undef VMCS_FIELD
+};
+
+enum vmcs_width { VMCS_W16 = 0, VMCS_W64 = 1, VMCS_W32 = 2, VMCS_WNAT = 3 };
+#define VMCS_WIDTH_OF(enc) (((enc) >> 13) & 3)
+
+struct vmcs_field_info {
+    uint32_t encoding;
+    uint8_t width; /* enum vmcs_width, as declared in the table */
+    const char *name;
+};
+extern const struct vmcs_field_info vmcs_field_table[];
+extern const unsigned vmcs_field_count;
+const char *vmcs_field_name(uint32_t encoding);
+
+#ifdef PTV_VMM
+/* raw instructions: return 0 on success, -1 on VMfail (see vmx_insn_error()) */
+int __vmread(uint32_t field, uint64_t *val) __attribute__((warn_unused_result));
+int __vmwrite(uint32_t field, uint64_t val) __attribute__((warn_unused_result));
+/* checked: a failure is a VMM bug -> panic with the VM-instruction error by name */
+uint64_t vmcs_read_checked(uint32_t field);
+void vmcs_write_checked(uint32_t field, uint64_t val);
+
+#define vmcs_read16(f)                                                                           \
+    ({                                                                                           \
+        _Static_assert(VMCS_WIDTH_OF(f) == VMCS_W16, #f " is not a 16-bit field");               \
+        (uint16_t) vmcs_read_checked(f);                                                         \
+    })
+#define vmcs_read32(f)                                                                           \
+    ({                                                                                           \
+        _Static_assert(VMCS_WIDTH_OF(f) == VMCS_W32, #f " is not a 32-bit field");               \
+        (uint32_t) vmcs_read_checked(f);                                                         \
+    })
+#define vmcs_read64(f)                                                                           \
+    ({                                                                                           \
+        _Static_assert(VMCS_WIDTH_OF(f) == VMCS_W64, #f " is not a 64-bit field");               \
+        (uint64_t) vmcs_read_checked(f);                                                         \
+    })
+#define vmcs_readl(f)                                                                            \
+    ({                                                                                           \
+        _Static_assert(VMCS_WIDTH_OF(f) == VMCS_WNAT, #f " is not a natural-width field");       \
+        (uint64_t) vmcs_read_checked(f);                                                         \
+    })
+#define vmcs_write16(f, v)                                                                       \
+    do {                                                                                         \
+        _Static_assert(VMCS_WIDTH_OF(f) == VMCS_W16, #f " is not a 16-bit field");               \
+        vmcs_write_checked(f, (uint16_t)(v));                                                    \
+    } while (0)
+#define vmcs_write32(f, v)                                                                       \
+    do {                                                                                         \
+        _Static_assert(VMCS_WIDTH_OF(f) == VMCS_W32, #f " is not a 32-bit field");               \
+        vmcs_write_checked(f, (uint32_t)(v));                                                    \
+    } while (0)
+#define vmcs_write64(f, v)                                                                       \
+    do {                                                                                         \
+        _Static_assert(VMCS_WIDTH_OF(f) == VMCS_W64, #f " is not a 64-bit field");               \
+        vmcs_write_checked(f, (uint64_t)(v));                                                    \
+    } while (0)
+#define vmcs_writel(f, v)                                                                        \
+    do {                                                                                         \
+        _Static_assert(VMCS_WIDTH_OF(f) == VMCS_WNAT, #f " is not a natural-width field");       \
+        vmcs_write_checked(f, (uint64_t)(v));                                                    \
+    } while (0)
+#endif
+
+#endif

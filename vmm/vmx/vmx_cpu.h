@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef PTV_VMX_CPU_H
+#define PTV_VMX_CPU_H
+
+#include <stdint.h>
+#include <stdbool.h>
+#include "vmx/vcpu.h"
+
+/* VMX capabilities read once at start-up */
+struct vmx_caps {
+    uint64_t basic, misc, ept_vpid;
+    uint64_t pin, proc, proc2, exit, entry; /* TRUE_* where VMX_BASIC[55] */
+    uint64_t cr0_fixed0, cr0_fixed1, cr4_fixed0, cr4_fixed1;
+    unsigned maxphyaddr;
+};
+extern struct vmx_caps vmx_caps;
+
+/* the controls chosen for every VMCS */
+struct vmx_controls {
+    uint32_t pin, proc, proc2, exit, entry;
+};
+extern struct vmx_controls vmx_ctls;
+
+int vmx_read_caps(const char **why) __attribute__((warn_unused_result));
+int vmx_choose_controls(const char **why) __attribute__((warn_unused_result));
+int vmx_on(struct vcpu *v, int *status) __attribute__((warn_unused_result));
+void vmx_off(void);
+int vmcs_setup(struct vcpu *v, const void *caller_state) __attribute__((warn_unused_result));
+int vmx_msr_bitmap_setup(struct vcpu *v) __attribute__((warn_unused_result));
+int vmx_ept_setup(struct vcpu *v) __attribute__((warn_unused_result));
+void vmx_invept_all(void);
+void vmcs_dump(void);
+void exit_ring_dump(const struct vcpu *v);
+void exit_stats_print(const struct vcpu *v);
+
+#endif

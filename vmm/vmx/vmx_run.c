@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT */
+/* VMREAD/VMWRITE, vmx_run() (enter the guest, return a decoded exit) and event injection. */
+#include "vmx/vmx_cpu.h"
+#include "vmx/vmcs.h"
+#include "cpu.h"
+#include "desc.h"
+#include "log.h"
+#include "panic.h"
+
+int vmx_enter(struct guest_regs *regs, int launched);
+
+int __vmread(uint32_t field, uint64_t *val)
+{
+    uint8_t fail;
+    uint64_t v = 0;
+    asm volatile("vmread %2, %1; setna %0" : "=r"(fail), "=rm"(v) : "r"((uint64_t)field) : "cc");
+    *val = v;
+    return fail ? -1 : 0;
+}
+
+int __vmwrite(uint32_t field, uint64_t val)
+{
+    uint8_t fail;
+    asm volatile("vmwrite %2, %1; setna %0" : "=r"(fail) : "r"((uint64_t)field), "rm"(val) : "cc");
+    return fail ? -1 : 0;
+}
+
+static uint32_t vmx_insn_error(void)
+{
+    uint64_t e = 0;
+    if (__vmread(VM_INSTRUCTION_ERROR, &e))
+        return ~0u;
+    return (uint32_t)e;
+}
+
+uint64_t vmcs_read_checked(uint32_t field)
+{
+    uint64_t v;
+    if (__vmread(field, &v))
+        panic("VMREAD %s (%#x) failed: %s", vmcs_field_name(field), field,
+              vmx_insn_error_name(vmx_insn_error()));
+    return v;
+}
+
+void vmcs_write_checked(uint32_t field, uint64_t val)
+{
+    if (__vmwrite(field, val))
+        panic("VMWRITE %s (%#x) = %lx failed: %s", vmcs_field_name(field), field, val,
+              vmx_insn_error_name(vmx_insn_error()));
+}
+
+void vcpu_inject_exception(struct vcpu *v, unsigned vector, bool has_error, uint32_t error)
+{
+    v->inject = (struct pending_event){
+        .valid = true,
+        .info = INTR_INFO_VALID | INTR_TYPE_HARD_EXCEPTION | vector |
+                (has_error ? INTR_INFO_DELIVER_CODE : 0),
+        .error = error,
+    };
+}
+
+static void record_exit(struct vcpu *v, const struct vmexit *e)
+{
+    v->ring[v->ring_next % EXIT_RING_SIZE] =
+        (struct exit_record){.reason = e->raw_reason, .qual = e->qual, .rip = e->rip, .tsc = rdtsc()};
+    v->ring_next++;
+    v->exits_total++;
+    v->exits_by_reason[e->reason < EXIT_REASON_MAX ? e->reason : EXIT_REASON_MAX]++;
+}
+
+/*
+ * Enter the guest and return at its next exit.  Returns 0 with *e filled,
+ * or a VM-instruction error number (> 0) / -1 (VMfailInvalid) when the entry
+ * itself failed; a failed *entry check* (exit reason bit 31) is a decoded exit.
+ */
+int vmx_run(struct vcpu *v, struct vmexit *e)
+{
+    if (v->inject.valid) {
+        vmcs_write32(VM_ENTRY_INTR_INFO_FIELD, v->inject.info);
+        if (v->inject.info & INTR_INFO_DELIVER_CODE)
+            vmcs_write32(VM_ENTRY_EXCEPTION_ERROR_CODE, v->inject.error);
+        vmcs_write32(VM_ENTRY_INSTRUCTION_LEN, v->inject.insn_len);
+        v->inject.valid = false;
+    } else if (host_nmi_pending) {
+        /* an NMI hit the VMM while in root operation: it was meant for the guest */
+        if (!(vmcs_read32(GUEST_INTERRUPTIBILITY_INFO) &
+              (GUEST_INTR_STATE_NMI | GUEST_INTR_STATE_STI | GUEST_INTR_STATE_MOV_SS))) {
+            vmcs_write32(VM_ENTRY_INTR_INFO_FIELD,
+                         INTR_INFO_VALID | INTR_TYPE_NMI_INTR | NMI_VECTOR);
+            host_nmi_pending = 0;
+        }
+    }
+    int r = vmx_enter(&v->regs, v->launched);
+    if (r == 1)
+        return (int)vmx_insn_error();
+    if (r)
+        return -1;
+    v->launched = true;
+    e->raw_reason = vmcs_read32(VM_EXIT_REASON);
+    e->reason = e->raw_reason & 0xffff;
+    e->qual = vmcs_readl(EXIT_QUALIFICATION);
+    e->rip = vmcs_readl(GUEST_RIP);
+    e->insn_len = vmcs_read32(VM_EXIT_INSTRUCTION_LEN);
+    e->intr_info = vmcs_read32(VM_EXIT_INTR_INFO);
+    e->intr_error = (e->intr_info & INTR_INFO_DELIVER_CODE) ? vmcs_read32(VM_EXIT_INTR_ERROR_CODE) : 0;
+    e->idt_vec_info = vmcs_read32(IDT_VECTORING_INFO_FIELD);
+    e->idt_vec_error = (e->idt_vec_info & INTR_INFO_DELIVER_CODE)
+                           ? vmcs_read32(IDT_VECTORING_ERROR_CODE)
+                           : 0;
+    e->gpa = e->reason == EXIT_REASON_EPT_VIOLATION || e->reason == EXIT_REASON_EPT_MISCONFIG
+                 ? vmcs_read64(GUEST_PHYSICAL_ADDRESS)
+                 : 0;
+    record_exit(v, e);
+    return 0;
+}
+
+/* after an exit that interrupted event delivery, deliver that event again
+ * unless the handler queued another one (SDM Vol. 3C 28.2.4 / 27.2.4) */
+void vmx_reinject_idt_vectoring(struct vcpu *v, const struct vmexit *e);
+void vmx_reinject_idt_vectoring(struct vcpu *v, const struct vmexit *e)
+{
+    if (!(e->idt_vec_info & INTR_INFO_VALID) || v->inject.valid)
+        return;
+    uint32_t type = e->idt_vec_info & INTR_INFO_INTR_TYPE_MASK;
+    v->inject = (struct pending_event){
+        .valid = true,
+        .info = e->idt_vec_info & ~INTR_INFO_UNBLOCK_NMI,
+        .error = e->idt_vec_error,
+        .insn_len = (type == INTR_TYPE_SOFT_INTR || type == INTR_TYPE_SOFT_EXCEPTION ||
+                     type == INTR_TYPE_PRIV_SW_EXCEPTION)
+                        ? e->insn_len
+                        : 0,
+    };
+}
