@@ -6,3 +6,6 @@ PT_CORE_SRCS := vmm/pt/pt_caps.c vmm/pt/pt_msr.c vmm/pt/pt_ctl_policy.c
 
 HOST_TESTS += test_pt_msr
 test_pt_msr_SRCS := tests/unit/test_pt_msr.c vmm/pt/pt_msr.c vmm/pt/pt_ctl_policy.c
+
+HOST_TESTS += test_pt_caps
+test_pt_caps_SRCS := tests/unit/test_pt_caps.c vmm/pt/pt_caps.c
