@@ -1,0 +1,45 @@
+# boot/: the GNU-EFI loader (build/boot/BOOTX64.EFI), its host tests and fuzzers,
+# and the QEMU TCG + OVMF system tests of the loader (test-qemu).
+
+BOOT_PURE_SRCS := boot/config.c boot/elf.c boot/memmap.c boot/fmt.c
+BOOT_EFI_SRCS  := boot/main.c boot/fs.c boot/cpu.c boot/vmm_load.c boot/chain.c
+BOOT_SRCS      := $(BOOT_EFI_SRCS) $(BOOT_PURE_SRCS) vmm/lib/string.c
+BOOT_OBJS      := $(patsubst %.c,$(BUILD)/boot/obj/%.o,$(BOOT_SRCS))
+BOOT_EFI       := $(BUILD)/boot/BOOTX64.EFI
+
+ALL_TARGETS += $(BOOT_EFI)
+
+# -Ivmm for lib/ptv_string.h and handoff.h; memcpy/memset come from vmm/lib/string.c
+$(BUILD)/boot/obj/%.o: %.c
+	@mkdir -p $(@D)
+	$(Q)$(EFI_CC) $(EFI_CFLAGS) -Ivmm -c $< -o $@
+
+$(BUILD)/boot/loader.so: $(BOOT_OBJS)
+	$(Q)ld $(EFI_LDFLAGS) $(BOOT_OBJS) -o $@ $(EFI_LIBS)
+
+$(BOOT_EFI): $(BUILD)/boot/loader.so
+	$(Q)$(EFI_OBJCOPY) $< $@
+	@echo "  EFI     $@"
+
+-include $(BOOT_OBJS:.o=.d)
+
+# --- host tests and fuzzers of the pure parts
+HOST_TESTS += test_config test_elf test_handoff
+test_config_SRCS  := tests/unit/test_config.c boot/config.c boot/fmt.c vmm/handoff.c
+test_elf_SRCS     := tests/unit/test_elf.c boot/elf.c boot/fmt.c
+test_handoff_SRCS := tests/unit/test_handoff.c vmm/handoff.c boot/memmap.c boot/fmt.c \
+                     boot/config.c
+
+FUZZERS += fuzz_config fuzz_elf
+fuzz_config_SRCS := tests/fuzz/fuzz_config.c boot/config.c boot/fmt.c vmm/handoff.c
+fuzz_elf_SRCS    := tests/fuzz/fuzz_elf.c boot/elf.c boot/fmt.c
+
+# --- QEMU TCG + OVMF checks of the loader (tests/system/qemu-boot.sh)
+QEMU_BOOT_DEPS := $(BOOT_EFI) boot/ptvisor.cfg tests/system/qemu-boot.sh
+
+.PHONY: test-qemu
+test-qemu: $(QEMU_BOOT_DEPS)
+	$(Q)for c in no-vmx bad-config no-kernel no-vmm-elf halt; do \
+	    tests/step.sh $(BUILD)/results qemu:$$c tests/system/qemu-boot.sh $$c $(BUILD); done
+
+TEST_TARGETS += test-qemu
