@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Catch #UD, #GP and #PF raised by one instruction inside an in-guest check.
+ *
+ *   trap_arm();                      interrupts off, stubs hooked into the firmware IDT
+ *   asm volatile(TRAP_INSN("rdmsr") : ...);
+ *   int vector = trap_disarm();      gates and RFLAGS.IF restored; TRAP_NONE or 6/13/14
+ *
+ * TRAP_INSN tells the stub (trap.S) the instruction's length, computed by the
+ * assembler, so the stub resumes right after the instruction that faulted.
+ */
+#ifndef PTV_GUEST_TRAP_H
+#define PTV_GUEST_TRAP_H
+
+#include <stdint.h>
+
+#define TRAP_NONE (-1)
+#define TRAP_UD   6
+#define TRAP_GP   13
+#define TRAP_PF   14
+
+/* Inline-asm text for one trapping instruction: arm the skip length, run it. */
+#define TRAP_INSN(insn) "movq $(7772f - 7771f), ptv_trap_skip(%%rip)\n7771:\t" insn "\n7772:\n"
+
+void trap_arm(void);
+int trap_disarm(void);
+uint64_t trap_error_code(void); /* error code of the last #GP/#PF caught */
+
+#endif
