@@ -25,8 +25,8 @@ enum ept_op { EPT_OP_MAP, EPT_OP_UNMAP, EPT_OP_PROTECT };
 
 struct ept_req {
     enum ept_op op;
-    bool commit;        /* false: plan pass, nothing is written */
-    uint64_t start;     /* [start, end): 4 KiB aligned */
+    bool commit;    /* false: plan pass, nothing is written */
+    uint64_t start; /* [start, end): 4 KiB aligned */
     uint64_t end;
     uint64_t hpa;       /* MAP: host address of start */
     uint64_t attrs;     /* MAP: RWX | memory type | IPAT; PROTECT: RWX */
@@ -212,8 +212,8 @@ static enum ept_step decide(const struct ept *e, const struct ept_req *r, unsign
  * the plan pass for a table that does not exist yet; its entries are then
  * virtual_child(parent).
  */
-static void walk(struct ept *e, struct ept_req *r, unsigned level, uint64_t *table,
-                 uint64_t parent, uint64_t base)
+static void walk(struct ept *e, struct ept_req *r, unsigned level, uint64_t *table, uint64_t parent,
+                 uint64_t base)
 {
     uint64_t size = EPT_LEVEL_SIZE(level);
     uint64_t lo = r->start > base ? r->start : base;

@@ -15,13 +15,13 @@
 
 #include <stdint.h>
 
-#define EPT_LEVELS        4
-#define EPT_ENTRIES       512u
-#define EPT_PAGE_SIZE     4096ull
-#define EPT_LEVEL_SHIFT(l) (12u + 9u * ((unsigned)(l) - 1u)) /* 12, 21, 30, 39 */
-#define EPT_LEVEL_SIZE(l)  (1ull << EPT_LEVEL_SHIFT(l))      /* bytes mapped by one entry */
+#define EPT_LEVELS         4
+#define EPT_ENTRIES        512u
+#define EPT_PAGE_SIZE      4096ull
+#define EPT_LEVEL_SHIFT(l) (12u + 9u * ((unsigned)(l)-1u)) /* 12, 21, 30, 39 */
+#define EPT_LEVEL_SIZE(l)  (1ull << EPT_LEVEL_SHIFT(l))    /* bytes mapped by one entry */
 #define EPT_INDEX(gpa, l)  ((unsigned)(((gpa) >> EPT_LEVEL_SHIFT(l)) & (EPT_ENTRIES - 1u)))
-#define EPT_GPA_BITS      48u /* a 4-level walk translates GPA bits 47:0 */
+#define EPT_GPA_BITS       48u /* a 4-level walk translates GPA bits 47:0 */
 
 /* bits common to all entries */
 #define VMX_EPT_READABLE_MASK   (1ull << 0)
@@ -29,25 +29,25 @@
 #define VMX_EPT_EXECUTABLE_MASK (1ull << 2)
 #define VMX_EPT_RWX_MASK        (7ull << 0)
 /* leaf entries only */
-#define VMX_EPT_MT_EPTE_SHIFT   3
-#define VMX_EPT_MT_MASK         (7ull << VMX_EPT_MT_EPTE_SHIFT)
-#define VMX_EPT_IPAT_BIT        (1ull << 6) /* ignore the guest PAT */
-#define VMX_EPT_PAGE_SIZE_MASK  (1ull << 7) /* PDPTE/PDE: 1 = leaf; reserved in PML4E */
-#define VMX_EPT_ACCESS_BIT      (1ull << 8) /* only with EPTP A/D enable: unused here */
-#define VMX_EPT_DIRTY_BIT       (1ull << 9)
+#define VMX_EPT_MT_EPTE_SHIFT  3
+#define VMX_EPT_MT_MASK        (7ull << VMX_EPT_MT_EPTE_SHIFT)
+#define VMX_EPT_IPAT_BIT       (1ull << 6) /* ignore the guest PAT */
+#define VMX_EPT_PAGE_SIZE_MASK (1ull << 7) /* PDPTE/PDE: 1 = leaf; reserved in PML4E */
+#define VMX_EPT_ACCESS_BIT     (1ull << 8) /* only with EPTP A/D enable: unused here */
+#define VMX_EPT_DIRTY_BIT      (1ull << 9)
 /*
  * Bit 11 is ignored by the CPU in every EPT entry (SDM tables above).  ptvisor
  * sets it in every entry it creates, so "in use" does not depend on RWX: an
  * entry protected to RWX = 0 keeps its address and memory type (KVM uses the
  * same bit for its "MMU present" marker).
  */
-#define EPT_SW_USED             (1ull << 11)
+#define EPT_SW_USED (1ull << 11)
 /* physical address bits 51:12 (the CPU also requires bits above MAXPHYADDR = 0) */
-#define EPT_ADDR_MASK           0x000ffffffffff000ull
+#define EPT_ADDR_MASK 0x000ffffffffff000ull
 
 /* EPTP (VMCS field EPT_POINTER), SDM Vol. 3C 25.6.11; pt-facts.md G.6 */
-#define VMX_EPTP_MT_WB          6ull        /* paging structures WB (EPT_VPID_CAP bit 14) */
-#define VMX_EPTP_PWL_4          (3ull << 3) /* page-walk length - 1 */
-#define VMX_EPTP_AD_ENABLE_BIT  (1ull << 6) /* not set: no accessed/dirty flags */
+#define VMX_EPTP_MT_WB         6ull        /* paging structures WB (EPT_VPID_CAP bit 14) */
+#define VMX_EPTP_PWL_4         (3ull << 3) /* page-walk length - 1 */
+#define VMX_EPTP_AD_ENABLE_BIT (1ull << 6) /* not set: no accessed/dirty flags */
 
 #endif

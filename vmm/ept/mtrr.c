@@ -73,7 +73,9 @@ static int fixed_type(const struct mtrr_state *m, uint64_t p, uint64_t size)
 
     for (n = 0; n < MTRR_NUM_FIXED; n++) {
         uint64_t step = n == 0 ? 0x10000 : n < 3 ? 0x4000 : 0x1000;
-        uint64_t first = n == 0 ? 0 : n < 3 ? 0x80000 + (n - 1) * 0x20000 : 0xc0000 + (n - 3) * 0x8000;
+        uint64_t first = n == 0  ? 0
+                         : n < 3 ? 0x80000 + (n - 1) * 0x20000
+                                 : 0xc0000 + (n - 3) * 0x8000;
 
         for (b = 0; b < 8; b++) {
             uint64_t lo = first + b * step;

@@ -22,29 +22,29 @@
 #include "ept/memtype.h"
 
 /* MSRs (Linux msr-index.h / asm/mtrr.h names) */
-#define MSR_MTRRcap             0x000000fe
-#define MSR_MTRRdefType         0x000002ff
-#define MSR_MTRRfix64K_00000    0x00000250
-#define MSR_MTRRfix16K_80000    0x00000258
-#define MSR_MTRRfix16K_A0000    0x00000259
-#define MSR_MTRRfix4K_C0000     0x00000268 /* ... MSR_MTRRfix4K_F8000 0x26f */
-#define MTRRphysBase_MSR(reg)   (0x200 + 2 * (reg))
-#define MTRRphysMask_MSR(reg)   (0x200 + 2 * (reg) + 1)
+#define MSR_MTRRcap           0x000000fe
+#define MSR_MTRRdefType       0x000002ff
+#define MSR_MTRRfix64K_00000  0x00000250
+#define MSR_MTRRfix16K_80000  0x00000258
+#define MSR_MTRRfix16K_A0000  0x00000259
+#define MSR_MTRRfix4K_C0000   0x00000268 /* ... MSR_MTRRfix4K_F8000 0x26f */
+#define MTRRphysBase_MSR(reg) (0x200 + 2 * (reg))
+#define MTRRphysMask_MSR(reg) (0x200 + 2 * (reg) + 1)
 
-#define MTRR_CAP_VCNT           0xffull      /* number of variable ranges */
-#define MTRR_CAP_FIX            (1ull << 8)  /* fixed ranges supported */
-#define MTRR_CAP_WC             (1ull << 10)
-#define MTRR_DEF_TYPE_TYPE      0xffull
-#define MTRR_DEF_TYPE_FE        (1ull << 10) /* fixed ranges enabled */
-#define MTRR_DEF_TYPE_E         (1ull << 11) /* MTRRs enabled */
-#define MTRR_PHYSBASE_TYPE      0xffull
-#define MTRR_PHYSMASK_V         (1ull << 11) /* variable range valid */
+#define MTRR_CAP_VCNT      0xffull     /* number of variable ranges */
+#define MTRR_CAP_FIX       (1ull << 8) /* fixed ranges supported */
+#define MTRR_CAP_WC        (1ull << 10)
+#define MTRR_DEF_TYPE_TYPE 0xffull
+#define MTRR_DEF_TYPE_FE   (1ull << 10) /* fixed ranges enabled */
+#define MTRR_DEF_TYPE_E    (1ull << 11) /* MTRRs enabled */
+#define MTRR_PHYSBASE_TYPE 0xffull
+#define MTRR_PHYSMASK_V    (1ull << 11) /* variable range valid */
 
-#define MTRR_NUM_FIXED          11
-#define MTRR_MAX_VAR            16
-#define MTRR_FIXED_END          0x100000ull  /* fixed ranges cover [0, 1 MiB) */
+#define MTRR_NUM_FIXED 11
+#define MTRR_MAX_VAR   16
+#define MTRR_FIXED_END 0x100000ull /* fixed ranges cover [0, 1 MiB) */
 
-#define MTRR_MIXED              (-1)         /* mtrr_range_type(): not uniform */
+#define MTRR_MIXED (-1) /* mtrr_range_type(): not uniform */
 
 struct mtrr_state {
     uint64_t cap, def_type, fixed[MTRR_NUM_FIXED];
@@ -56,8 +56,9 @@ struct mtrr_state {
 /* MSR number of fixed[n], n < MTRR_NUM_FIXED */
 static inline uint32_t mtrr_fixed_msr(unsigned n)
 {
-    return n == 0 ? MSR_MTRRfix64K_00000
-                  : n < 3 ? MSR_MTRRfix16K_80000 + (n - 1) : MSR_MTRRfix4K_C0000 + (n - 3);
+    return n == 0  ? MSR_MTRRfix64K_00000
+           : n < 3 ? MSR_MTRRfix16K_80000 + (n - 1)
+                   : MSR_MTRRfix4K_C0000 + (n - 3);
 }
 
 /*

@@ -1,0 +1,8 @@
+# EPT (vmm/ept/): table builder, MTRR memory types, identity map.  Pure logic: the same
+# .c files go into the VMM (EPT_SRCS) and into the host tests and the fuzzer below.
+
+EPT_SRCS := vmm/ept/ept.c vmm/ept/mtrr.c vmm/ept/ept_identity.c
+
+HOST_TESTS += test_ept
+test_ept_SRCS := tests/unit/test_ept.c tests/unit/test_ept_fakemem.c vmm/ept/ept.c
+

@@ -1,0 +1,672 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Host tests for vmm/ept/ept.c: page sizes, translate round trips, splits,
+ * protect/narrowed, unmap/remap, operand validation, allocation failure at
+ * every point, and a replay of every recorded store proving no torn state.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "ept/ept.h"
+#include "ept/ept_entry.h"
+#include "test_ept_fakemem.h"
+
+#define KiB(x) ((uint64_t)(x) << 10)
+#define MiB(x) ((uint64_t)(x) << 20)
+#define GiB(x) ((uint64_t)(x) << 30)
+
+struct fx {
+    struct fakemem fm;
+    struct ept e;
+};
+
+static void fx_init(struct fx *f, size_t npages, bool has_1g, bool has_2m)
+{
+    struct ept_ops ops;
+
+    fakemem_init(&f->fm, npages);
+    ops = fakemem_ops(&f->fm);
+    assert_int_equal(ept_init(&f->e, &ops, has_1g, has_2m), 0);
+}
+
+static void fx_fini(struct fx *f)
+{
+    fakemem_free(&f->fm);
+}
+
+struct xl {
+    int rc;
+    uint64_t hpa;
+    unsigned perms, mt, level;
+};
+
+static struct xl xlate(const struct ept *e, uint64_t gpa)
+{
+    struct xl x = {0};
+
+    x.rc = ept_translate(e, gpa, &x.hpa, &x.perms, &x.mt, &x.level);
+    return x;
+}
+
+static void expect_map(const struct ept *e, uint64_t gpa, uint64_t hpa, unsigned perms, unsigned mt,
+                       unsigned level)
+{
+    struct xl x = xlate(e, gpa);
+
+    assert_int_equal(x.rc, 0);
+    assert_int_equal(x.hpa, hpa);
+    assert_int_equal(x.perms, perms);
+    assert_int_equal(x.mt, mt);
+    if (level)
+        assert_int_equal(x.level, level);
+}
+
+static void test_init_eptp(void **state)
+{
+    struct fx f;
+
+    fx_init(&f, 16, true, true);
+    assert_int_equal(f.e.root_pa, FAKEMEM_PA_BASE);
+    assert_ptr_equal(f.e.root, f.fm.arena);
+    /* WB paging structures, 4-level walk, A/D off (pt-facts.md G.6) */
+    assert_int_equal(ept_eptp(&f.e), FAKEMEM_PA_BASE | (3 << 3) | 6);
+    assert_int_equal(ept_eptp(&f.e) & VMX_EPTP_AD_ENABLE_BIT, 0);
+    assert_int_equal(f.e.nr_tables, 1);
+    assert_int_equal(ept_translate(&f.e, 0, NULL, NULL, NULL, NULL), EPT_ENOENT);
+    assert_int_equal(ept_translate(&f.e, 1ull << 48, NULL, NULL, NULL, NULL), EPT_EINVAL);
+    fx_fini(&f);
+
+    /* allocator out at init */
+    fakemem_init(&f.fm, 0);
+    {
+        struct ept_ops ops = fakemem_ops(&f.fm);
+        assert_int_equal(ept_init(&f.e, &ops, true, true), EPT_ENOMEM);
+        ops.alloc_page = NULL;
+        assert_int_equal(ept_init(&f.e, &ops, true, true), EPT_EINVAL);
+    }
+    fx_fini(&f);
+}
+
+static void test_page_sizes(void **state)
+{
+    struct fx f;
+    unsigned i;
+
+    /* 1 GiB page where gpa, hpa and size allow it */
+    fx_init(&f, 64, true, true);
+    assert_int_equal(ept_map(&f.e, GiB(1), GiB(7), GiB(1), EPT_RWX, EPT_MT_WB), 0);
+    expect_map(&f.e, GiB(1), GiB(7), EPT_RWX, EPT_MT_WB, EPT_LEVEL_1G);
+    expect_map(&f.e, GiB(2) - 8, GiB(8) - 8, EPT_RWX, EPT_MT_WB, EPT_LEVEL_1G);
+    assert_int_equal(xlate(&f.e, GiB(2)).rc, EPT_ENOENT);
+    assert_int_equal(xlate(&f.e, GiB(1) - 4096).rc, EPT_ENOENT);
+    assert_int_equal(f.e.nr_leaves[2], 1);
+    assert_int_equal(f.e.nr_tables, 2); /* PML4 + PDPT */
+    assert_false(ept_flush_needed(&f.e));
+    fx_fini(&f);
+
+    /* without 1 GiB pages: 512 x 2 MiB */
+    fx_init(&f, 64, false, true);
+    assert_int_equal(ept_map(&f.e, GiB(1), GiB(7), GiB(1), EPT_RWX, EPT_MT_WB), 0);
+    assert_int_equal(f.e.nr_leaves[1], 512);
+    assert_int_equal(f.e.nr_leaves[2], 0);
+    assert_int_equal(f.e.nr_tables, 3);
+    expect_map(&f.e, GiB(1) + MiB(3) + 5, GiB(7) + MiB(3) + 5, EPT_RWX, EPT_MT_WB, EPT_LEVEL_2M);
+    fx_fini(&f);
+
+    /* neither: 4 KiB pages */
+    fx_init(&f, 64, false, false);
+    assert_int_equal(ept_map(&f.e, MiB(4), MiB(8), MiB(4), EPT_R, EPT_MT_UC), 0);
+    assert_int_equal(f.e.nr_leaves[0], 1024);
+    expect_map(&f.e, MiB(6) + 123, MiB(10) + 123, EPT_R, EPT_MT_UC, EPT_LEVEL_4K);
+    fx_fini(&f);
+
+    /* hpa only 4 KiB aligned relative to gpa: 4 KiB pages although gpa is 1 GiB aligned */
+    fx_init(&f, 64, true, true);
+    assert_int_equal(ept_map(&f.e, GiB(1), MiB(2) + KiB(4), MiB(4), EPT_RWX, EPT_MT_WB), 0);
+    assert_int_equal(f.e.nr_leaves[0], 1024);
+    assert_int_equal(f.e.nr_leaves[1] + f.e.nr_leaves[2], 0);
+    fx_fini(&f);
+
+    /* unaligned ends: 4K head, 2M middle, 1G core, 2M, 4K tail */
+    fx_init(&f, 64, true, true);
+    assert_int_equal(ept_map(&f.e, GiB(1) - MiB(2) - KiB(8), GiB(5) - MiB(2) - KiB(8),
+                             GiB(1) + MiB(4) + KiB(12), EPT_R | EPT_X, EPT_MT_WT | EPT_MT_IPAT),
+                     0);
+    assert_int_equal(f.e.nr_leaves[0], 3);
+    assert_int_equal(f.e.nr_leaves[1], 2);
+    assert_int_equal(f.e.nr_leaves[2], 1);
+    expect_map(&f.e, GiB(1) - MiB(2) - KiB(8), GiB(5) - MiB(2) - KiB(8), EPT_R | EPT_X,
+               EPT_MT_WT | EPT_MT_IPAT, EPT_LEVEL_4K);
+    expect_map(&f.e, GiB(1) - 1, GiB(5) - 1, EPT_R | EPT_X, EPT_MT_WT | EPT_MT_IPAT, EPT_LEVEL_2M);
+    expect_map(&f.e, GiB(1), GiB(5), EPT_R | EPT_X, EPT_MT_WT | EPT_MT_IPAT, EPT_LEVEL_1G);
+    expect_map(&f.e, GiB(2) + 7, GiB(6) + 7, EPT_R | EPT_X, EPT_MT_WT | EPT_MT_IPAT, EPT_LEVEL_2M);
+    expect_map(&f.e, GiB(2) + MiB(2) + 7, GiB(6) + MiB(2) + 7, EPT_R | EPT_X,
+               EPT_MT_WT | EPT_MT_IPAT, EPT_LEVEL_4K);
+    assert_int_equal(xlate(&f.e, GiB(2) + MiB(2) + KiB(4)).rc, EPT_ENOENT);
+    assert_int_equal(xlate(&f.e, GiB(1) - MiB(2) - KiB(12)).rc, EPT_ENOENT);
+    fx_fini(&f);
+
+    /* raw leaf format: memtype bits 5:3, IPAT bit 6, bit 7 on huge leaves only, no reserved bits */
+    fx_init(&f, 64, true, true);
+    assert_int_equal(ept_map(&f.e, 0, GiB(3), GiB(1), EPT_RWX, EPT_MT_WB), 0);
+    assert_int_equal(ept_map(&f.e, GiB(1), MiB(2), MiB(2), EPT_R, EPT_MT_WC | EPT_MT_IPAT), 0);
+    assert_int_equal(ept_map(&f.e, GiB(1) + MiB(2), KiB(4), KiB(4), EPT_R | EPT_W, EPT_MT_WP), 0);
+    {
+        uint64_t *pdpt = (uint64_t *)(f.fm.arena + 4096);
+        uint64_t pml4e = f.e.root[0], pdpte0 = pdpt[0];
+        uint64_t *pd = (uint64_t *)(f.fm.arena + ((pdpt[1] & EPT_ADDR_MASK) - FAKEMEM_PA_BASE));
+        uint64_t *pt = (uint64_t *)(f.fm.arena + ((pd[1] & EPT_ADDR_MASK) - FAKEMEM_PA_BASE));
+
+        assert_int_equal(pml4e & ~EPT_ADDR_MASK, EPT_SW_USED | 7);
+        assert_int_equal(pdpte0, GiB(3) | EPT_SW_USED | (1 << 7) | (6 << 3) | 7);
+        assert_int_equal(pd[0], MiB(2) | EPT_SW_USED | (1 << 7) | (1 << 6) | (1 << 3) | 1);
+        assert_int_equal(pd[1] & ~EPT_ADDR_MASK, EPT_SW_USED | 7);
+        assert_int_equal(pt[0], KiB(4) | EPT_SW_USED | (5 << 3) | 3);
+    }
+    for (i = 0; i < 3; i++)
+        assert_true(f.e.nr_leaves[i] == 1);
+    fx_fini(&f);
+}
+
+static void test_validation(void **state)
+{
+    struct fx f;
+    struct tree_dump before = {0}, after = {0};
+    bool narrowed = true;
+    unsigned i;
+    static const unsigned bad_mt[] = {2, 3, 7, 0xa, 0xf, 0x10, 0x16, 0xff};
+    static const unsigned bad_perms[] = {0, EPT_W, EPT_X, EPT_W | EPT_X, 8, 9};
+
+    fx_init(&f, 64, true, true);
+    assert_int_equal(ept_map(&f.e, GiB(1), GiB(1), GiB(1), EPT_RWX, EPT_MT_WB), 0);
+    tree_dump(&f.e, &before);
+    f.fm.nallocs = 0;
+    assert_int_equal(ept_map(&f.e, 4096 + 1, 0, 4096, EPT_R, EPT_MT_WB), EPT_EINVAL);
+    assert_int_equal(ept_map(&f.e, 0, 1, 4096, EPT_R, EPT_MT_WB), EPT_EINVAL);
+    assert_int_equal(ept_map(&f.e, 0, 0, 4095, EPT_R, EPT_MT_WB), EPT_EINVAL);
+    assert_int_equal(ept_map(&f.e, 0, 0, 0, EPT_R, EPT_MT_WB), EPT_EINVAL);
+    assert_int_equal(ept_map(&f.e, (1ull << 48) - 4096, 0, 8192, EPT_R, EPT_MT_WB), EPT_EINVAL);
+    assert_int_equal(ept_map(&f.e, 1ull << 48, 0, 4096, EPT_R, EPT_MT_WB), EPT_EINVAL);
+    assert_int_equal(ept_map(&f.e, 0, 0, ~0xfffull, EPT_R, EPT_MT_WB), EPT_EINVAL);
+    assert_int_equal(ept_map(&f.e, 0, (1ull << 52) - 4096, 8192, EPT_R, EPT_MT_WB), EPT_EINVAL);
+    for (i = 0; i < sizeof(bad_mt) / sizeof(bad_mt[0]); i++)
+        assert_int_equal(ept_map(&f.e, 0, 0, 4096, EPT_R, bad_mt[i]), EPT_EINVAL);
+    for (i = 0; i < sizeof(bad_perms) / sizeof(bad_perms[0]); i++)
+        assert_int_equal(ept_map(&f.e, 0, 0, 4096, bad_perms[i], EPT_MT_WB), EPT_EINVAL);
+    for (i = 1; i < sizeof(bad_perms) / sizeof(bad_perms[0]); i++)
+        assert_int_equal(ept_protect(&f.e, GiB(1), 4096, bad_perms[i], &narrowed), EPT_EINVAL);
+    assert_false(narrowed);
+    assert_int_equal(ept_protect(&f.e, GiB(1) + 1, 4096, EPT_R, NULL), EPT_EINVAL);
+    assert_int_equal(ept_unmap(&f.e, GiB(1), 0), EPT_EINVAL);
+    assert_int_equal(ept_unmap(&f.e, (1ull << 48) - 4096, 8192), EPT_EINVAL);
+    /* protect over a hole: nothing changes, not even the part that is mapped */
+    assert_int_equal(ept_protect(&f.e, GiB(1) - 4096, 8192, EPT_R, &narrowed), EPT_ENOENT);
+    assert_int_equal(ept_protect(&f.e, GiB(2) - 4096, 8192, EPT_R, &narrowed), EPT_ENOENT);
+    assert_false(narrowed);
+    tree_dump(&f.e, &after);
+    assert_true(tree_equal(&before, &after));
+    assert_int_equal(f.fm.nallocs, 0);
+    assert_false(ept_flush_needed(&f.e));
+
+    /* MAXPHYADDR: refused once mapped; then limits hpa */
+    assert_int_equal(ept_set_maxphyaddr(&f.e, 39), EPT_EINVAL);
+    fx_fini(&f);
+    fx_init(&f, 64, true, true);
+    assert_int_equal(ept_set_maxphyaddr(&f.e, 53), EPT_EINVAL);
+    assert_int_equal(ept_set_maxphyaddr(&f.e, 39), 0);
+    assert_int_equal(ept_map(&f.e, 0, (1ull << 39) - 4096, 8192, EPT_R, EPT_MT_WB), EPT_EINVAL);
+    assert_int_equal(ept_map(&f.e, 0, (1ull << 39) - 4096, 4096, EPT_R, EPT_MT_WB), 0);
+    fx_fini(&f);
+    /* table pages above MAXPHYADDR (the fake PAs are above 2^36) */
+    fx_init(&f, 64, true, true);
+    assert_int_equal(ept_set_maxphyaddr(&f.e, 36), EPT_EINVAL);
+    fx_fini(&f);
+    tree_dump_free(&before);
+    tree_dump_free(&after);
+}
+
+static void test_split_on_map(void **state)
+{
+    struct fx f;
+    unsigned i;
+
+    fx_init(&f, 64, true, true);
+    assert_int_equal(ept_map(&f.e, GiB(1), GiB(1), GiB(1), EPT_RWX, EPT_MT_WB), 0);
+    /* same mapping again: no change, no split, no flush */
+    assert_int_equal(ept_map(&f.e, GiB(1) + MiB(6), GiB(1) + MiB(6), KiB(4), EPT_RWX, EPT_MT_WB),
+                     0);
+    assert_int_equal(f.e.nr_tables, 2);
+    assert_false(ept_flush_needed(&f.e));
+    /* one page remapped elsewhere: 1G -> 2M table -> 4K table */
+    assert_int_equal(ept_map(&f.e, GiB(1) + MiB(6), GiB(9), KiB(4), EPT_R, EPT_MT_UC), 0);
+    assert_true(ept_flush_needed(&f.e));
+    assert_int_equal(f.e.nr_tables, 4);
+    assert_int_equal(f.e.nr_leaves[2], 0);
+    assert_int_equal(f.e.nr_leaves[1], 511);
+    assert_int_equal(f.e.nr_leaves[0], 512);
+    expect_map(&f.e, GiB(1) + MiB(6), GiB(9), EPT_R, EPT_MT_UC, EPT_LEVEL_4K);
+    expect_map(&f.e, GiB(1) + MiB(6) + KiB(4), GiB(1) + MiB(6) + KiB(4), EPT_RWX, EPT_MT_WB,
+               EPT_LEVEL_4K);
+    expect_map(&f.e, GiB(1) + MiB(6) - 1, GiB(1) + MiB(6) - 1, EPT_RWX, EPT_MT_WB, EPT_LEVEL_2M);
+    for (i = 0; i < 512; i++) {
+        uint64_t g = GiB(1) + (uint64_t)i * MiB(2) + KiB(4) * (i % 512);
+        if (g != GiB(1) + MiB(6))
+            expect_map(&f.e, g, g, EPT_RWX, EPT_MT_WB, 0);
+    }
+    /* remap 1G over the split region: existing tables are kept and filled */
+    ept_flush_done(&f.e);
+    assert_int_equal(ept_map(&f.e, GiB(1), GiB(1), GiB(1), EPT_RWX, EPT_MT_WB), 0);
+    assert_true(ept_flush_needed(&f.e)); /* the remapped page changed */
+    assert_int_equal(f.e.nr_tables, 4);
+    expect_map(&f.e, GiB(1) + MiB(6), GiB(1) + MiB(6), EPT_RWX, EPT_MT_WB, EPT_LEVEL_4K);
+    assert_int_equal(f.e.nr_leaves[1], 511);
+    assert_int_equal(f.e.nr_leaves[0], 512);
+    fx_fini(&f);
+}
+
+static void test_protect(void **state)
+{
+    struct fx f;
+    bool narrowed;
+    unsigned long tables;
+
+    fx_init(&f, 64, true, true);
+    assert_int_equal(ept_map(&f.e, 0, 0, GiB(1), EPT_R | EPT_W, EPT_MT_WB), 0);
+    /* widening: not narrowed */
+    narrowed = true;
+    assert_int_equal(ept_protect(&f.e, 0, GiB(1), EPT_RWX, &narrowed), 0);
+    assert_false(narrowed);
+    assert_int_equal(f.e.nr_tables, 2); /* whole page: no split */
+    expect_map(&f.e, 12345, 12345, EPT_RWX, EPT_MT_WB, EPT_LEVEL_1G);
+    /* same perms on part of a huge page: nothing to split */
+    assert_int_equal(ept_protect(&f.e, MiB(3), KiB(4), EPT_RWX, &narrowed), 0);
+    assert_false(narrowed);
+    assert_int_equal(f.e.nr_tables, 2);
+    /* narrowing one page */
+    ept_flush_done(&f.e);
+    assert_int_equal(ept_protect(&f.e, MiB(3), KiB(4), EPT_R | EPT_X, &narrowed), 0);
+    assert_true(narrowed);
+    assert_true(ept_flush_needed(&f.e));
+    expect_map(&f.e, MiB(3), MiB(3), EPT_R | EPT_X, EPT_MT_WB, EPT_LEVEL_4K);
+    expect_map(&f.e, MiB(3) + KiB(4), MiB(3) + KiB(4), EPT_RWX, EPT_MT_WB, EPT_LEVEL_4K);
+    expect_map(&f.e, MiB(3) - KiB(4), MiB(3) - KiB(4), EPT_RWX, EPT_MT_WB, EPT_LEVEL_4K);
+    expect_map(&f.e, MiB(4), MiB(4), EPT_RWX, EPT_MT_WB, EPT_LEVEL_2M);
+    tables = f.e.nr_tables;
+    /* R|X -> R|W: X removed, W added: narrowed */
+    assert_int_equal(ept_protect(&f.e, MiB(3), KiB(4), EPT_R | EPT_W, &narrowed), 0);
+    assert_true(narrowed);
+    /* -> 0: not present, keeps address and type; translate still reports them */
+    assert_int_equal(ept_protect(&f.e, MiB(3), KiB(8), 0, &narrowed), 0);
+    assert_true(narrowed);
+    expect_map(&f.e, MiB(3) + KiB(4), MiB(3) + KiB(4), 0, EPT_MT_WB, EPT_LEVEL_4K);
+    /* back to RWX: widening only */
+    assert_int_equal(ept_protect(&f.e, MiB(3), KiB(8), EPT_RWX, &narrowed), 0);
+    assert_false(narrowed);
+    assert_int_equal(f.e.nr_tables, tables);
+    expect_map(&f.e, MiB(3), MiB(3), EPT_RWX, EPT_MT_WB, EPT_LEVEL_4K);
+    /* whole 1G to 0 and back keeps everything */
+    assert_int_equal(ept_protect(&f.e, 0, GiB(1), 0, &narrowed), 0);
+    assert_true(narrowed);
+    expect_map(&f.e, MiB(700), MiB(700), 0, EPT_MT_WB, EPT_LEVEL_2M);
+    assert_int_equal(ept_protect(&f.e, 0, GiB(1), EPT_R, &narrowed), 0);
+    assert_false(narrowed);
+    expect_map(&f.e, MiB(3), MiB(3), EPT_R, EPT_MT_WB, EPT_LEVEL_4K);
+    fx_fini(&f);
+}
+
+static void test_unmap_remap(void **state)
+{
+    struct fx f;
+
+    fx_init(&f, 64, true, true);
+    assert_int_equal(ept_unmap(&f.e, 0, GiB(4)), 0); /* holes are fine */
+    assert_int_equal(f.fm.nallocs, 1);
+    assert_false(ept_flush_needed(&f.e));
+    assert_int_equal(ept_map(&f.e, GiB(2), GiB(2), GiB(1), EPT_RWX, EPT_MT_UC), 0);
+    assert_int_equal(ept_unmap(&f.e, GiB(2) + MiB(5), KiB(4)), 0);
+    assert_true(ept_flush_needed(&f.e));
+    assert_int_equal(xlate(&f.e, GiB(2) + MiB(5)).rc, EPT_ENOENT);
+    expect_map(&f.e, GiB(2) + MiB(5) + KiB(4), GiB(2) + MiB(5) + KiB(4), EPT_RWX, EPT_MT_UC,
+               EPT_LEVEL_4K);
+    expect_map(&f.e, GiB(2) + MiB(5) - KiB(4), GiB(2) + MiB(5) - KiB(4), EPT_RWX, EPT_MT_UC,
+               EPT_LEVEL_4K);
+    assert_int_equal(f.e.nr_leaves[0], 511);
+    /* protect across the hole fails and changes nothing */
+    assert_int_equal(ept_protect(&f.e, GiB(2) + MiB(4), MiB(2), EPT_R, NULL), EPT_ENOENT);
+    expect_map(&f.e, GiB(2) + MiB(4), GiB(2) + MiB(4), EPT_RWX, EPT_MT_UC, EPT_LEVEL_4K);
+    /* remap the page */
+    assert_int_equal(ept_map(&f.e, GiB(2) + MiB(5), GiB(2) + MiB(5), KiB(4), EPT_RWX, EPT_MT_UC),
+                     0);
+    expect_map(&f.e, GiB(2) + MiB(5), GiB(2) + MiB(5), EPT_RWX, EPT_MT_UC, EPT_LEVEL_4K);
+    /* unmap everything: no leaf left, tables stay */
+    assert_int_equal(ept_unmap(&f.e, GiB(1), GiB(3)), 0);
+    assert_int_equal(f.e.nr_leaves[0] + f.e.nr_leaves[1] + f.e.nr_leaves[2], 0);
+    assert_int_equal(xlate(&f.e, GiB(2) + MiB(5)).rc, EPT_ENOENT);
+    assert_int_equal(f.e.nr_tables, 4);
+    /* and map again at a different size and place */
+    assert_int_equal(ept_map(&f.e, GiB(2), GiB(30), GiB(1), EPT_R, EPT_MT_WB), 0);
+    expect_map(&f.e, GiB(2) + MiB(5), GiB(30) + MiB(5), EPT_R, EPT_MT_WB, EPT_LEVEL_4K);
+    expect_map(&f.e, GiB(2) + MiB(9), GiB(30) + MiB(9), EPT_R, EPT_MT_WB, EPT_LEVEL_2M);
+    fx_fini(&f);
+}
+
+/* ---- allocation failure at every point ---- */
+
+enum op_kind { OP_MAP, OP_UNMAP, OP_PROTECT };
+struct op {
+    enum op_kind kind;
+    uint64_t gpa, hpa, size;
+    unsigned perms, mt;
+};
+
+static int do_op(struct ept *e, const struct op *o, bool *narrowed)
+{
+    switch (o->kind) {
+    case OP_MAP:
+        return ept_map(e, o->gpa, o->hpa, o->size, o->perms, o->mt);
+    case OP_UNMAP:
+        return ept_unmap(e, o->gpa, o->size);
+    case OP_PROTECT:
+        return ept_protect(e, o->gpa, o->size, o->perms, narrowed);
+    }
+    return -1;
+}
+
+/* the fixture state before each op: a 1 GiB page, a 2 MiB page and a few 4 KiB pages */
+static void setup_mixed(struct fx *f)
+{
+    fx_init(f, 256, true, true);
+    assert_int_equal(ept_map(&f->e, GiB(1), GiB(1), GiB(1), EPT_RWX, EPT_MT_WB), 0);
+    assert_int_equal(ept_map(&f->e, GiB(3), GiB(5), MiB(2), EPT_R, EPT_MT_UC), 0);
+    assert_int_equal(ept_map(&f->e, GiB(3) + MiB(2), GiB(6), KiB(12), EPT_R, EPT_MT_UC), 0);
+    ept_flush_done(&f->e);
+}
+
+static const struct op fail_ops[] = {
+    {OP_MAP, GiB(1) + MiB(7), GiB(20), KiB(4), EPT_R, EPT_MT_WB},          /* split 1G twice */
+    {OP_MAP, (1ull << 47) + GiB(1) + KiB(4), 0, KiB(8), EPT_R, EPT_MT_WB}, /* 3 new tables */
+    {OP_MAP, GiB(1) - KiB(4), GiB(9) - KiB(4), GiB(1) + KiB(8), EPT_RWX,
+     EPT_MT_WT}, /* both ends split */
+    {OP_UNMAP, GiB(1) + MiB(9), KiB(4), 0, 0, 0},
+    {OP_UNMAP, GiB(1) + MiB(1), GiB(2) + MiB(1) + KiB(4), 0, 0, 0},
+    {OP_PROTECT, GiB(1) + MiB(9), KiB(4), 0, EPT_R, 0},
+    {OP_PROTECT, GiB(3) + KiB(4), KiB(4), 0, 0, 0},
+    {OP_PROTECT, GiB(1) + MiB(1), GiB(1) - MiB(2), 0, EPT_R | EPT_X, 0},
+};
+
+static void test_alloc_failure_every_point(void **state)
+{
+    unsigned k;
+
+    for (k = 0; k < sizeof(fail_ops) / sizeof(fail_ops[0]); k++) {
+        const struct op *o = &fail_ops[k];
+        struct op fixed = *o;
+        unsigned long needed;
+        long b;
+
+        if (o->kind != OP_MAP) { /* table layout: {kind, gpa, size, ?, perms} */
+            fixed.size = o->hpa;
+            fixed.hpa = 0;
+        }
+        /* how many allocations the op needs at all */
+        {
+            struct fx f;
+            bool nar;
+
+            setup_mixed(&f);
+            f.fm.nallocs = 0;
+            if (do_op(&f.e, &fixed, &nar) != 0)
+                fail_msg("op %u failed", k);
+            needed = f.fm.nallocs;
+            assert_true(needed >= 1);
+            fx_fini(&f);
+        }
+        for (b = 0; b < (long)needed; b++) {
+            struct fx f;
+            struct tree_dump before = {0}, after = {0};
+            bool nar = o->kind == OP_PROTECT;
+
+            setup_mixed(&f);
+            tree_dump(&f.e, &before);
+            f.fm.budget = b;
+            assert_int_equal(do_op(&f.e, &fixed, &nar), EPT_ENOMEM);
+            assert_false(nar);
+            tree_dump(&f.e, &after);
+            assert_true(tree_equal(&before, &after));
+            assert_false(ept_flush_needed(&f.e));
+            assert_int_equal(f.e.nr_spare, b); /* kept for the retry, not leaked */
+            /* the retry succeeds without allocating what it already has */
+            f.fm.budget = -1;
+            f.fm.nallocs = 0;
+            assert_int_equal(do_op(&f.e, &fixed, &nar), 0);
+            assert_int_equal(f.fm.nallocs, needed - b);
+            assert_int_equal(f.e.nr_spare, 0);
+            tree_dump_free(&before);
+            tree_dump_free(&after);
+            fx_fini(&f);
+        }
+    }
+}
+
+/* ---- no torn state: replay every recorded store ---- */
+
+struct sample {
+    uint64_t gpa;
+    struct xl old, new_;
+};
+
+static bool xl_eq(struct xl a, struct xl b)
+{
+    if (a.rc || b.rc)
+        return a.rc == b.rc;
+    return a.hpa == b.hpa && a.perms == b.perms && a.mt == b.mt;
+}
+
+static size_t add_samples(struct sample *s, size_t n, uint64_t lo, uint64_t hi, uint64_t step)
+{
+    uint64_t g;
+
+    for (g = lo; g < hi; g += step) {
+        s[n++].gpa = g;
+        s[n++].gpa = g + step - KiB(4);
+    }
+    return n;
+}
+
+/*
+ * Run o on a fixture while recording stores.  Then restore the arena to its
+ * state before o and apply the stores one by one: after each, every sampled
+ * GPA must translate as before o or as after it; stores to tables reachable
+ * from the root must number exactly 'reachable'.
+ */
+static void check_no_torn_state(struct fx *f, const struct op *o, const uint64_t *win,
+                                unsigned long reachable)
+{
+    size_t bytes = f->fm.npages * 4096, n = 0, i, j;
+    uint8_t *snap = malloc(bytes), *final = malloc(bytes);
+    struct sample *s = calloc(2 * 2048 + 2 * 1024, sizeof(*s));
+    unsigned long nreach = 0;
+    bool nar;
+
+    assert_non_null(snap);
+    assert_non_null(final);
+    assert_non_null(s);
+    n = add_samples(s, n, win[0], win[1], KiB(4));          /* every 4 KiB page, <= 4 MiB */
+    n = add_samples(s, n, win[2], win[2] + GiB(1), MiB(2)); /* every 2 MiB page of 1 GiB */
+    for (i = 0; i < n; i++)
+        s[i].old = xlate(&f->e, s[i].gpa);
+    memcpy(snap, f->fm.arena, bytes);
+    /* pages the op will allocate are zero when handed out */
+    memset(snap + f->fm.used * 4096, 0, bytes - f->fm.used * 4096);
+    f->fm.recording = true;
+    f->fm.nlog = 0;
+    assert_int_equal(do_op(&f->e, o, &nar), 0);
+    f->fm.recording = false;
+    for (i = 0; i < n; i++)
+        s[i].new_ = xlate(&f->e, s[i].gpa);
+    memcpy(final, f->fm.arena, bytes);
+    memcpy(f->fm.arena, snap, bytes);
+    for (j = 0; j < f->fm.nlog; j++) {
+        const struct fake_store *st = &f->fm.log[j];
+
+        assert_int_equal(*st->slot, st->old);
+        if (slot_reachable(&f->e, st->slot))
+            nreach++;
+        *st->slot = st->val;
+        for (i = 0; i < n; i++) {
+            struct xl now = xlate(&f->e, s[i].gpa);
+            if (!xl_eq(now, s[i].old) && !xl_eq(now, s[i].new_)) {
+                fprintf(stderr, "store %zu/%zu: gpa %#llx torn\n", j, f->fm.nlog,
+                        (unsigned long long)s[i].gpa);
+                fail();
+            }
+        }
+    }
+    assert_memory_equal(f->fm.arena, final, f->fm.used * 4096);
+    assert_int_equal(nreach, reachable);
+    /* and the op changed something in the window */
+    for (i = 0; i < n && xl_eq(s[i].old, s[i].new_); i++)
+        ;
+    assert_true(i < n);
+    free(snap);
+    free(final);
+    free(s);
+}
+
+static void test_no_torn_state(void **state)
+{
+    struct fx f;
+    const struct op prot = {OP_PROTECT, GiB(1) + MiB(3) + KiB(8), 0, KiB(4), EPT_R, 0};
+    const struct op unm = {OP_UNMAP, GiB(1) + MiB(3) + KiB(12), 0, KiB(12), 0, 0};
+    const struct op map = {
+        OP_MAP, GiB(1) + MiB(2) - KiB(4), GiB(40) - KiB(4), MiB(2) + KiB(8), EPT_R, EPT_MT_UC};
+    const struct op fresh = {OP_MAP, GiB(513), GiB(2), MiB(2) + KiB(4), EPT_RWX, EPT_MT_WB};
+    const uint64_t w1[] = {GiB(1), GiB(1) + MiB(4), GiB(1)};
+    const uint64_t w2[] = {GiB(513), GiB(513) + MiB(4), GiB(513)};
+
+    /* 1G -> 2M table -> 4K table, switched by a single reachable store */
+    fx_init(&f, 64, true, true);
+    assert_int_equal(ept_map(&f.e, GiB(1), GiB(1), GiB(1), EPT_RWX, EPT_MT_WB), 0);
+    check_no_torn_state(&f, &prot, w1, 1);
+    /* then, inside the existing 4K table, each changed entry is one store */
+    check_no_torn_state(&f, &unm, w1, 3);
+    fx_fini(&f);
+    /* a map whose both ends split: two 2M pages split, each linked by one store,
+     * plus the 2M leaf between them written in place */
+    fx_init(&f, 64, false, true);
+    assert_int_equal(ept_map(&f.e, GiB(1), GiB(1), GiB(1), EPT_RWX, EPT_MT_WB), 0);
+    check_no_torn_state(&f, &map, w1, 3);
+    fx_fini(&f);
+    /* a map into a new 512 GiB region: PDPT, PD, PT filled, then one store in the PML4 */
+    fx_init(&f, 64, true, true);
+    check_no_torn_state(&f, &fresh, w2, 1);
+    fx_fini(&f);
+}
+
+/* ---- random operations against a per-4K reference model ---- */
+
+#define WIN_PAGES 2048u /* an 8 MiB window around a 2 MiB boundary at 1 GiB */
+
+static uint64_t rnd_state = 88172645463325252ull;
+static uint64_t rnd(void)
+{
+    rnd_state ^= rnd_state << 13;
+    rnd_state ^= rnd_state >> 7;
+    rnd_state ^= rnd_state << 17;
+    return rnd_state;
+}
+
+struct ref_page {
+    bool used;
+    uint64_t hpa;
+    unsigned perms, mt;
+};
+
+static void test_random_vs_model(void **state)
+{
+    const uint64_t base = GiB(1) - MiB(4);
+    struct ref_page *ref = calloc(WIN_PAGES, sizeof(*ref));
+    struct fx f;
+    unsigned it, p;
+    static const unsigned perms_tab[] = {EPT_R, EPT_R | EPT_W, EPT_R | EPT_X, EPT_RWX};
+    static const unsigned mt_tab[] = {EPT_MT_UC, EPT_MT_WB, EPT_MT_WT | EPT_MT_IPAT};
+
+    assert_non_null(ref);
+    fx_init(&f, 4096, true, true);
+    for (it = 0; it < 3000; it++) {
+        unsigned first = (unsigned)(rnd() % WIN_PAGES);
+        unsigned cnt = 1 + (unsigned)(rnd() % (rnd() % 4 ? 16 : WIN_PAGES - first));
+        uint64_t gpa = base + (uint64_t)first * 4096, size;
+        unsigned kind = (unsigned)(rnd() % 3);
+        int rc;
+
+        if (first + cnt > WIN_PAGES)
+            cnt = WIN_PAGES - first;
+        size = (uint64_t)cnt * 4096;
+        if (kind == 0) {
+            /* hpa congruent to gpa mod 2 MiB half the time, so huge pages appear */
+            uint64_t hpa = (rnd() % 2 ? gpa + GiB(64) : GiB(64) + (rnd() % 4096) * 4096);
+            unsigned pr = perms_tab[rnd() % 4], mt = mt_tab[rnd() % 3];
+
+            assert_int_equal(ept_map(&f.e, gpa, hpa, size, pr, mt), 0);
+            for (p = first; p < first + cnt; p++)
+                ref[p] = (struct ref_page){true, hpa + (uint64_t)(p - first) * 4096, pr, mt};
+        } else if (kind == 1) {
+            assert_int_equal(ept_unmap(&f.e, gpa, size), 0);
+            for (p = first; p < first + cnt; p++)
+                ref[p].used = false;
+        } else {
+            unsigned pr = rnd() % 5 ? perms_tab[rnd() % 4] : 0;
+            bool hole = false, expect_nar = false, nar;
+
+            for (p = first; p < first + cnt; p++) {
+                hole |= !ref[p].used;
+                expect_nar |= ref[p].used && (ref[p].perms & ~pr);
+            }
+            rc = ept_protect(&f.e, gpa, size, pr, &nar);
+            assert_int_equal(rc, hole ? EPT_ENOENT : 0);
+            assert_int_equal(nar, hole ? false : expect_nar);
+            for (p = first; !hole && p < first + cnt; p++)
+                ref[p].perms = pr;
+        }
+        /* check the whole window now and then, the touched range always */
+        for (p = (it % 50 ? first : 0); p < (it % 50 ? first + cnt : WIN_PAGES); p++) {
+            struct xl x = xlate(&f.e, base + (uint64_t)p * 4096);
+
+            if (!ref[p].used) {
+                assert_int_equal(x.rc, EPT_ENOENT);
+                continue;
+            }
+            assert_int_equal(x.rc, 0);
+            assert_int_equal(x.hpa, ref[p].hpa);
+            assert_int_equal(x.perms, ref[p].perms);
+            assert_int_equal(x.mt, ref[p].mt);
+        }
+    }
+    printf("random ops: %lu tables, %lu/%lu/%lu leaves 4K/2M/1G\n", f.e.nr_tables, f.e.nr_leaves[0],
+           f.e.nr_leaves[1], f.e.nr_leaves[2]);
+    fx_fini(&f);
+    free(ref);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_init_eptp),
+        cmocka_unit_test(test_page_sizes),
+        cmocka_unit_test(test_validation),
+        cmocka_unit_test(test_split_on_map),
+        cmocka_unit_test(test_protect),
+        cmocka_unit_test(test_unmap_remap),
+        cmocka_unit_test(test_alloc_failure_every_point),
+        cmocka_unit_test(test_no_torn_state),
+        cmocka_unit_test(test_random_vs_model),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
