@@ -6,3 +6,6 @@ EPT_SRCS := vmm/ept/ept.c vmm/ept/mtrr.c vmm/ept/ept_identity.c
 HOST_TESTS += test_ept
 test_ept_SRCS := tests/unit/test_ept.c tests/unit/test_ept_fakemem.c vmm/ept/ept.c
 
+HOST_TESTS += test_mtrr
+test_mtrr_SRCS := tests/unit/test_mtrr.c vmm/ept/mtrr.c
+
