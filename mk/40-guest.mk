@@ -28,3 +28,13 @@ $(GUEST_INITRD): guest/mkinitrd.sh guest/init $(GUEST_PROBE)
 	$(Q)guest/mkinitrd.sh $@ guest/init $(GUEST_PROBE)
 
 ALL_TARGETS += guest-image
+
+# The guest image on its own: ptv-probe on the host, then kernel + initramfs in
+# QEMU TCG started from the UEFI shell (no loader, no VMM).
+.PHONY: test-guest
+test-guest: $(GUEST_KERNEL) $(GUEST_INITRD) $(GUEST_PROBE)
+	$(Q)tests/step.sh $(BUILD)/results guest:probe-host guest/test-probe-host.sh $(GUEST_PROBE)
+	$(Q)tests/step.sh $(BUILD)/results guest:qemu-direct guest/test-direct.sh $(GUEST_KERNEL) \
+	    $(GUEST_INITRD) $(BUILD)/test/guest-direct
+
+TEST_TARGETS += test-guest

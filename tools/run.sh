@@ -67,18 +67,24 @@ echo "run: serial log $serial (emulator log next to it); Ctrl-C stops"
 rm -f "$serial"
 : >"$serial"
 start=$(date +%s)
-"${runner[@]}" &
+# The runner gets its own process group; Ctrl-C or a kill of this script is
+# passed on as SIGINT, which Bochs and QEMU take as a clean stop.
+setsid "${runner[@]}" &
 rpid=$!
 tail -n +1 -F "$serial" 2>/dev/null &
 tpid=$!
-trap 'echo; echo "run: interrupted"' INT
-wait $rpid
-rc=$?
-trap - INT
+trap 'echo; echo "run: interrupted, stopping the emulator"; kill -INT -- -$rpid 2>/dev/null' INT TERM HUP
+while :; do
+    wait $rpid
+    rc=$?
+    kill -0 $rpid 2>/dev/null || break
+done
+trap - INT TERM HUP
 sleep 0.5
 kill $tpid 2>/dev/null
 wait $tpid 2>/dev/null
 secs=$(($(date +%s) - start))
+[ "$vehicle" = bochs ] && rm -f "$disk"
 echo
 if grep -aq "$stop" "$serial"; then
     echo "run: guest reached $stop after $secs s ($vehicle)"
