@@ -67,6 +67,8 @@ bool pt_shadow_guest_view(const struct pt_shadow *sh, uint64_t h_base, uint64_t 
     if (!p || idx >= p->n)
         return false;
     pos = p->map[idx];
+    if (pos.gtable >= sh->ntables && sh->mode == PT_SHADOW_TOPA)
+        return false;
     goff = pos.goff + topa_offset(h_mask);
     if (sh->mode == PT_SHADOW_SINGLE_AS_TOPA) {
         *g_mask = (sh->g_mask & MASK_LOW32) | (goff << RTIT_MASK_OUTPUT_OFFSET_SHIFT);

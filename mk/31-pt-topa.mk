@@ -1,0 +1,29 @@
+# PT engine: guest ToPA walker, shadow ToPA, PT-triggered EPT violations,
+# the PT hardware model and its tests (owner: PT-TOPA helper).
+
+PT_TOPA_SRCS := vmm/pt/pt_topa.c vmm/pt/pt_shadow.c vmm/pt/pt_shadow_view.c vmm/pt/pt_eptv.c
+
+PT_MODEL_SRCS := tests/model/fake_world.c tests/model/ptm.c tests/model/ptgen.c
+
+HOST_TESTS += test_pt_topa test_pt_shadow test_pt_eptv test_ptm test_pt_e2e test_pt_adversarial
+test_pt_topa_SRCS        := tests/unit/test_pt_topa.c tests/model/fake_world.c vmm/pt/pt_topa.c
+test_pt_shadow_SRCS      := tests/unit/test_pt_shadow.c $(PT_MODEL_SRCS) $(PT_TOPA_SRCS)
+test_pt_eptv_SRCS        := tests/unit/test_pt_eptv.c tests/model/fake_world.c vmm/pt/pt_eptv.c
+test_ptm_SRCS            := tests/model/test_ptm.c $(PT_MODEL_SRCS)
+test_pt_e2e_SRCS         := tests/model/test_pt_e2e.c tests/model/harness.c $(PT_MODEL_SRCS) $(PT_TOPA_SRCS)
+test_pt_e2e_LDLIBS       := -lipt
+test_pt_adversarial_SRCS := tests/model/test_pt_adversarial.c tests/model/harness.c \
+                            $(PT_MODEL_SRCS) $(PT_TOPA_SRCS)
+test_pt_adversarial_LDLIBS := -lipt
+
+FUZZERS += fuzz_pt_topa
+fuzz_pt_topa_SRCS := tests/fuzz/fuzz_pt_topa.c $(PT_TOPA_SRCS)
+
+# Instructions per shadowed ToPA entry, under callgrind (skips without valgrind).
+BENCH_TARGETS += bench-pt-shadow
+.PHONY: bench-pt-shadow
+$(BUILD)/host/bench_shadow: tests/model/bench_shadow.c tests/model/fake_world.c $(PT_TOPA_SRCS)
+	@mkdir -p $(@D)
+	$(Q)$(HOST_CC) -std=gnu11 -O2 -g -Iinclude -Ivmm -Itests -DPTV_HOST=1 -o $@ $^
+bench-pt-shadow: $(BUILD)/host/bench_shadow
+	$(Q)tests/model/bench_shadow.sh $(BUILD)/host/bench_shadow
