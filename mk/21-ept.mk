@@ -9,3 +9,7 @@ test_ept_SRCS := tests/unit/test_ept.c tests/unit/test_ept_fakemem.c vmm/ept/ept
 HOST_TESTS += test_mtrr
 test_mtrr_SRCS := tests/unit/test_mtrr.c vmm/ept/mtrr.c
 
+HOST_TESTS += test_ept_identity
+test_ept_identity_SRCS := tests/unit/test_ept_identity.c tests/unit/test_ept_fakemem.c \
+                          vmm/ept/ept.c vmm/ept/mtrr.c vmm/ept/ept_identity.c
+

@@ -133,7 +133,7 @@ void tree_dump(const struct ept *e, struct tree_dump *d)
 
 bool tree_equal(const struct tree_dump *a, const struct tree_dump *b)
 {
-    return a->n == b->n && !memcmp(a->words, b->words, a->n * sizeof(*a->words));
+    return a->n == b->n && (a->n == 0 || !memcmp(a->words, b->words, a->n * sizeof(*a->words)));
 }
 
 void tree_dump_free(struct tree_dump *d)

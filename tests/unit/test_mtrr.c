@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "ept/mtrr.h"
+#include "test_mtrr_ref.h"
 
 #define KiB(x) ((uint64_t)(x) << 10)
 #define MiB(x) ((uint64_t)(x) << 20)
@@ -22,47 +23,6 @@
 #define WT EPT_MT_WT
 #define WP EPT_MT_WP
 #define WB EPT_MT_WB
-
-/* the type of the byte at a, per 11.11.2-11.11.4 */
-static unsigned ref_type(const struct mtrr_state *m, uint64_t a)
-{
-    uint64_t phys = ((1ull << m->maxphyaddr) - 1) & ~0xfffull;
-    bool seen[8] = {false};
-    unsigned n, kinds = 0, only = 0;
-
-    if (!(m->def_type & MTRR_DEF_TYPE_E))
-        return UC;
-    if ((m->cap & MTRR_CAP_FIX) && (m->def_type & MTRR_DEF_TYPE_FE) && a < MiB(1)) {
-        unsigned idx;
-        if (a < 0x80000)
-            return (m->fixed[0] >> (8 * (a >> 16))) & 0xff;
-        if (a < 0xc0000) {
-            idx = (unsigned)((a - 0x80000) >> 14);
-            return (m->fixed[1 + idx / 8] >> (8 * (idx % 8))) & 0xff;
-        }
-        idx = (unsigned)((a - 0xc0000) >> 12);
-        return (m->fixed[3 + idx / 8] >> (8 * (idx % 8))) & 0xff;
-    }
-    for (n = 0; n < m->nvar; n++) {
-        uint64_t mask = m->var_mask[n] & phys;
-        if ((m->var_mask[n] & MTRR_PHYSMASK_V) && (a & mask) == (m->var_base[n] & mask))
-            seen[m->var_base[n] & 0xff] = true;
-    }
-    for (n = 0; n < 8; n++)
-        if (seen[n]) {
-            kinds++;
-            only = n;
-        }
-    if (kinds == 0)
-        return m->def_type & 0xff;
-    if (kinds == 1)
-        return only;
-    if (seen[UC])
-        return UC;
-    if (kinds == 2 && seen[WT] && seen[WB])
-        return WT;
-    return UC; /* undefined by the SDM: ptvisor's choice */
-}
 
 static unsigned long n_uniform, n_mixed;
 
