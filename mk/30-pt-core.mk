@@ -2,7 +2,8 @@
 # packet encoder, VM entry/exit switching plan, ToPA PMI routing.  Pure logic: the same .c
 # files go into the VMM (PT_CORE_SRCS) and into the host tests and the fuzzer below.
 
-PT_CORE_SRCS := vmm/pt/pt_caps.c vmm/pt/pt_msr.c vmm/pt/pt_ctl_policy.c vmm/pt/pt_pkt.c
+PT_CORE_SRCS := vmm/pt/pt_caps.c vmm/pt/pt_msr.c vmm/pt/pt_ctl_policy.c vmm/pt/pt_pkt.c \
+                vmm/pt/pt_switch.c
 
 HOST_TESTS += test_pt_msr
 test_pt_msr_SRCS := tests/unit/test_pt_msr.c vmm/pt/pt_msr.c vmm/pt/pt_ctl_policy.c
@@ -13,3 +14,7 @@ test_pt_caps_SRCS := tests/unit/test_pt_caps.c vmm/pt/pt_caps.c
 HOST_TESTS += test_pt_pkt
 test_pt_pkt_SRCS := tests/unit/test_pt_pkt.c vmm/pt/pt_pkt.c
 test_pt_pkt_LDLIBS := -lipt
+
+HOST_TESTS += test_pt_switch
+test_pt_switch_SRCS := tests/unit/test_pt_switch.c vmm/pt/pt_switch.c vmm/pt/pt_msr.c vmm/pt/pt_caps.c \
+                       vmm/pt/pt_ctl_policy.c

@@ -166,9 +166,17 @@ static bool single_range(const struct rule_def *r, const struct wctx *c)
            !has(c->g, PT_ECX, PT_CAP_ECX_SINGLE_RANGE);
 }
 
+/*
+ * SDM-p1703 (36.2.7.3, "Other Writes to IA32_RTIT_CTL"; KVM quotes it): "Any attempt to modify
+ * IA32_RTIT_CTL while TraceEn is set will result in a #GP unless the same write also clears
+ * TraceEn"; writing the same value back is allowed.  So a write that clears TraceEn may change
+ * other bits too (writing 0 stops tracing): KVM's first check was stricter than hardware and was
+ * fixed by Adrian Hunter, "KVM: x86: Fix Intel PT IA32_RTIT_CTL MSR validation" (kvm@vger, Oct
+ * 2024).  pt-facts B.3 rule 2 quotes the old check.
+ */
 static bool ctl_locked(const struct rule_def *r, const struct wctx *c)
 {
-    return (c->f->ctl & RTIT_CTL_TRACEEN) && ((c->f->ctl ^ c->v) & ~RTIT_CTL_TRACEEN);
+    return (c->f->ctl & RTIT_CTL_TRACEEN) && (c->v & RTIT_CTL_TRACEEN) && c->v != c->f->ctl;
 }
 
 static bool status_reserved(const struct rule_def *r, const struct wctx *c)
@@ -255,11 +263,11 @@ static const struct rule_def rules[] = {
     RULE(PT_RULE_CTL_SINGLE_RANGE, M_CTL, single_range,
          "TraceEn=1 with ToPA=0, FabricEn=0 needs CPUID.14.0:ECX[2]", "pt-facts B.3 rule 3"),
     RULE(PT_RULE_CTL_LOCKED, M_CTL, ctl_locked,
-         "TraceEn=1: RTIT_CTL may only clear TraceEn or keep its value",
-         "pt-facts B.3 rule 2 (SDM 3C 33.2.7.2)"),
+         "TraceEn=1: a write that keeps TraceEn=1 must keep the value",
+         "SDM-p1703 36.2.7.3, SDM-p1700 (same value ok); corrects pt-facts B.3 rule 2"),
     RULE(PT_RULE_STATUS_RESERVED, M_STATUS, status_reserved,
          "STATUS write outside FilterEn/ContextEn/TriggerEn/Error/Stopped/PacketByteCnt",
-         "pt-facts A.7, B.4"),
+         "pt-facts A.7, B.4; PacketByteCnt needs CPUID.14.0:EBX[1] (SDM-p1710)"),
     RULE(PT_RULE_BASE_RESERVED, M_BASE, base_reserved, "OUTPUT_BASE bits 6:0 reserved",
          "pt-facts A.7, B.5"),
     RULE(PT_RULE_BASE_MAXPHYADDR, M_BASE, base_maxphyaddr, "OUTPUT_BASE beyond MAXPHYADDR",
@@ -299,6 +307,9 @@ uint64_t pt_status_writable_mask(const struct pt_gcaps *g)
 {
     uint64_t m = RTIT_STATUS_BASE_WRITABLE;
 
+    /* CPUID.14.0:EBX[1]=0: a non-zero PacketByteCnt write #GPs (SDM-p1710, CPUID 14H table) */
+    if (!has(g, PT_EBX, PT_CAP_EBX_PSB_CYC))
+        m &= ~RTIT_STATUS_BYTECNT;
     if (has(g, PT_EBX, PT_CAP_EBX_PSB_PMI_PRESERVE))
         m |= RTIT_STATUS_PENDPSB | RTIT_STATUS_PENDTOPAPMI;
     return m;

@@ -44,6 +44,21 @@ static size_t slot(uint32_t msr)
     return offsetof(struct pt_msr_file, addr) + (2 * n + ab) * sizeof(uint64_t);
 }
 
+uint64_t pt_msr_file_get(const struct pt_msr_file *f, uint32_t msr)
+{
+    uint64_t v;
+
+    memcpy(&v, (const char *)f + slot(msr), sizeof(v));
+    return v;
+}
+
+void pt_msr_file_set(struct pt_msr_file *f, uint32_t msr, uint64_t value)
+{
+    if (msr == MSR_IA32_RTIT_OUTPUT_MASK_PTRS)
+        value |= RTIT_MASK_LOWER;
+    memcpy((char *)f + slot(msr), &value, sizeof(value));
+}
+
 static enum pt_msr_status result(struct pt_msr_result *res, enum pt_msr_status st,
                                  enum pt_rule rule)
 {
@@ -69,9 +84,7 @@ enum pt_msr_status pt_msr_write(const struct pt_gcaps *g, struct pt_msr_file *f,
         return result(res, PT_MSR_GP, rule);
 
     /* Commit: nothing below can fail. */
-    if (msr == MSR_IA32_RTIT_OUTPUT_MASK_PTRS)
-        value |= RTIT_MASK_LOWER; /* writes to bits 6:0 are ignored (pt-facts B.5) */
-    memcpy((char *)f + slot(msr), &value, sizeof(value));
+    pt_msr_file_set(f, msr, value); /* MASK_PTRS bits 6:0 stay 1: writes ignored (B.5) */
 
     result(res, PT_MSR_OK, PT_RULE_NONE);
     if (res && msr == MSR_IA32_RTIT_CTL) {
@@ -91,8 +104,7 @@ enum pt_msr_status pt_msr_read(const struct pt_gcaps *g, const struct pt_msr_fil
     if (!pt_msr_present(g, msr))
         return result(res, PT_MSR_GP, PT_RULE_MSR_ABSENT);
     /* Reads are allowed while TraceEn=1 (only writes are locked, pt-facts B.3). */
-    memcpy(value, (const char *)f + slot(msr), sizeof(*value));
-    if (msr == MSR_IA32_RTIT_OUTPUT_MASK_PTRS)
-        *value |= RTIT_MASK_LOWER;
+    *value =
+        pt_msr_file_get(f, msr) | (msr == MSR_IA32_RTIT_OUTPUT_MASK_PTRS ? RTIT_MASK_LOWER : 0);
     return result(res, PT_MSR_OK, PT_RULE_NONE);
 }

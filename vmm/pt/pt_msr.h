@@ -75,9 +75,15 @@ struct pt_msr_result {
 /* The state of a vCPU's RTIT MSRs after reset (all zero; OUTPUT_MASK_PTRS reads 0x7f). */
 void pt_msr_file_init(struct pt_msr_file *f);
 
-/* True if `msr` is one of the RTIT MSRs this file models (0x560, 0x561, 0x570-0x572, 0x580-0x587).
- */
+/* True if `msr` is one of the RTIT MSRs this file models: 0x560-0x561, 0x570-0x572, 0x580-0x587. */
 bool pt_msr_is_rtit(uint32_t msr);
+
+/*
+ * Raw access for the VM entry/exit switch (pt_switch.h SAVE/LOAD steps): values that come from
+ * or go to the hardware, not from the guest, so no rule applies.  pt_msr_is_rtit(msr) must hold.
+ */
+uint64_t pt_msr_file_get(const struct pt_msr_file *f, uint32_t msr);
+void pt_msr_file_set(struct pt_msr_file *f, uint32_t msr, uint64_t value);
 
 __attribute__((warn_unused_result)) enum pt_msr_status pt_msr_write(const struct pt_gcaps *g,
                                                                     struct pt_msr_file *f,
