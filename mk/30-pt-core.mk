@@ -3,7 +3,7 @@
 # files go into the VMM (PT_CORE_SRCS) and into the host tests and the fuzzer below.
 
 PT_CORE_SRCS := vmm/pt/pt_caps.c vmm/pt/pt_msr.c vmm/pt/pt_ctl_policy.c vmm/pt/pt_pkt.c \
-                vmm/pt/pt_switch.c
+                vmm/pt/pt_switch.c vmm/pt/pt_pmi.c
 
 HOST_TESTS += test_pt_msr
 test_pt_msr_SRCS := tests/unit/test_pt_msr.c vmm/pt/pt_msr.c vmm/pt/pt_ctl_policy.c
@@ -18,3 +18,6 @@ test_pt_pkt_LDLIBS := -lipt
 HOST_TESTS += test_pt_switch
 test_pt_switch_SRCS := tests/unit/test_pt_switch.c vmm/pt/pt_switch.c vmm/pt/pt_msr.c vmm/pt/pt_caps.c \
                        vmm/pt/pt_ctl_policy.c
+
+HOST_TESTS += test_pt_pmi
+test_pt_pmi_SRCS := tests/unit/test_pt_pmi.c vmm/pt/pt_pmi.c
