@@ -3,16 +3,23 @@
 
 BOOT_PURE_SRCS := boot/config.c boot/elf.c boot/memmap.c boot/fmt.c
 BOOT_EFI_SRCS  := boot/main.c boot/fs.c boot/cpu.c boot/vmm_load.c boot/chain.c
-BOOT_SRCS      := $(BOOT_EFI_SRCS) $(BOOT_PURE_SRCS) vmm/lib/string.c
+BOOT_SRCS      := $(BOOT_EFI_SRCS) $(BOOT_PURE_SRCS) vmm/handoff.c vmm/lib/string.c
 BOOT_OBJS      := $(patsubst %.c,$(BUILD)/boot/obj/%.o,$(BOOT_SRCS))
 BOOT_EFI       := $(BUILD)/boot/BOOTX64.EFI
 
 ALL_TARGETS += $(BOOT_EFI)
 
-# -Ivmm for lib/ptv_string.h and handoff.h; memcpy/memset come from vmm/lib/string.c
+# -Ivmm for lib/ptv_string.h and handoff.h.
 $(BUILD)/boot/obj/%.o: %.c
 	@mkdir -p $(@D)
 	$(Q)$(EFI_CC) $(EFI_CFLAGS) -Ivmm -c $< -o $@
+
+# vmm/lib/string.c gives the loader memcmp/strlen/...; libefi's init.o (pulled in
+# by InitializeLib) already defines memcpy and memset, so ours are made weak.
+$(BUILD)/boot/obj/vmm/lib/string.o: vmm/lib/string.c
+	@mkdir -p $(@D)
+	$(Q)$(EFI_CC) $(EFI_CFLAGS) -Ivmm -c $< -o $@
+	$(Q)objcopy --weaken $@
 
 $(BUILD)/boot/loader.so: $(BOOT_OBJS)
 	$(Q)ld $(EFI_LDFLAGS) $(BOOT_OBJS) -o $@ $(EFI_LIBS)
@@ -39,7 +46,7 @@ QEMU_BOOT_DEPS := $(BOOT_EFI) boot/ptvisor.cfg tests/system/qemu-boot.sh
 
 .PHONY: test-qemu
 test-qemu: $(QEMU_BOOT_DEPS)
-	$(Q)for c in no-vmx bad-config no-kernel no-vmm-elf halt; do \
+	$(Q)for c in no-vmx bad-config vmm-off no-kernel no-vmm-elf halt; do \
 	    tests/step.sh $(BUILD)/results qemu:$$c tests/system/qemu-boot.sh $$c $(BUILD); done
 
 TEST_TARGETS += test-qemu

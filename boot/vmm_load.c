@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Load \ptvisor\vmm.elf, fill struct ptv_handoff and call the VMM's entry.
+ *
+ * One AllocatePages(EfiReservedMemoryType) holds the VMM's whole memory, so it
+ * is one contiguous span the OS never reuses:
+ *     [ vmm image (ELF span) ][ struct ptv_handoff ][ pool (cfg->pool_size) ]
+ * Every failure prints one line and returns false: the guest then boots natively.
+ */
+#include "loader.h"
+#include "elf.h"
+#include "fmt.h"
+#include "handoff.h"
+#include "memmap.h"
+#include "lib/ptv_string.h"
+
+#define PAGE_SIZE     4096ull
+#define PAGES(bytes)  (((bytes) + PAGE_SIZE - 1) / PAGE_SIZE)
+#define VMM_FILE_MAX  (PTV_ELF_MAX_SPAN + (1 << 20))
+#define HANDOFF_PAGES PAGES(sizeof(struct ptv_handoff))
+
+static const char *const entry_names[] = {
+    [PTV_ENTRY_OK] = "PTV_ENTRY_OK",
+    [PTV_ENTRY_BAD_HANDOFF] = "PTV_ENTRY_BAD_HANDOFF",
+    [PTV_ENTRY_NO_VMX] = "PTV_ENTRY_NO_VMX",
+    [PTV_ENTRY_VMX_LOCKED_OFF] = "PTV_ENTRY_VMX_LOCKED_OFF",
+    [PTV_ENTRY_MISSING_CONTROL] = "PTV_ENTRY_MISSING_CONTROL",
+    [PTV_ENTRY_NO_MEMORY] = "PTV_ENTRY_NO_MEMORY",
+    [PTV_ENTRY_VMX_FAILED] = "PTV_ENTRY_VMX_FAILED",
+};
+
+/* the span every allocation of the VMM needs */
+struct vmm_mem {
+    EFI_PHYSICAL_ADDRESS base;
+    UINTN pages;
+};
+
+/* "<what>: <detail> -- booting natively" */
+static void give_up(const char *what, const char *detail)
+{
+    char msg[220];
+    struct ptv_fmt f;
+    ptv_fmt_init(&f, msg, sizeof(msg));
+    ptv_fmt_str(&f, what);
+    ptv_fmt_str(&f, ": ");
+    ptv_fmt_str(&f, detail);
+    ptv_fmt_str(&f, " -- booting natively");
+    say(msg);
+}
+
+static void give_up_status(const char *what, EFI_STATUS st)
+{
+    CHAR16 wbuf[64];
+    char buf[64];
+    StatusToString(wbuf, st);
+    for (int i = 0; i < 63; i++)
+        buf[i] = (char)wbuf[i];
+    buf[63] = 0;
+    give_up(what, buf);
+}
+
+/* one contiguous, align-aligned span of pages: over-allocate, free head and tail */
+static EFI_STATUS alloc_span(UINTN pages, uint64_t align, struct vmm_mem *m)
+{
+    UINTN extra = (UINTN)(align / PAGE_SIZE) - 1;
+    EFI_PHYSICAL_ADDRESS raw, base;
+    EFI_STATUS st;
+
+    st = BS->AllocatePages(AllocateAnyPages, EfiReservedMemoryType, pages + extra, &raw);
+    if (EFI_ERROR(st))
+        return st;
+    base = (raw + align - 1) & ~(align - 1);
+    if (base > raw)
+        BS->FreePages(raw, (UINTN)((base - raw) / PAGE_SIZE));
+    if (raw + (pages + extra) * PAGE_SIZE > base + pages * PAGE_SIZE)
+        BS->FreePages(base + pages * PAGE_SIZE,
+                      (UINTN)((raw + (pages + extra) * PAGE_SIZE - base) / PAGE_SIZE - pages));
+    m->base = base;
+    m->pages = pages;
+    return EFI_SUCCESS;
+}
+
+/* the ACPI 2.0 RSDP first, the 1.0 one if that is all there is */
+static uint64_t find_rsdp(void)
+{
+    static EFI_GUID acpi20 = ACPI_20_TABLE_GUID;
+    void *t = NULL;
+    if (!EFI_ERROR(LibGetSystemConfigurationTable(&acpi20, &t)) && t)
+        return (uint64_t)(UINTN)t;
+    if (!EFI_ERROR(LibGetSystemConfigurationTable(&AcpiTableGuid, &t)) && t)
+        return (uint64_t)(UINTN)t;
+    return 0;
+}
+
+static uint32_t classify(UINT32 efi_type)
+{
+    switch (efi_type) {
+    case EfiConventionalMemory:
+    case EfiLoaderCode:
+    case EfiLoaderData:
+    case EfiBootServicesCode:
+    case EfiBootServicesData:
+        return PTV_MEM_RAM;
+    case EfiACPIReclaimMemory:
+    case EfiACPIMemoryNVS:
+        return PTV_MEM_ACPI;
+    case EfiMemoryMappedIO:
+    case EfiMemoryMappedIOPortSpace:
+        return PTV_MEM_MMIO;
+    default:
+        return PTV_MEM_RESERVED;
+    }
+}
+
+/* the firmware memory map, taken after the VMM's allocation, into h->mem */
+static bool fill_memmap(struct ptv_handoff *h, const struct vmm_mem *m)
+{
+    UINTN nr, key, dsize;
+    UINT32 dver;
+    EFI_MEMORY_DESCRIPTOR *map = LibMemoryMap(&nr, &key, &dsize, &dver);
+    struct ptv_mem_range *in;
+    char err[PTV_MEMMAP_ERR_MAX];
+    unsigned n;
+    int rc;
+
+    if (!map) {
+        give_up("memory map", "GetMemoryMap failed");
+        return false;
+    }
+    in = AllocatePool(nr * sizeof(*in));
+    if (!in) {
+        FreePool(map);
+        give_up("memory map", "out of memory");
+        return false;
+    }
+    for (UINTN i = 0; i < nr; i++) {
+        EFI_MEMORY_DESCRIPTOR *d = (void *)((UINT8 *)map + i * dsize);
+        in[i] = (struct ptv_mem_range){.base = d->PhysicalStart,
+                                       .size = d->NumberOfPages * PAGE_SIZE,
+                                       .type = classify(d->Type)};
+    }
+    rc = ptv_memmap_build(in, (unsigned)nr, m->base, m->pages * PAGE_SIZE, h->mem,
+                          PTV_HANDOFF_MAX_MEM, &n, err, sizeof(err));
+    FreePool(in);
+    FreePool(map);
+    if (rc) {
+        give_up("memory map", err);
+        return false;
+    }
+    h->nr_mem = n;
+    return true;
+}
+
+static bool call_vmm(struct ptv_handoff *h, ptv_entry_fn entry, void *tss_page)
+{
+    const char *why;
+    char msg[160];
+    struct ptv_fmt f;
+    int rc;
+
+    if (ptv_handoff_check(h, &why)) {
+        give_up("handoff self-check", why);
+        return false;
+    }
+    if (tss_page)
+        tss_install(tss_page);
+    ptv_fmt_init(&f, msg, sizeof(msg));
+    ptv_fmt_str(&f, "calling the VMM at ");
+    ptv_fmt_hex(&f, (uint64_t)(UINTN)entry);
+    ptv_fmt_str(&f, " (image ");
+    ptv_fmt_hex(&f, h->vmm_base);
+    ptv_fmt_str(&f, "+");
+    ptv_fmt_hex(&f, h->vmm_size);
+    ptv_fmt_str(&f, ", pool ");
+    ptv_fmt_hex(&f, h->pool_base);
+    ptv_fmt_str(&f, "+");
+    ptv_fmt_hex(&f, h->pool_size);
+    ptv_fmt_str(&f, ")");
+    say(msg);
+
+    h->tsc_at_handoff = read_tsc();
+    rc = entry(h); /* interrupts stay as the firmware has them */
+
+    if (rc == PTV_ENTRY_OK) {
+        if (!vmm_signature_present())
+            say("VMM returned PTV_ENTRY_OK but CPUID 0x40000000 does not say \"ptvisor\"");
+        say("VMM active on the BSP; APs are not virtualized (this release)");
+        return true;
+    }
+    ptv_fmt_init(&f, msg, sizeof(msg));
+    ptv_fmt_str(&f, "VMM entry returned ");
+    if (rc > 0 && rc < (int)(sizeof(entry_names) / sizeof(entry_names[0])))
+        ptv_fmt_str(&f, entry_names[rc]);
+    else
+        ptv_fmt_str(&f, "an unknown status");
+    ptv_fmt_str(&f, " (");
+    ptv_fmt_dec(&f, (uint64_t)(uint32_t)rc);
+    ptv_fmt_str(&f, "), details on the VMM's serial log -- booting natively");
+    say(msg);
+    return false;
+}
+
+bool start_vmm(EFI_LOADED_IMAGE *li, const struct ptv_config *cfg)
+{
+    struct ptv_elf_image img;
+    char err[PTV_ELF_ERR_MAX];
+    struct vmm_mem m;
+    void *file, *tss_page;
+    UINTN len, img_pages, pool_pages;
+    EFI_STATUS st;
+    bool ok;
+
+    st = read_file(li->DeviceHandle, PTV_VMM_FILE, VMM_FILE_MAX, &file, &len);
+    if (EFI_ERROR(st)) {
+        give_up_status("\\ptvisor\\vmm.elf", st);
+        return false;
+    }
+    if (ptv_elf_check(file, len, &img, err, sizeof(err))) {
+        FreePool(file);
+        give_up("\\ptvisor\\vmm.elf", err);
+        return false;
+    }
+    img_pages = (UINTN)(img.span / PAGE_SIZE);
+    pool_pages = (UINTN)(cfg->pool_size / PAGE_SIZE);
+    st = alloc_span(img_pages + HANDOFF_PAGES + pool_pages, img.align, &m);
+    if (EFI_ERROR(st)) {
+        FreePool(file);
+        give_up_status("cannot allocate the VMM's memory", st);
+        return false;
+    }
+    ptv_elf_load(file, &img, (void *)(UINTN)m.base, m.base);
+    FreePool(file);
+
+    struct ptv_handoff *h = (void *)(UINTN)(m.base + img.span);
+    memset(h, 0, HANDOFF_PAGES * PAGE_SIZE);
+    h->magic = PTV_HANDOFF_MAGIC;
+    h->version = PTV_HANDOFF_VERSION;
+    h->size = sizeof(*h);
+    h->vmm_base = m.base;
+    h->vmm_size = img.span;
+    h->pool_base = m.base + img.span + HANDOFF_PAGES * PAGE_SIZE;
+    h->pool_size = cfg->pool_size;
+    h->acpi_rsdp = find_rsdp();
+    h->cfg = *cfg;
+
+    tss_page = tss_prepare(); /* before the memory map: it allocates */
+    ok = fill_memmap(h, &m) && call_vmm(h, (ptv_entry_fn)(UINTN)(m.base + img.entry), tss_page);
+    if (!ok) /* the VMM is not running (it left VMX off): give the memory back */
+        BS->FreePages(m.base, m.pages);
+    return ok;
+}
