@@ -19,6 +19,7 @@ build=$(dirname "$(dirname "$out")")   # OUTDIR is BUILD/bench/linux
 kernel=${GUEST_KERNEL:-$build/guest/vmlinuz.efi}
 initrd=${GUEST_INITRD:-$build/guest/initrd.img}
 timeout=${BENCH_TIMEOUT:-600}
+STOP='PTVISOR-GUEST-DONE|Kernel panic - not syncing|\[cpu[0-9]+ vmm\] error: halted|crash dump complete'
 mkdir -p "$out"
 
 grep -v '^[[:space:]]*vmm[[:space:]]*=' "$cfg" >"$out/vmm.cfg"
@@ -33,7 +34,7 @@ done
 for v in vmm bare; do
     size=$(stat -c %s "$out/$v.img")
     "$here/tests/system/bochs.sh" "$out/$v.img" $((size / 516096)) "$out/$v.serial.log" "$timeout" \
-        'PTVISOR-GUEST-DONE|Kernel panic - not syncing' corei7_skylake_x &
+        "$STOP" corei7_skylake_x &
 done
 wait
 
@@ -53,10 +54,15 @@ loop_n=$(num "$vmm_log" n)
 loop_vmm=$(num "$vmm_log" min_delta) loop_bare=$(num "$bare_log" min_delta)
 
 echo "== Linux guest in Bochs (corei7_skylake_x), guest RDTSC = instructions since reset"
-echo "(a) VM exits, power-on to the guest's marker: ${exits:-n/a}   (goal <= 2,000)"
-# The VMM's per-reason lines sit between the guest's kernel= and exit-stats lines.
-tr -d '\r' <"$vmm_log" | sed -n '/^ptvisor-guest: kernel=/,/^ptvisor-guest: exit-stats/p' |
-    grep -v '^ptvisor-guest:' | sed 's/^/      /'
+if [ -n "$exits" ]; then
+    echo "(a) VM exits, power-on to the guest's marker: $exits   (goal <= 2,000)"
+else
+    st=$(tr -d '\r' <"$vmm_log" | sed -n 's/^ptvisor-guest: exit-stats status=\([^ ]*\).*/\1/p' | tail -n 1)
+    echo "(a) VM exits, power-on to the guest's marker: n/a (exit-stats ${st:-not reached})   (goal <= 2,000)"
+fi
+# The VMM's per-reason lines ([cpuN stats] ...) printed after the guest's kernel= line.
+tr -d '\r' <"$vmm_log" | awk '/^ptvisor-guest: kernel=/ { on = 1 } on && /\[cpu[0-9]+ stats\]/' |
+    sed 's/^/      /'
 if [ -n "$tsc_vmm" ] && [ -n "$tsc_bare" ]; then
     ratio=$(awk -v a="$tsc_vmm" -v b="$tsc_bare" 'BEGIN { printf "%.4f", a / b }')
     echo "(b) instructions to PTVISOR-GUEST-READY: vmm $tsc_vmm / bare $tsc_bare = ${ratio}x   (goal <= 1.02x)"

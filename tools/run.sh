@@ -14,6 +14,8 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 out=${RUN_DIR:-$(dirname "$img")/run}
 timeout=${RUN_TIMEOUT:-900}
 stop='PTVISOR-GUEST-DONE'
+# The emulator also stops early when the guest kernel panics or the VMM halts.
+stop_any="$stop|Kernel panic - not syncing|\\[cpu[0-9]+ vmm\\] error: halted|crash dump complete"
 mkdir -p "$out"
 serial="$out/serial.log"
 
@@ -52,13 +54,13 @@ else
 fi
 
 case $vehicle in
-kvm)  runner=(env ACCEL=kvm CPU=host "$here/tests/system/qemu.sh" "$img" "$serial" "$timeout" "$stop") ;;
-tcg)  runner=(env ACCEL=tcg "$here/tests/system/qemu.sh" "$img" "$serial" "$timeout" "$stop") ;;
+kvm)  runner=(env ACCEL=kvm CPU=host "$here/tests/system/qemu.sh" "$img" "$serial" "$timeout" "$stop_any") ;;
+tcg)  runner=(env ACCEL=tcg "$here/tests/system/qemu.sh" "$img" "$serial" "$timeout" "$stop_any") ;;
 bochs)
     size=$(stat -c %s "$img")
     disk="$out/disk.img"
     cp --sparse=always "$img" "$disk" # OVMF may write to the ESP: keep the image pristine
-    runner=("$here/tests/system/bochs.sh" "$disk" $((size / 516096)) "$serial" "$timeout" "$stop") ;;
+    runner=("$here/tests/system/bochs.sh" "$disk" $((size / 516096)) "$serial" "$timeout" "$stop_any") ;;
 *) echo "run: unknown vehicle $vehicle (auto|kvm|bochs|tcg)"; exit 2 ;;
 esac
 

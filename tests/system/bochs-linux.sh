@@ -14,6 +14,8 @@ set -u
 img=$1 out=$2 timeout=${3:-${BOCHS_LINUX_TIMEOUT:-420}}
 here=$(cd "$(dirname "$0")" && pwd)
 LAUNCHED='[cpu0 vmx] launched'
+# Stop at the end marker, or early when the guest kernel panics or the VMM halts.
+STOP='PTVISOR-GUEST-DONE|Kernel panic - not syncing|\[cpu[0-9]+ vmm\] error: halted|crash dump complete'
 [ -f "$img" ] || { echo "bochs-linux: $img missing (the loader, VMM or guest did not build)"; exit 1; }
 size=$(stat -c %s "$img")
 cyl=$((size / 516096))
@@ -23,7 +25,7 @@ disk="$out/disk.img" serial="$out/serial.log"
 cp --sparse=always "$img" "$disk"
 start=$(date +%s)
 "$here/bochs.sh" "$disk" "$cyl" "$serial" "$timeout" \
-    'PTVISOR-GUEST-DONE|Kernel panic - not syncing' corei7_skylake_x
+    "$STOP" corei7_skylake_x
 rc=$?
 secs=$(($(date +%s) - start))
 rm -f "$disk"
