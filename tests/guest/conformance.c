@@ -20,7 +20,9 @@
 #define CPUID_1_ECX_HYPERVISOR (1u << 31)
 #define CPUID_HV_BASE          0x40000000u
 #define CPUID_HV_LAST          0x400000ffu /* the range reserved for hypervisors */
+#define X86_CR4_VMXE           (1ull << 13)
 #define X86_CR4_OSXSAVE        (1ull << 18)
+#define MSR_IA32_VMX_BASIC     0x480
 #define XCR_XFEATURE_ENABLED   0
 #define UNKNOWN_VMCALL         0x7fffu
 
@@ -101,6 +103,23 @@ static void check_rtit_msrs(void)
         v = wrmsr_trap(msrs[i].msr, 0);
         report(v == TRAP_GP, "WRMSR %s = 0 #GP (vector %d)", msrs[i].name, v);
     }
+}
+
+/*
+ * VMX is hidden from the guest: CR4.VMXE reads 0 although VMX non-root needs it
+ * set (SDM Vol. 3C 24.8, CR4 read shadow), the VMX capability MSRs #GP, and a
+ * VMX instruction -- which exits unconditionally (SDM Vol. 3C 25.1.2) -- comes
+ * back as the #UD a CPU with CR4.VMXE = 0 raises.
+ */
+static void check_vmx_hidden(void)
+{
+    uint64_t val;
+
+    report(!(read_cr4() & X86_CR4_VMXE), "CR4.VMXE reads 0");
+    int v = rdmsr_trap(MSR_IA32_VMX_BASIC, &val);
+    report(v == TRAP_GP, "RDMSR IA32_VMX_BASIC #GP (vector %d)", v);
+    v = vmxoff_trap();
+    report(v == TRAP_UD, "VMXOFF raises #UD (vector %d)", v);
 }
 
 static void check_vmcall_basic(void)
@@ -216,6 +235,7 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
     check_cpuid_identity();
     check_pt_hidden();
     check_rtit_msrs();
+    check_vmx_hidden();
     check_vmcall_basic();
     check_vmm_memory();
     check_xsetbv();

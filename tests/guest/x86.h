@@ -103,6 +103,13 @@ static inline int invd_trap(void)
     return trap_disarm();
 }
 
+static inline int vmxoff_trap(void)
+{
+    trap_arm();
+    __asm__ volatile(TRAP_INSN("vmxoff")::: "cc", "memory");
+    return trap_disarm();
+}
+
 static inline int ud2_trap(void)
 {
     trap_arm();
