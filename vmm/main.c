@@ -99,6 +99,7 @@ static int vmm_setup(struct ptv_handoff *h, struct caller_state *cs, struct desc
     if (host_desc_init())
         return PTV_ENTRY_NO_MEMORY;
     asm volatile("sidt %0" : "=m"(*fw_idt));
+    v->guest_idtr = *fw_idt;
     host_idt_load(); /* from here on MSR probes survive #GP */
     if ((st = vmx_read_caps(&why)) || (st = vmx_choose_controls(&why))) {
         pr_err("vmx", "%s", why);

@@ -306,7 +306,9 @@ int ept_init(struct ept *e, const struct ept_ops *ops, bool has_1g, bool has_2m)
     if (!ops || !ops->alloc_page || !ops->pa_to_va)
         return EPT_EINVAL;
     e->ops = *ops;
-    e->has_1g = has_1g;
+    /* 1 GiB pages only with 2 MiB pages (every such CPU has both): a split
+     * then always yields leaves one level down */
+    e->has_1g = has_1g && has_2m;
     e->has_2m = has_2m;
     e->maxphyaddr = 52;
     rc = ept_reserve(e, 1);

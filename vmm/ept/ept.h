@@ -66,7 +66,7 @@ struct ept {
     struct ept_ops ops;
     uint64_t root_pa; /* the PML4 */
     uint64_t *root;
-    bool has_1g;         /* EPT_VPID_CAP bit 17 */
+    bool has_1g;         /* EPT_VPID_CAP bit 17 (and has_2m) */
     bool has_2m;         /* EPT_VPID_CAP bit 16 */
     unsigned maxphyaddr; /* CPUID 0x80000008 EAX[7:0]; 52 until ept_set_maxphyaddr() */
     bool flush_needed;   /* a translation was narrowed, changed or split: INVEPT */

@@ -50,12 +50,14 @@ int ptv_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
             continue;
         }
         fmt++;
-        bool zero = false, left = false;
+        bool zero = false, left = false, alt = false;
         for (;; fmt++) {
             if (*fmt == '0')
                 zero = true;
             else if (*fmt == '-')
                 left = true;
+            else if (*fmt == '#')
+                alt = true;
             else
                 break;
         }
@@ -99,6 +101,10 @@ int ptv_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
         case 'x':
         case 'X': {
             uint64_t v = lng ? va_arg(ap, uint64_t) : va_arg(ap, unsigned);
+            if (alt && *fmt != 'u') {
+                put(&o, '0');
+                put(&o, 'x');
+            }
             put_num(&o, v, *fmt == 'u' ? 10 : 16, *fmt == 'X', false, width, zero, left);
             break;
         }

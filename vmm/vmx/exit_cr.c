@@ -19,12 +19,22 @@ static uint64_t gpr_read(struct vcpu *v, unsigned n)
     return n == GPR_RSP ? vmcs_readl(GUEST_RSP) : v->regs.gpr[n];
 }
 
+uint64_t vcpu_guest_cr0(const struct vcpu *v)
+{
+    return (vmcs_readl(GUEST_CR0) & ~v->cr0_mask) | (vmcs_readl(CR0_READ_SHADOW) & v->cr0_mask);
+}
+
+uint64_t vcpu_guest_cr4(const struct vcpu *v)
+{
+    return (vmcs_readl(GUEST_CR4) & ~v->cr4_mask) | (vmcs_readl(CR4_READ_SHADOW) & v->cr4_mask);
+}
+
 static enum exit_action guest_write_cr0(struct vcpu *v, uint64_t val)
 {
-    uint64_t old_shadow = vmcs_readl(CR0_READ_SHADOW);
+    uint64_t old = vcpu_guest_cr0(v);
     vmcs_writel(CR0_READ_SHADOW, val);
     vmcs_writel(GUEST_CR0, (val | v->cr0_fixed0) & v->cr0_fixed1);
-    if ((old_shadow ^ val) & X86_CR0_PG) {
+    if ((old ^ val) & X86_CR0_PG) {
         /* long mode (de)activation: EFER.LMA follows LME & PG (SDM 9.8.5) */
         uint64_t efer = vmcs_read64(GUEST_IA32_EFER);
         uint32_t entry = vmcs_read32(VM_ENTRY_CONTROLS);
@@ -58,12 +68,12 @@ enum exit_action handle_cr_access(struct vcpu *v, const struct vmexit *e)
         return EXIT_RESUME_SKIP_INSN;
     }
     if (type == 3) { /* LMSW: bits 3:0 of CR0, PE cannot be cleared */
-        uint64_t cr0 = vmcs_readl(CR0_READ_SHADOW);
+        uint64_t cr0 = vcpu_guest_cr0(v);
         uint64_t msw = CR_QUAL_LMSW(e->qual) & 0xf;
         return guest_write_cr0(v, (cr0 & ~0xeull) | msw | (cr0 & X86_CR0_PE));
     }
     if (type == 2) /* CLTS */
-        return guest_write_cr0(v, vmcs_readl(CR0_READ_SHADOW) & ~(1ull << 3));
+        return guest_write_cr0(v, vcpu_guest_cr0(v) & ~(1ull << 3));
     pr_err("vmx", "unexpected CR access exit: qualification %#lx", e->qual);
     vcpu_inject_ud(v);
     return EXIT_INJECT;

@@ -17,7 +17,7 @@ enum exit_action handle_xsetbv(struct vcpu *v, const struct vmexit *e)
 {
     uint32_t index = (uint32_t)v->regs.gpr[GPR_RCX];
     uint64_t val = (v->regs.gpr[GPR_RDX] << 32) | (uint32_t)v->regs.gpr[GPR_RAX];
-    if (!(vmcs_readl(CR4_READ_SHADOW) & X86_CR4_OSXSAVE)) {
+    if (!(vcpu_guest_cr4(v) & X86_CR4_OSXSAVE)) {
         vcpu_inject_ud(v);
         return EXIT_INJECT;
     }

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <ptv/handoff.h>
 #include "vmx/vmx.h"
+#include "cpu.h"
 #include "ept/ept.h"
 #include "pt/pt_caps.h"
 #include "pt/pt_msr.h"
@@ -71,6 +72,7 @@ struct vcpu {
     unsigned ring_next;
     const struct ptv_handoff *handoff;
     uint64_t canary_pa;
+    struct desc_ptr guest_idtr; /* the caller's IDTR, saved before the VMM loads its own */
     struct pt_msr_file pt_msrs; /* the guest's virtual RTIT MSRs */
 };
 
@@ -86,6 +88,11 @@ static inline void vcpu_inject_ud(struct vcpu *v)
 {
     vcpu_inject_exception(v, UD_VECTOR, false, 0);
 }
+
+/* CR0/CR4 as the guest sees them: its own bits from the real register, the
+ * VMM-owned (masked) bits from the read shadow (SDM Vol. 3C 25.6.6) */
+uint64_t vcpu_guest_cr0(const struct vcpu *v);
+uint64_t vcpu_guest_cr4(const struct vcpu *v);
 
 int vmx_run(struct vcpu *v, struct vmexit *e);
 enum exit_action vmx_handle_exit(struct vcpu *v, const struct vmexit *e);

@@ -66,9 +66,8 @@ static uint16_t read_sel(int which)
 
 static void guest_state_setup(struct vcpu *v, const struct caller_state *cs)
 {
-    struct desc_ptr gdtr, idtr;
+    struct desc_ptr gdtr, idtr = v->guest_idtr; /* the VMM's IDT is loaded by now */
     asm volatile("sgdt %0" : "=m"(gdtr));
-    asm volatile("sidt %0" : "=m"(idtr));
     struct seg_state es = seg_from_gdt(&gdtr, read_sel(0)), csg = seg_from_gdt(&gdtr, read_sel(1));
     struct seg_state ss = seg_from_gdt(&gdtr, read_sel(2)), ds = seg_from_gdt(&gdtr, read_sel(3));
     struct seg_state fs = seg_from_gdt(&gdtr, read_sel(4)), gs = seg_from_gdt(&gdtr, read_sel(5));
