@@ -21,3 +21,7 @@ test_pt_switch_SRCS := tests/unit/test_pt_switch.c vmm/pt/pt_switch.c vmm/pt/pt_
 
 HOST_TESTS += test_pt_pmi
 test_pt_pmi_SRCS := tests/unit/test_pt_pmi.c vmm/pt/pt_pmi.c
+
+FUZZERS += fuzz_pt_msr
+fuzz_pt_msr_SRCS := tests/fuzz/fuzz_pt_msr.c vmm/pt/pt_msr.c vmm/pt/pt_ctl_policy.c \
+                    vmm/pt/pt_caps.c vmm/pt/pt_switch.c
