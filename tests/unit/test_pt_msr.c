@@ -364,6 +364,8 @@ static void rules_table(void **state)
         assert_int_equal(pt_msr_read(r->ok.g, &f, r->msr, &rd, NULL), PT_MSR_OK);
         if (r->msr == MSR_IA32_RTIT_OUTPUT_MASK_PTRS)
             assert_int_equal(rd, r->ok.v | RTIT_MASK_LOWER);
+        else if (r->msr == MSR_IA32_RTIT_STATUS) /* processor-owned bits keep their value */
+            assert_int_equal(rd, (r->ok.v & ~PT_STATUS_WRITE_IGNORED) | RTIT_STATUS_CONTEXTEN);
         else
             assert_int_equal(rd, r->ok.v);
     }
@@ -426,6 +428,25 @@ static void reads(void **state)
     }
 }
 
+/* STATUS FilterEn/ContextEn/TriggerEn: "Writes are ignored" (SDM-p1704), without #GP. */
+static void status_ignored_bits(void **state)
+{
+    struct pt_msr_file f;
+    uint64_t v = 0;
+
+    pt_msr_file_init(&f);
+    assert_int_equal(pt_msr_write(&g_skl, &f, MSR_IA32_RTIT_STATUS,
+                                  RTIT_STATUS_TRIGGEREN | RTIT_STATUS_ERROR, NULL),
+                     PT_MSR_OK);
+    assert_int_equal(pt_msr_read(&g_skl, &f, MSR_IA32_RTIT_STATUS, &v, NULL), PT_MSR_OK);
+    assert_int_equal(v, RTIT_STATUS_ERROR);
+    /* the value the hardware left (saved at VM exit) survives a guest write of 0 there */
+    pt_msr_file_set(&f, MSR_IA32_RTIT_STATUS, RTIT_STATUS_FILTEREN | RTIT_STATUS_STOPPED);
+    assert_int_equal(pt_msr_write(&g_skl, &f, MSR_IA32_RTIT_STATUS, 0, NULL), PT_MSR_OK);
+    assert_int_equal(pt_msr_read(&g_skl, &f, MSR_IA32_RTIT_STATUS, &v, NULL), PT_MSR_OK);
+    assert_int_equal(v, RTIT_STATUS_FILTEREN);
+}
+
 static void trace_transitions(void **state)
 {
     struct pt_msr_file f;
@@ -463,8 +484,11 @@ static void allowed_mask(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(rules_table),  cmocka_unit_test(every_rule_has_a_row),
-        cmocka_unit_test(reads),        cmocka_unit_test(trace_transitions),
+        cmocka_unit_test(rules_table),
+        cmocka_unit_test(every_rule_has_a_row),
+        cmocka_unit_test(reads),
+        cmocka_unit_test(trace_transitions),
+        cmocka_unit_test(status_ignored_bits),
         cmocka_unit_test(allowed_mask),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

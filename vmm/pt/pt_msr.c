@@ -84,6 +84,8 @@ enum pt_msr_status pt_msr_write(const struct pt_gcaps *g, struct pt_msr_file *f,
         return result(res, PT_MSR_GP, rule);
 
     /* Commit: nothing below can fail. */
+    if (msr == MSR_IA32_RTIT_STATUS)
+        value = (value & ~PT_STATUS_WRITE_IGNORED) | (f->status & PT_STATUS_WRITE_IGNORED);
     pt_msr_file_set(f, msr, value); /* MASK_PTRS bits 6:0 stay 1: writes ignored (B.5) */
 
     result(res, PT_MSR_OK, PT_RULE_NONE);

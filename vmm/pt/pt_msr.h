@@ -16,6 +16,13 @@
 
 #include "pt/pt_caps.h"
 
+/*
+ * IA32_RTIT_STATUS bits the processor owns: a guest WRMSR may include them (no #GP, for state
+ * restore) but does not change them -- "Writes are ignored" (SDM-p1704, Table 36-7).
+ */
+#define PT_STATUS_WRITE_IGNORED                                                                    \
+    (RTIT_STATUS_FILTEREN | RTIT_STATUS_CONTEXTEN | RTIT_STATUS_TRIGGEREN)
+
 struct pt_msr_file {
     uint64_t ctl;
     uint64_t status;
