@@ -400,6 +400,14 @@ static void pip_needed(void **state)
     }
 }
 
+static void pip_guest_nr(void **state)
+{
+    assert_true(pt_pip_guest_nr(0));
+    assert_true(pt_pip_guest_nr(SECONDARY_EXEC_PT_USE_GPA));
+    assert_false(pt_pip_guest_nr(SECONDARY_EXEC_PT_CONCEAL_VMX));
+    assert_false(pt_pip_guest_nr(SECONDARY_EXEC_PT_CONCEAL_VMX | SECONDARY_EXEC_PT_USE_GPA));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -410,6 +418,7 @@ int main(void)
         cmocka_unit_test(ip_compression_roundtrip),
         cmocka_unit_test(pip_for_cr3_write),
         cmocka_unit_test(pip_needed),
+        cmocka_unit_test(pip_guest_nr),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

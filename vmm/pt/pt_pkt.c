@@ -228,6 +228,12 @@ bool pt_pip_needed(uint64_t rtit_ctl, uint64_t rtit_status)
            (rtit_status & st) == st;
 }
 
+bool pt_pip_guest_nr(uint32_t secondary_ctls)
+{
+    /* SDM-p1729: PIPs in non-root operation set NR unless "conceal VMX non-root operation". */
+    return !(secondary_ctls & SECONDARY_EXEC_PT_CONCEAL_VMX);
+}
+
 /* PIP: 02 43, then 6 bytes of ((CR3[51:5]) << 1) | NR (pt-facts E). */
 int pt_pip_for_cr3_write(uint64_t cr3, bool nr, uint8_t buf[static PT_PKT_PIP_SIZE])
 {

@@ -90,6 +90,8 @@ enum pt_pkt_ipc pt_pkt_ipc_best(const struct pt_pkt_enc *e, uint64_t ip);
  * from Intel PT" is set (pt-facts E.1).  Writes PT_PKT_PIP_SIZE bytes; returns that size.
  */
 bool pt_pip_needed(uint64_t rtit_ctl, uint64_t rtit_status);
+/* NR for a PIP of guest (non-root) origin, given the secondary controls in use (pt-facts E.1). */
+bool pt_pip_guest_nr(uint32_t secondary_ctls);
 int pt_pip_for_cr3_write(uint64_t cr3, bool nr, uint8_t buf[static PT_PKT_PIP_SIZE]);
 
 #endif
