@@ -260,7 +260,11 @@ static void test_single_range_modes(void **state)
     env.host_single_range = true;
     env.host_topa = false;
     assert_int_equal(build(0, 0x440000, 0x3ffff), PT_SHADOW_OPERR);
-    assert_string_equal(err.reason, "single-range buffer not contiguous in host memory");
+    assert_string_equal(err.reason, "single-range buffer not expressible in host output");
+    env.host_topa = true;
+    env.host_single_range = false;
+    assert_int_equal(build(0, 0x441100, 0xff), PT_SHADOW_OPERR); /* < 4 KiB needs single-range */
+    env.host_single_range = true;
     env.host_topa = true;
 }
 

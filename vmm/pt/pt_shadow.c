@@ -315,8 +315,11 @@ enum pt_shadow_status pt_shadow_build(struct pt_shadow *sh, struct pt_shadow_scr
         next->table_gpa[i] = scr->walk.tables[i].gpa;
     if (scr->walk.single_range && single_direct(scr, env, cfg))
         goto commit;
-    if (!env->host_topa) {
-        err->reason = "single-range buffer not contiguous in host memory";
+    if (!env->host_topa ||
+        (scr->walk.single_range && pt_region_size(&scr->walk.regions[0]) < PT_PAGE_SIZE)) {
+        /* ToPA regions are at least 4 KiB: a smaller buffer needs host single-range */
+        err->reason = scr->walk.single_range ? "single-range buffer not expressible in host output"
+                                             : "host has no ToPA output";
         err->gpa = cfg->output_base;
         err->entry = -1;
         return PT_SHADOW_OPERR;
@@ -331,8 +334,10 @@ enum pt_shadow_status pt_shadow_build(struct pt_shadow *sh, struct pt_shadow_scr
         err->entry = -1;
         return st;
     }
-    if (!alloc_pages(env, next, total))
+    if (!alloc_pages(env, next, total)) {
+        err->reason = "out of VMM pages for the shadow ToPA";
         return PT_SHADOW_NOMEM;
+    }
     if (!fill_runs(scr, env)) {
         free_pages(env, next);
         err->reason = "guest memory changed during the build";
@@ -344,6 +349,7 @@ commit:
     /* 5. protect (may fail), 6. commit (cannot fail) */
     if (next->ntables && !protect_new(sh, next, env)) {
         free_pages(env, next);
+        err->reason = "EPT write-protection of a ToPA table failed";
         return PT_SHADOW_NOMEM;
     }
     if (sh->protected) {
