@@ -6,6 +6,9 @@
 
 #define CPUID_1_ECX_VMX        (1u << 5)
 #define CPUID_1_ECX_HYPERVISOR (1u << 31)
+#define CPUID_1_ECX_OSXSAVE    (1u << 27)
+#define CPUID_7_ECX_OSPKE      (1u << 4)
+#define X86_CR4_PKE            (1ull << 22)
 #define PTV_CPUID_BASE         0x40000000u
 #define PTV_CPUID_MAX          0x40000001u
 
@@ -28,9 +31,17 @@ enum exit_action handle_cpuid(struct vcpu *v, const struct vmexit *e)
     } else {
         struct cpuid_regs c = cpuid_count(leaf, sub);
         r[0] = c.eax, r[1] = c.ebx, r[2] = c.ecx, r[3] = c.edx;
+        /* CPUID ran with the VMM's CR4: the OS-enable bits must mirror the guest's */
+        uint64_t cr4 = vcpu_guest_cr4(v);
         if (leaf == 1) {
             r[2] |= CPUID_1_ECX_HYPERVISOR;
-            r[2] &= ~CPUID_1_ECX_VMX; /* no nested VMX */
+            r[2] &= ~(CPUID_1_ECX_VMX | CPUID_1_ECX_OSXSAVE); /* no nested VMX */
+            if (cr4 & X86_CR4_OSXSAVE)
+                r[2] |= CPUID_1_ECX_OSXSAVE;
+        } else if (leaf == 7 && sub == 0) {
+            r[2] &= ~CPUID_7_ECX_OSPKE;
+            if (cr4 & X86_CR4_PKE)
+                r[2] |= CPUID_7_ECX_OSPKE;
         }
         pt_cpuid_filter(&pt_decision, leaf, sub, r); /* CPUID.7:EBX[25], leaf 0x14 */
     }
