@@ -181,6 +181,35 @@ static void test_stop_region(void **state)
     /* D.3: OutputOffset left equal to the region size, entry = the STOP entry */
     assert_int_equal(h->ref.output_mask_ptrs, 0x7full | (1ull << 7) | ((8ull << 10) << 32));
     assert_int_equal(h->hw.pmis, 1);
+    /* the guest restarts without clearing Stopped: nothing is traced, its view is unchanged */
+    {
+        uint64_t b, m, s;
+        h_stop(h, &b, &m, &s);
+        assert_int_equal(h_start(h, H_CTL_TOPA, s, b, m), PT_SHADOW_OK);
+        h_trace(h, 10000);
+        h_compare(h);
+        assert_int_equal(h->hw.bytes, 0);
+        /* then clears Stopped and rewinds to the start (as Linux does) */
+        h_stop(h, &b, &m, &s);
+        assert_int_equal(h_start(h, H_CTL_TOPA, s & ~RTIT_STATUS_STOPPED, T0, 0), PT_SHADOW_OK);
+        h_trace(h, 1 << 20);
+        h_compare(h);
+        assert_true(h->hw.status & RTIT_STATUS_STOPPED);
+    }
+    h_free(h);
+}
+
+/* Full build with the current position deep inside a region split into host pieces. */
+static void test_start_in_later_piece(void **state)
+{
+    struct harness *h = h_new(1, true, true);
+    struct ring r;
+
+    build_three_tables(h, &r, TOPA_INT);
+    assert_int_equal(h_start(h, H_CTL_TOPA, 0, T2, 700ull << 42), PT_SHADOW_OK);
+    assert_int_not_equal(h->sh.h_mask >> 32, 700ull << 10); /* not the first piece */
+    h_trace(h, 1500 << 10);
+    h_compare(h);
     h_free(h);
 }
 
@@ -383,6 +412,7 @@ int main(void)
         cmocka_unit_test(test_multi_table_wraps),
         cmocka_unit_test(test_start_mid_table_merges),
         cmocka_unit_test(test_stop_region),
+        cmocka_unit_test(test_start_in_later_piece),
         cmocka_unit_test(test_stop_resume_fast_path),
         cmocka_unit_test(test_edit_while_stopped_rebuilds),
         cmocka_unit_test(test_edit_while_tracing),
