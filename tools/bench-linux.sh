@@ -33,8 +33,12 @@ done
 # Both runs at once: the emulator runner keeps to two machine-wide slots.
 for v in vmm bare; do
     size=$(stat -c %s "$out/$v.img")
-    "$here/tests/system/bochs.sh" "$out/$v.img" $((size / 516096)) "$out/$v.serial.log" "$timeout" \
-        "$STOP" corei7_skylake_x &
+    (
+        t0=$(date +%s)
+        "$here/tests/system/bochs.sh" "$out/$v.img" $((size / 516096)) "$out/$v.serial.log" \
+            "$timeout" "$STOP" corei7_skylake_x
+        echo $(($(date +%s) - t0)) >"$out/$v.secs"
+    ) &
 done
 wait
 
@@ -75,6 +79,7 @@ if [ -n "$loop_vmm" ] && [ -n "$loop_bare" ] && [ -n "$loop_n" ]; then
 else
     echo "(c) VMM instructions per CPUID exit: n/a   (goal <= 300)"
 fi
+echo "wall time in Bochs (incl. waiting for an emulator slot): vmm $(cat "$out/vmm.secs") s, bare $(cat "$out/bare.secs") s"
 echo "logs: $vmm_log $bare_log"
 [ $ok = 1 ] || echo "bench: incomplete (see above)"
 exit 0
