@@ -55,8 +55,8 @@ static void check_memory_map(const struct vmm_range *m)
     }
     FreePool(map);
     report(covered == m->size && !wrong,
-           "VMM range reserved in the UEFI map (%lu of %lu bytes, %u of type %u)", covered, m->size,
-           wrong, wrong_type);
+           "UEFI map: VMM range reserved (covered 0x%lx/0x%lx, %u other, type %u)", covered,
+           m->size, wrong, wrong_type);
 }
 
 /* Does the 4 KiB page at pa show PTV_CANARY_PATTERN at any 16-byte slot? */
