@@ -6,6 +6,7 @@
 #
 #   make test-bochs-conformance   loader + VMM + conformance.efi in Bochs (real VMX/EPT)
 #   make test-qemu-guest-lib      selftest.efi and conformance.efi booted bare in QEMU TCG
+#   make test-guest-harness       the conformance verdict script against good and broken logs
 
 GUEST_OUT      := $(BUILD)/tests/guest
 GUEST_PROGS    := conformance selftest
@@ -15,7 +16,7 @@ selftest_GUEST_OBJS    := $(addprefix $(GUEST_OUT)/,selftest.o)
 GUEST_EFIS     := $(foreach p,$(GUEST_PROGS),$(GUEST_OUT)/$(p).efi)
 
 ALL_TARGETS  += $(GUEST_EFIS)
-TEST_TARGETS += test-qemu-guest-lib test-bochs-conformance
+TEST_TARGETS += test-guest-harness test-qemu-guest-lib test-bochs-conformance
 
 $(GUEST_OUT)/%.o: tests/guest/%.c
 	@mkdir -p $(@D)
@@ -35,8 +36,11 @@ $(GUEST_OUT)/%.efi: $(GUEST_OUT)/%.so
 .PRECIOUS: $(GUEST_OUT)/%.so $(GUEST_OUT)/%.o
 -include $(wildcard $(GUEST_OUT)/*.d)
 
-.PHONY: guest-tests test-qemu-guest-lib test-bochs-conformance
+.PHONY: guest-tests test-guest-harness test-qemu-guest-lib test-bochs-conformance
 guest-tests: $(GUEST_EFIS)
+
+test-guest-harness:
+	$(Q)tests/step.sh $(BUILD)/results guest:check-log tests/guest/test-check-log.sh
 
 test-qemu-guest-lib: $(GUEST_EFIS)
 	$(Q)tests/step.sh $(BUILD)/results qemu:guest-lib tests/guest/run-qemu-selftest.sh $(BUILD)
