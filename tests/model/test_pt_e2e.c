@@ -405,6 +405,76 @@ static void test_rebuild_frees_and_reprotects(void **state)
     h_free(h);
 }
 
+/*
+ * Linux-shaped buffer (perf AUX, pt.c): three full table pages of 511 4 KiB
+ * regions + END, INT on the last region of each table, circular.  Host runs
+ * longer than a host page chain through host-only END entries.
+ */
+static void test_linux_shaped_ring(void **state)
+{
+    struct harness *h = h_new(1, true, true);
+    const unsigned per = 511, ntab = 3;
+    unsigned outputs;
+
+    for (unsigned t = 0; t < ntab; t++) {
+        uint64_t tg = 0x20000 + 4096ull * t;
+        for (unsigned k = 0; k < per; k++)
+            h_gset(h, tg + 8ull * k,
+                   h_entry(0x200000 + 4096ull * (t * per + k), 0, k == per - 1 ? TOPA_INT : 0));
+        h_gset(h, tg + 8ull * per, (0x20000 + 4096ull * ((t + 1) % ntab)) | TOPA_END);
+    }
+    assert_int_equal(h_start(h, H_CTL_TOPA, 0, 0x20000, 0), PT_SHADOW_OK);
+    count_host_entries(&h->sh, &outputs);
+    assert_int_equal(outputs, per * ntab);
+    h_trace(h, 5 << 20); /* PMIs at 2044, 4088 KiB */
+    h_compare(h);
+    assert_int_equal(h->hw.pmis, 2);
+    h_trace(h, 2 << 20); /* and at 6132 KiB, after the wrap */
+    h_compare(h);
+    assert_int_equal(h->hw.pmis, 3);
+    h_free(h);
+}
+
+/* One guest table whose regions split into more pieces than a host page holds. */
+static void test_host_page_chaining(void **state)
+{
+    struct harness *h = h_new(1, true, true);
+    unsigned n = 0;
+
+    /* 16 KiB regions in the pairwise-swapped blocks (b % 4 == 1): 4 host pieces each */
+    for (unsigned b = 1; b < 64; b += 4) {
+        for (unsigned k = 0; k < 16; k++, n++)
+            h_gset(h, T0 + 8ull * n,
+                   h_entry((b << 18) + (k << 14), 2, n % 100 == 99 ? TOPA_INT : 0));
+    }
+    h_gset(h, T0 + 8ull * n, T0 | TOPA_END);
+    assert_int_equal(h_start(h, H_CTL_TOPA, 0, T0, (3ull << 7) | (5000ull << 32)), PT_SHADOW_OK);
+    assert_true(h->sh.npages >= 3); /* 1024 pieces: chained host pages (plus the merge run) */
+    h_trace(h, 6 << 20);
+    h_compare(h);
+    assert_true(h->hw.pmis >= 2);
+    h_free(h);
+}
+
+/* The libipt check can fail: a bad opcode (pt-facts E: 0xC9) in the stream is reported. */
+static void test_decoder_catches_garbage(void **state)
+{
+    uint8_t *mem = calloc(1, 1 << 20);
+    struct ptm m;
+    struct ptgen g;
+    int packets;
+
+    ptm_init(&m, mem, 1 << 20, H_MAXPA, true);
+    ptgen_init(&g, 3, 4096);
+    ptm_enable(&m, H_CTL_SINGLE, 0, 0, 0xffff);
+    ptgen_run(&g, &m, 60000);
+    assert_int_equal(h_decode(mem, m.bytes, &packets), 0);
+    assert_true(packets > 1000);
+    mem[30000] = 0xc9;
+    assert_int_not_equal(h_decode(mem, m.bytes, &packets), 0);
+    free(mem);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -422,6 +492,9 @@ int main(void)
         cmocka_unit_test(test_single_range_as_topa),
         cmocka_unit_test(test_small_single_range),
         cmocka_unit_test(test_rebuild_frees_and_reprotects),
+        cmocka_unit_test(test_linux_shaped_ring),
+        cmocka_unit_test(test_host_page_chaining),
+        cmocka_unit_test(test_decoder_catches_garbage),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
