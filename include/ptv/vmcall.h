@@ -5,7 +5,8 @@
  *   in:  RAX = PTV_VMCALL_* function, RBX, RCX, RDX = arguments
  *   out: RAX = PTV_VMCALL_OK or a negative PTV_VMCALL_E*, RBX/RCX/RDX = results
  *
- * VMCALL from CPL > 0 is refused with PTV_VMCALL_EPERM.  Unknown functions
+ * VMCALL from CPL > 0 is refused with PTV_VMCALL_EPERM, except the informational
+ * functions VERSION and EXIT_STATS, which any CPL may call.  Unknown functions
  * return PTV_VMCALL_ENOSYS.  The guest RIP always advances past VMCALL.
  */
 #ifndef PTV_VMCALL_H

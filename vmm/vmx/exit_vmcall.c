@@ -16,7 +16,10 @@ enum exit_action handle_vmcall(struct vcpu *v, const struct vmexit *e)
     uint64_t *r = v->regs.gpr;
     unsigned cpl = (vmcs_read32(GUEST_SS_AR_BYTES) >> 5) & 3;
     int64_t ret = PTV_VMCALL_OK;
-    if (cpl != 0) {
+    /* informational calls are open to every CPL (so user-space tools can use them);
+     * everything else needs CPL 0 */
+    bool info = r[GPR_RAX] == PTV_VMCALL_VERSION || r[GPR_RAX] == PTV_VMCALL_EXIT_STATS;
+    if (cpl != 0 && !info) {
         r[GPR_RAX] = (uint64_t)(int64_t)PTV_VMCALL_EPERM;
         return EXIT_RESUME_SKIP_INSN;
     }
