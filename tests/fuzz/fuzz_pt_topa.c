@@ -212,6 +212,18 @@ static void one_build(struct input *in, const struct pt_shadow_env *env, bool mu
         abort();
     if (st == PT_SHADOW_OK) {
         check_shadow(&sh, &cfg);
+        /* the guest view of arbitrary host values never crashes, and names only own tables */
+        for (int k = 0; k < 4 && in->n >= 9; k++) {
+            uint64_t hb = take(in, 1), hm = take(in, 8), gb, gm;
+            hb = sh.npages && (hb & 1) ? sh.pages[(hb >> 1) % sh.npages].hpa : hb << 12;
+            if (pt_shadow_guest_view(&sh, hb, hm, &gb, &gm) && sh.mode == PT_SHADOW_TOPA) {
+                bool own = false;
+                for (unsigned t = 0; t < sh.ntables; t++)
+                    own |= sh.table_gpa[t] == gb;
+                if (!own)
+                    abort();
+            }
+        }
         return;
     }
     if (!err.reason)
