@@ -74,14 +74,8 @@ static uint8_t *gather_ring(struct harness *h, const struct ring *r, bool wrappe
         total += r->size[i];
     }
     buf = malloc(total);
-    for (uint64_t done = 0; done < total;) {
-        uint64_t at = 0;
-        for (int i = 0; i < r->n; i++) {
-            fw_guest_read(h->fw, r->gpa[i], buf + at, r->size[i]);
-            at += r->size[i];
-        }
-        done = total;
-    }
+    for (int i = 0, at = 0; i < r->n; at += (int)r->size[i], i++)
+        fw_guest_read(h->fw, r->gpa[i], buf + at, r->size[i]);
     if (!wrapped) {
         *n = h->ref.bytes;
         return buf;
