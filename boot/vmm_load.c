@@ -165,9 +165,7 @@ static bool call_vmm(struct ptv_handoff *h, ptv_entry_fn entry, void *tss_page)
     if (tss_page)
         tss_install(tss_page);
     ptv_fmt_init(&f, msg, sizeof(msg));
-    ptv_fmt_str(&f, "calling the VMM at ");
-    ptv_fmt_hex(&f, (uint64_t)(UINTN)entry);
-    ptv_fmt_str(&f, " (image ");
+    ptv_fmt_str(&f, "handoff: image ");
     ptv_fmt_hex(&f, h->vmm_base);
     ptv_fmt_str(&f, "+");
     ptv_fmt_hex(&f, h->vmm_size);
@@ -175,7 +173,14 @@ static bool call_vmm(struct ptv_handoff *h, ptv_entry_fn entry, void *tss_page)
     ptv_fmt_hex(&f, h->pool_base);
     ptv_fmt_str(&f, "+");
     ptv_fmt_hex(&f, h->pool_size);
-    ptv_fmt_str(&f, ")");
+    ptv_fmt_str(&f, ", ");
+    ptv_fmt_dec(&f, h->nr_mem);
+    ptv_fmt_str(&f, " memory ranges, RSDP ");
+    ptv_fmt_hex(&f, h->acpi_rsdp);
+    say(msg);
+    ptv_fmt_init(&f, msg, sizeof(msg));
+    ptv_fmt_str(&f, "calling the VMM entry at ");
+    ptv_fmt_hex(&f, (uint64_t)(UINTN)entry);
     say(msg);
 
     h->tsc_at_handoff = read_tsc();
