@@ -13,6 +13,8 @@
 #include "model/harness.h"
 #include "pt/rtit.h"
 
+bool h_eager_end;
+
 struct harness *h_new(int scramble, bool guest_multi, bool host_multi)
 {
     struct harness *h = calloc(1, sizeof(*h));
@@ -31,6 +33,7 @@ struct harness *h_new(int scramble, bool guest_multi, bool host_multi)
     h->flat = calloc(1, FW_GRAM_SIZE);
     ptm_init(&h->ref, h->flat, FW_GRAM_SIZE, H_MAXPA, guest_multi);
     ptm_init(&h->hw, h->fw->hmem, FW_HMEM_SIZE, H_MAXPA, host_multi);
+    h->ref.eager_end = h->hw.eager_end = h_eager_end;
     ptgen_init(&h->gref, 1, 4096);
     ptgen_init(&h->ghw, 1, 4096);
     return h;
@@ -84,6 +87,7 @@ enum pt_shadow_status h_start(struct harness *h, uint64_t ctl, uint64_t status, 
     } else {
         /* operational error: the guest's trace does not run */
         ptm_init(&h->hw, h->fw->hmem, FW_HMEM_SIZE, H_MAXPA, h->hw.topa_multi);
+        h->hw.eager_end = h_eager_end;
     }
     return st;
 }

@@ -34,6 +34,8 @@ struct harness {
     uint64_t ctl;
 };
 
+extern bool h_eager_end; /* both models follow END eagerly (ptm.h) */
+
 struct harness *h_new(int scramble, bool guest_multi, bool host_multi);
 void h_free(struct harness *h);
 uint64_t h_entry(uint64_t base, unsigned size_code, uint64_t flags);

@@ -165,6 +165,8 @@ static void topa_byte(struct ptm *m, uint8_t b)
         return;
     }
     set_ptrs(m, cur_index(m) + 1, 0);
+    if (m->eager_end)
+        topa_resolve(m);
 }
 
 static bool single_check(struct ptm *m)

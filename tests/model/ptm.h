@@ -17,7 +17,9 @@
  * reference run and for the run under the engine, so they cancel out):
  *  - after a region fills, the entry index advances; an END entry is followed
  *    lazily, when the next byte needs a region (so MASK_PTRS may rest on an
- *    END entry);
+ *    END entry), or, with eager_end, at once (MASK_PTRS never rests on END).
+ *    The sources do not say which real CPUs do; the engine must be exact
+ *    under both, and the end-to-end tests run both;
  *  - entries are read when needed (no caching);
  *  - the single-entry ToPA "early" PMI (D.2) is raised at the fill, like
  *    multi-entry.
@@ -34,6 +36,7 @@ struct ptm {
     uint64_t mem_size;
     unsigned maxphyaddr;
     bool topa_multi; /* CPUID.14.0:ECX[1] of the modelled CPU */
+    bool eager_end;  /* follow END right after a fill (see above) */
 
     uint64_t ctl, status, output_base, output_mask_ptrs; /* the RTIT MSRs */
     uint64_t global_status;                              /* IA32_PERF_GLOBAL_STATUS */

@@ -490,5 +490,11 @@ int main(void)
         cmocka_unit_test(test_host_page_chaining),
         cmocka_unit_test(test_decoder_catches_garbage),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    int failed =
+        cmocka_run_group_tests_name("lazy END (pointer may rest on END)", tests, NULL, NULL);
+
+    h_eager_end = true;
+    failed +=
+        cmocka_run_group_tests_name("eager END (pointer never rests on END)", tests, NULL, NULL);
+    return failed;
 }

@@ -95,6 +95,21 @@ static void test_topa_traversal(void **state)
     assert_true(m.status & RTIT_STATUS_TRIGGEREN);
 }
 
+/* Model option: END followed right after the fill, the pointer never rests on END. */
+static void test_topa_eager_end(void **state)
+{
+    put64(0x1000, 0x10000);
+    put64(0x1008, 0x2000 | TOPA_END);
+    put64(0x2000, 0x20000);
+    put64(0x2008, 0x1000 | TOPA_END);
+    m.eager_end = true;
+    ptm_enable(&m, CTLT, 0, 0x1000, 0);
+    bytes(4096, 0x11);
+    assert_int_equal(m.output_base, 0x2000);
+    assert_int_equal(idx(), 0);
+    assert_int_equal(off(), 0);
+}
+
 /* D.3 STOP: Stopped, TriggerEn cleared, offset = size, output stops */
 static void test_topa_stop(void **state)
 {
@@ -195,6 +210,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_topa_traversal, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_topa_eager_end, setup, teardown),
         cmocka_unit_test_setup_teardown(test_topa_stop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_topa_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_single_entry_rules, setup, teardown),
