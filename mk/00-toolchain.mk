@@ -45,4 +45,5 @@ FUZZ_CC      ?= clang
 FUZZ_CFLAGS  := -std=gnu11 -O1 -g -fsanitize=fuzzer,address,undefined \
                 -fno-sanitize-recover=undefined -Iinclude -Ivmm -Itests -DPTV_HOST=1 -DPTV_FUZZ=1
 FUZZ_SMOKE_RUNS ?= 20000
+FUZZ_SMOKE_SECONDS ?= 15
 FUZZ_SECONDS    ?= 600

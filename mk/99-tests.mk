@@ -17,7 +17,7 @@ test-unit: $(HOST_TEST_BINS)
 test-fuzz-smoke: $(FUZZER_BINS)
 	$(Q)for f in $(FUZZERS); do \
 	    mkdir -p $(BUILD)/fuzz/corpus-$$f; \
-	    tests/step.sh $(BUILD)/results fuzz:$$f $(BUILD)/fuzz/$$f -runs=$(FUZZ_SMOKE_RUNS) -seed=1 \
+	    tests/step.sh $(BUILD)/results fuzz:$$f $(BUILD)/fuzz/$$f -runs=$(FUZZ_SMOKE_RUNS) -max_total_time=$(FUZZ_SMOKE_SECONDS) -seed=1 \
 	        $(BUILD)/fuzz/corpus-$$f $$(ls -d tests/fuzz/seeds/$$f 2>/dev/null); done
 
 fuzz-long: $(FUZZER_BINS)
