@@ -27,3 +27,11 @@ $(BUILD)/host/bench_shadow: tests/model/bench_shadow.c tests/model/fake_world.c 
 	$(Q)$(HOST_CC) -std=gnu11 -O2 -g -Iinclude -Ivmm -Itests -DPTV_HOST=1 -o $@ $^
 bench-pt-shadow: $(BUILD)/host/bench_shadow
 	$(Q)tests/model/bench_shadow.sh $(BUILD)/host/bench_shadow
+
+# The engine files compile freestanding, as they will in vmm.elf, warnings as errors.
+TEST_TARGETS += test-pt-topa-freestanding
+.PHONY: test-pt-topa-freestanding
+test-pt-topa-freestanding:
+	$(Q)for f in $(PT_TOPA_SRCS); do \
+	    tests/step.sh $(BUILD)/results freestanding:$$f \
+	        $(VMM_CC) $(filter-out -MMD -MP,$(VMM_CFLAGS)) -Werror -c $$f -o /dev/null; done
