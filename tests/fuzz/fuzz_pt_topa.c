@@ -164,7 +164,7 @@ static void check_shadow(const struct pt_shadow *sh, const struct pt_out_cfg *cf
         }
     }
     if (!pt_shadow_guest_view(sh, sh->h_base, sh->h_mask, &b, &m) || b != cfg->output_base ||
-        m != cfg->output_mask_ptrs)
+        m != (cfg->output_mask_ptrs | RTIT_MASK_LOWER))
         abort();
 }
 

@@ -308,7 +308,7 @@ enum pt_shadow_status pt_shadow_build(struct pt_shadow *sh, struct pt_shadow_scr
         return PT_SHADOW_OPERR;
     pt_shadow_init(next);
     next->g_base = cfg->output_base;
-    next->g_mask = cfg->output_mask_ptrs;
+    next->g_mask = cfg->output_mask_ptrs | RTIT_MASK_LOWER; /* bits 6:0 read as 1 (B.5) */
     next->g_ctl_topa = cfg->ctl & RTIT_CTL_TOPA;
     next->ntables = scr->walk.ntables;
     for (uint16_t i = 0; i < next->ntables; i++)

@@ -128,7 +128,7 @@ static bool reusable(const struct pt_shadow *sh, const struct pt_out_cfg *cfg, u
         return false;
     if ((cfg->ctl & RTIT_CTL_TOPA) != sh->g_ctl_topa || (cfg->ctl & RTIT_CTL_FABRIC_EN))
         return false;
-    if (cfg->output_base == sh->g_base && cfg->output_mask_ptrs == sh->g_mask) {
+    if (cfg->output_base == sh->g_base && (cfg->output_mask_ptrs | RTIT_MASK_LOWER) == sh->g_mask) {
         *h_base = sh->h_base;
         *h_mask = sh->h_mask;
         return true;
@@ -163,7 +163,7 @@ enum pt_shadow_status pt_shadow_prepare(struct pt_shadow *sh, struct pt_shadow_s
 
     if (reusable(sh, cfg, &h_base, &h_mask)) {
         sh->g_base = cfg->output_base;
-        sh->g_mask = cfg->output_mask_ptrs;
+        sh->g_mask = cfg->output_mask_ptrs | RTIT_MASK_LOWER;
         sh->h_base = h_base;
         sh->h_mask = h_mask;
         return PT_SHADOW_OK;
