@@ -24,6 +24,15 @@ void fakemem_init(struct fakemem *fm, size_t npages)
     fm->budget = -1;
 }
 
+void fakemem_reset(struct fakemem *fm)
+{
+    fm->used = 0;
+    fm->budget = -1;
+    fm->nallocs = 0;
+    fm->recording = false;
+    fm->nlog = 0;
+}
+
 void fakemem_free(struct fakemem *fm)
 {
     free(fm->arena);

@@ -31,6 +31,8 @@ struct fakemem {
 };
 
 void fakemem_init(struct fakemem *fm, size_t npages);
+/* forget every page handed out (their contents stay until handed out again) */
+void fakemem_reset(struct fakemem *fm);
 void fakemem_free(struct fakemem *fm);
 struct ept_ops fakemem_ops(struct fakemem *fm);
 uint64_t fakemem_va_to_pa(const struct fakemem *fm, const void *va);
