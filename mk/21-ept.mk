@@ -19,3 +19,9 @@ fuzz_ept_SRCS := tests/fuzz/fuzz_ept.c tests/unit/test_ept_fakemem.c vmm/ept/ept
 # edge coverage does not: the input is a list of small operations, not a parser
 fuzz_ept_CFLAGS := -fno-sanitize-coverage=trace-cmp
 
+
+# the figure: table pages of the identity map of a small machine (printed by a host test)
+.PHONY: bench-ept
+bench-ept: $(BUILD)/host/test_ept_identity
+	$(Q)$(BUILD)/host/test_ept_identity | grep '^BENCH'
+BENCH_TARGETS += bench-ept

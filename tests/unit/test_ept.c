@@ -82,6 +82,13 @@ static void test_init_eptp(void **state)
     assert_int_equal(ept_translate(&f.e, 1ull << 48, NULL, NULL, NULL, NULL), EPT_EINVAL);
     fx_fini(&f);
 
+    /* 1 GiB pages are used only together with 2 MiB pages */
+    fx_init(&f, 600, true, false);
+    assert_false(f.e.has_1g);
+    assert_int_equal(ept_map(&f.e, 0, 0, GiB(1), EPT_R, EPT_MT_WB), 0);
+    assert_int_equal(f.e.nr_leaves[0], 512 * 512);
+    fx_fini(&f);
+
     /* allocator out at init */
     fakemem_init(&f.fm, 0);
     {
