@@ -32,15 +32,15 @@ enum exit_action handle_cpuid(struct vcpu *v, const struct vmexit *e)
         struct cpuid_regs c = cpuid_count(leaf, sub);
         r[0] = c.eax, r[1] = c.ebx, r[2] = c.ecx, r[3] = c.edx;
         /* CPUID ran with the VMM's CR4: the OS-enable bits must mirror the guest's */
-        uint64_t cr4 = vcpu_guest_cr4(v);
         if (leaf == 1) {
+            uint64_t cr4 = vcpu_guest_cr4(v);
             r[2] |= CPUID_1_ECX_HYPERVISOR;
             r[2] &= ~(CPUID_1_ECX_VMX | CPUID_1_ECX_OSXSAVE); /* no nested VMX */
             if (cr4 & X86_CR4_OSXSAVE)
                 r[2] |= CPUID_1_ECX_OSXSAVE;
         } else if (leaf == 7 && sub == 0) {
             r[2] &= ~CPUID_7_ECX_OSPKE;
-            if (cr4 & X86_CR4_PKE)
+            if (vcpu_guest_cr4(v) & X86_CR4_PKE)
                 r[2] |= CPUID_7_ECX_OSPKE;
         }
         pt_cpuid_filter(&pt_decision, leaf, sub, r); /* CPUID.7:EBX[25], leaf 0x14 */

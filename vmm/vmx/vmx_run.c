@@ -101,15 +101,23 @@ int vmx_run(struct vcpu *v, struct vmexit *e)
     e->qual = vmcs_readl(EXIT_QUALIFICATION);
     e->rip = vmcs_readl(GUEST_RIP);
     e->insn_len = vmcs_read32(VM_EXIT_INSTRUCTION_LEN);
-    e->intr_info = vmcs_read32(VM_EXIT_INTR_INFO);
-    e->intr_error = (e->intr_info & INTR_INFO_DELIVER_CODE) ? vmcs_read32(VM_EXIT_INTR_ERROR_CODE) : 0;
-    e->idt_vec_info = vmcs_read32(IDT_VECTORING_INFO_FIELD);
-    e->idt_vec_error = (e->idt_vec_info & INTR_INFO_DELIVER_CODE)
-                           ? vmcs_read32(IDT_VECTORING_ERROR_CODE)
-                           : 0;
-    e->gpa = e->reason == EXIT_REASON_EPT_VIOLATION || e->reason == EXIT_REASON_EPT_MISCONFIG
-                 ? vmcs_read64(GUEST_PHYSICAL_ADDRESS)
-                 : 0;
+    /* the rest only where it means something: every VMREAD costs on the hot path */
+    e->intr_info = e->intr_error = e->idt_vec_info = e->idt_vec_error = 0;
+    e->gpa = 0;
+    if (e->reason == EXIT_REASON_EXCEPTION_NMI) {
+        e->intr_info = vmcs_read32(VM_EXIT_INTR_INFO);
+        if (e->intr_info & INTR_INFO_DELIVER_CODE)
+            e->intr_error = vmcs_read32(VM_EXIT_INTR_ERROR_CODE);
+    }
+    if (e->reason == EXIT_REASON_EPT_VIOLATION || e->reason == EXIT_REASON_EPT_MISCONFIG ||
+        e->reason == EXIT_REASON_EXCEPTION_NMI || e->reason == EXIT_REASON_TRIPLE_FAULT) {
+        /* exits that can interrupt event delivery (SDM Vol. 3C 28.2.4) */
+        e->idt_vec_info = vmcs_read32(IDT_VECTORING_INFO_FIELD);
+        if (e->idt_vec_info & INTR_INFO_DELIVER_CODE)
+            e->idt_vec_error = vmcs_read32(IDT_VECTORING_ERROR_CODE);
+    }
+    if (e->reason == EXIT_REASON_EPT_VIOLATION || e->reason == EXIT_REASON_EPT_MISCONFIG)
+        e->gpa = vmcs_read64(GUEST_PHYSICAL_ADDRESS);
     record_exit(v, e);
     return 0;
 }
