@@ -81,7 +81,7 @@ static uint64_t leaf_addr(uint64_t v, unsigned level)
 
 static bool perms_valid(unsigned perms)
 {
-    /* SDM Vol. 3C 29.3.3.1: W without R is a misconfiguration, and so is X
+    /* SDM Vol. 3C 28.2.3.1 "EPT Misconfigurations": W without R is a misconfiguration, and so is X
      * without R unless the CPU has execute-only pages; ptvisor never uses them. */
     return (perms & ~EPT_RWX) == 0 && (perms == 0 || (perms & EPT_R));
 }
@@ -109,7 +109,7 @@ static uint64_t make_leaf(const struct ept *e, unsigned level, uint64_t hpa, uin
     return hpa | attrs | EPT_SW_USED | (level > 1 ? VMX_EPT_PAGE_SIZE_MASK : 0);
 }
 
-/* Non-leaf entries are RWX: the leaves alone decide (SDM Vol. 3C 29.3.2). */
+/* Non-leaf entries are RWX: the leaves alone decide (SDM Vol. 3C 28.2.2). */
 static uint64_t make_table_entry(const struct ept *e, uint64_t pa)
 {
     EPT_BUG_ON(pa & (EPT_PAGE_SIZE - 1) || pa >= phys_limit(e));
@@ -259,7 +259,7 @@ static void walk(struct ept *e, struct ept_req *r, unsigned level, uint64_t *tab
                 walk(e, r, level - 1, t, 0, eb);
                 /* ... then switch the parent with one store */
                 if (cur & VMX_EPT_RWX_MASK)
-                    e->flush_needed = true; /* page size changed (SDM Vol. 3A 4.10.2.3) */
+                    e->flush_needed = true; /* page size changed (SDM Vol. 3A 4.10.4.2) */
                 entry_write(e, level, &table[i], cur, make_table_entry(e, pa));
                 e->nr_tables++;
             }

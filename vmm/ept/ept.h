@@ -13,7 +13,7 @@
  *  - no torn state: a new table is completely filled while unreachable and is
  *    linked by one 8-byte store, so every store leaves a tree in which each
  *    GPA translates either as before or as after the call;
- *  - no EPT misconfiguration by construction (SDM Vol. 3C 29.3.3.1): W or X
+ *  - no EPT misconfiguration by construction (SDM Vol. 3C 28.2.3.1): W or X
  *    without R, reserved memory types, 1 GiB/2 MiB pages the CPU lacks and
  *    addresses above MAXPHYADDR are refused;
  *  - table pages are never freed: a table, once linked, stays (later maps
@@ -104,7 +104,11 @@ int ept_unmap(struct ept *e, uint64_t gpa, uint64_t size) __attribute__((warn_un
  */
 int ept_protect(struct ept *e, uint64_t gpa, uint64_t size, unsigned perms, bool *narrowed)
     __attribute__((warn_unused_result));
-/* Walk the tables for gpa.  EPT_ENOENT if unmapped.  Any out pointer may be NULL. */
+/*
+ * Walk the tables for gpa.  EPT_ENOENT if unmapped.  *memtype as ept_map()
+ * takes it (EPT_MT_* | EPT_MT_IPAT), *page_level EPT_LEVEL_*; a page protected
+ * to 0 reports perms 0.  Any out pointer may be NULL.
+ */
 int ept_translate(const struct ept *e, uint64_t gpa, uint64_t *hpa, unsigned *perms,
                   unsigned *memtype, unsigned *page_level);
 /* EPTP: root | WB paging structures | 4-level walk | no A/D (pt-facts.md G.6) */

@@ -3,8 +3,9 @@
  * The hardware format of EPT paging-structure entries and of the EPTP, as
  * shift/mask macros (never bitfields).  Names follow Linux (asm/vmx.h).
  *
- * SDM Vol. 3C 29.3.2 "EPT Translation Mechanism", Tables 29-1..29-6
- * (28.2.2 / Tables 28-1..28-6 in older editions).  4-level walk:
+ * SDM Vol. 3C 28.2.2 "EPT Translation Mechanism", Tables 28-1..28-6.  (Section
+ * numbers in vmm/ept/ are those of the 2016 SDM that pt-facts.md quotes; later
+ * editions renumber the VMX chapters: search by title.)  4-level walk:
  *   level 4 PML4E (512 GiB each, never a leaf)
  *   level 3 PDPTE (1 GiB leaf if bit 7 = 1)
  *   level 2 PDE   (2 MiB leaf if bit 7 = 1)
@@ -45,7 +46,7 @@
 /* physical address bits 51:12 (the CPU also requires bits above MAXPHYADDR = 0) */
 #define EPT_ADDR_MASK 0x000ffffffffff000ull
 
-/* EPTP (VMCS field EPT_POINTER), SDM Vol. 3C 25.6.11; pt-facts.md G.6 */
+/* EPTP (VMCS field EPT_POINTER), SDM Vol. 3C 24.6.11; pt-facts.md G.6 */
 #define VMX_EPTP_MT_WB         6ull        /* paging structures WB (EPT_VPID_CAP bit 14) */
 #define VMX_EPTP_PWL_4         (3ull << 3) /* page-walk length - 1 */
 #define VMX_EPTP_AD_ENABLE_BIT (1ull << 6) /* not set: no accessed/dirty flags */

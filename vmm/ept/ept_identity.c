@@ -5,7 +5,7 @@
  * Memory types.  Once EPT is on the CPU ignores the MTRRs for guest accesses
  * (pt-facts.md G.6), and with IPAT = 0 it combines the EPT type with the guest
  * PAT exactly as it would combine the MTRR type with the PAT (SDM Vol. 3C
- * 29.3.7.2 "Memory Type Used for Translated Guest-Physical Addresses": the EPT
+ * 28.2.6.2 "Memory Type Used for Translated Guest-Physical Addresses": the EPT
  * memory type takes the MTRR's place in Table 11-7).  So every leaf gets the
  * MTRR type of its range and IPAT = 0: the blue-pilled firmware and Linux see
  * the caching they programmed, RAM, MMIO and holes alike.  KVM instead uses WB

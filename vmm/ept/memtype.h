@@ -3,7 +3,7 @@
  * Memory types, as encoded in MTRRs, in the PAT and in EPT leaf bits 5:3.
  * SDM Vol. 3A 11.3 Table 11-2 / 11.11 (12.x in recent editions); pt-facts.md G.6.
  * Encodings 2, 3 and 7 (and above) are reserved: an EPT leaf holding one is an
- * EPT misconfiguration (SDM Vol. 3C 29.3.3.1), an MTRR holding one #GPs.
+ * EPT misconfiguration (SDM Vol. 3C 28.2.3.1), an MTRR holding one #GPs.
  */
 #ifndef PTV_EPT_MEMTYPE_H
 #define PTV_EPT_MEMTYPE_H
