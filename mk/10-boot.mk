@@ -42,7 +42,7 @@ fuzz_config_SRCS := tests/fuzz/fuzz_config.c boot/config.c boot/fmt.c vmm/handof
 fuzz_elf_SRCS    := tests/fuzz/fuzz_elf.c boot/elf.c boot/fmt.c
 
 # --- QEMU TCG + OVMF checks of the loader (tests/system/qemu-boot.sh)
-QEMU_BOOT_DEPS := $(BOOT_EFI) boot/ptvisor.cfg tests/system/qemu-boot.sh
+QEMU_BOOT_DEPS := $(BOOT_EFI) boot/ptvisor.cfg tests/system/qemu-boot.sh tests/system/qemu.sh
 
 .PHONY: test-qemu
 test-qemu: $(QEMU_BOOT_DEPS)
@@ -50,3 +50,12 @@ test-qemu: $(QEMU_BOOT_DEPS)
 	    tests/step.sh $(BUILD)/results qemu:$$c tests/system/qemu-boot.sh $$c $(BUILD); done
 
 TEST_TARGETS += test-qemu
+
+# --- Bochs (real VMX) checks of the loader's VMM-side paths (tests/system/bochs-loader.sh):
+# missing / corrupt vmm.elf, and a tiny relocated PIE "VMM" whose entry returns an error.
+.PHONY: test-bochs-loader
+test-bochs-loader: $(BOOT_EFI) boot/ptvisor.cfg tests/system/bochs-loader.sh
+	$(Q)for c in vmm-missing vmm-corrupt vmm-returns; do \
+	    tests/step.sh $(BUILD)/results bochs-loader:$$c tests/system/bochs-loader.sh $$c $(BUILD); done
+
+TEST_TARGETS += test-bochs-loader
