@@ -151,7 +151,8 @@ static bool fill_memmap(struct ptv_handoff *h, const struct vmm_mem *m)
     return true;
 }
 
-static bool call_vmm(struct ptv_handoff *h, ptv_entry_fn entry, void *tss_page)
+/* *tss_page: a page for tss_install(), NULL once installed (it is then in use for good) */
+static bool call_vmm(struct ptv_handoff *h, ptv_entry_fn entry, void **tss_page)
 {
     const char *why;
     char msg[160];
@@ -162,8 +163,10 @@ static bool call_vmm(struct ptv_handoff *h, ptv_entry_fn entry, void *tss_page)
         give_up("handoff self-check", why);
         return false;
     }
-    if (tss_page)
-        tss_install(tss_page);
+    if (*tss_page) {
+        tss_install(*tss_page);
+        *tss_page = NULL;
+    }
     ptv_fmt_init(&f, msg, sizeof(msg));
     ptv_fmt_str(&f, "handoff: image ");
     ptv_fmt_hex(&f, h->vmm_base);
@@ -249,8 +252,10 @@ bool start_vmm(EFI_LOADED_IMAGE *li, const struct ptv_config *cfg)
     h->cfg = *cfg;
 
     tss_page = tss_prepare(); /* before the memory map: it allocates */
-    ok = fill_memmap(h, &m) && call_vmm(h, (ptv_entry_fn)(UINTN)(m.base + img.entry), tss_page);
+    ok = fill_memmap(h, &m) && call_vmm(h, (ptv_entry_fn)(UINTN)(m.base + img.entry), &tss_page);
     if (!ok) /* the VMM is not running (it left VMX off): give the memory back */
         BS->FreePages(m.base, m.pages);
+    if (tss_page) /* never loaded into TR */
+        BS->FreePages((EFI_PHYSICAL_ADDRESS)(UINTN)tss_page, 1);
     return ok;
 }

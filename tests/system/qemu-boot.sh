@@ -7,6 +7,8 @@
 #   bad-config  bad config lines: reported with their line numbers, the boot still reaches the marker
 #   vmm-off     vmm = off: said so, the guest is started without a VMX check
 #   no-kernel   no \ptvisor\vmlinuz.efi: the clear error line, then the loader returns (no hang)
+#   bad-kernel  \ptvisor\vmlinuz.efi is not a PE image: an error line naming the guest and
+#               the firmware's status, then the loader returns (no hang)
 #   no-vmm-elf  vmm = on, no vmm.elf, no VMX: the no-VMX line comes first, vmm.elf is never read
 #   halt        on_no_vmx = halt: says so and stops; the guest never starts
 #
@@ -123,6 +125,17 @@ no-kernel)
     mkesp "$cfg"
     boot 60 'ptvisor: returning to the firmware' || true
     has_line 'ptvisor: guest \ptvisor\vmlinuz.efi: Not Found'
+    has_line 'ptvisor: returning to the firmware in 5 seconds'
+    ;;
+bad-kernel)
+    cp boot/ptvisor.cfg "$cfg"
+    head -c 65536 /dev/zero | tr '\0' 'Z' >"$work/garbage.efi"
+    tools/mkesp.sh "$work/esp.img" 64 "$loader=\\EFI\\BOOT\\BOOTX64.EFI" \
+        "$cfg=\\ptvisor\\ptvisor.cfg" "$work/garbage.efi=\\ptvisor\\vmlinuz.efi" || exit 1
+    boot 60 'ptvisor: returning to the firmware' || true
+    has_text 'ptvisor: guest \ptvisor\vmlinuz.efi: '
+    lacks 'vmlinuz.efi: Not Found'
+    lacks 'starting guest'
     has_line 'ptvisor: returning to the firmware in 5 seconds'
     ;;
 no-vmm-elf)
