@@ -4,7 +4,10 @@
 #include "palloc.h"
 #include "lib/ptv_string.h"
 
-static uint64_t pool_next, pool_end;
+/* Single pages come back through a free list (the PT engine rebuilds shadow
+ * tables); everything else lives as long as the machine. */
+static uint64_t pool_next, pool_end, free_list;
+static uint64_t nr_free;
 
 void palloc_init(uint64_t base, uint64_t size)
 {
@@ -26,10 +29,26 @@ void *palloc_pages(size_t n, uint64_t *pa)
 
 void *palloc_page(uint64_t *pa)
 {
+    if (free_list) {
+        uint64_t p = free_list;
+        free_list = *(uint64_t *)(uintptr_t)p;
+        nr_free--;
+        memset((void *)(uintptr_t)p, 0, PAGE_SIZE);
+        if (pa)
+            *pa = p;
+        return (void *)(uintptr_t)p;
+    }
     return palloc_pages(1, pa);
+}
+
+void palloc_free_page(uint64_t pa)
+{
+    *(uint64_t *)(uintptr_t)pa = free_list;
+    free_list = pa;
+    nr_free++;
 }
 
 uint64_t palloc_free_bytes(void)
 {
-    return pool_end - pool_next;
+    return pool_end - pool_next + nr_free * PAGE_SIZE;
 }

@@ -13,6 +13,8 @@ void palloc_init(uint64_t base, uint64_t size);
 void *palloc_page(uint64_t *pa) __attribute__((warn_unused_result));
 /* n contiguous zeroed pages */
 void *palloc_pages(size_t n, uint64_t *pa) __attribute__((warn_unused_result));
+/* give back a page from palloc_page() */
+void palloc_free_page(uint64_t pa);
 uint64_t palloc_free_bytes(void);
 
 #endif

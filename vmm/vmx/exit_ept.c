@@ -14,6 +14,8 @@
 #include "palloc.h"
 #include "ept/ept_identity.h"
 #include "ept/mtrr.h"
+#include "pt/pt_eptv.h"
+#include "vmx/pt_vmx.h"
 
 static void *ept_alloc(void *ctx, uint64_t *pa)
 {
@@ -88,6 +90,8 @@ enum exit_action handle_ept_violation(struct vcpu *v, const struct vmexit *e);
 enum exit_action handle_ept_violation(struct vcpu *v, const struct vmexit *e)
 {
     uint64_t page = e->gpa & ~0xfffull;
+    if (pt_vmx_ept_violation(v, e->gpa, e->qual)) /* guest ToPA edit, PT output (GPA mode) */
+        return EXIT_RESUME;
     if (in_vmm(e->gpa)) {
         v->ept_blocked++;
         if (v->ept_blocked <= 16 || !(v->ept_blocked & (v->ept_blocked - 1)))

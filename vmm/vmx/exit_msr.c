@@ -13,6 +13,7 @@
 #include "palloc.h"
 #include "pt/pt_msr.h"
 #include "pt/rtit.h"
+#include "vmx/pt_vmx.h"
 
 static void intercept(uint8_t *bm, uint32_t msr)
 {
@@ -51,6 +52,8 @@ static enum exit_action msr_access(struct vcpu *v, bool write)
             vcpu_inject_gp(v);
             return EXIT_INJECT;
         }
+        if (write)
+            pt_vmx_msr_written(v, msr, &res);
     } else if (msr >= MSR_IA32_VMX_FIRST && msr <= MSR_IA32_VMX_LAST) {
         vcpu_inject_gp(v); /* VMX is not offered to the guest */
         return EXIT_INJECT;

@@ -4,13 +4,16 @@
 #include "cpu.h"
 #include "log.h"
 #include "pt/pt_caps.h"
+#include "lib/ptv_string.h"
 
 struct pt_decision pt_decision;
+struct pt_caps pt_host_caps;
 
 void pt_probe(uint32_t requested);
 void pt_probe(uint32_t requested)
 {
     struct pt_caps caps = {0};
+
     struct cpuid_regs r = cpuid_count(0, 0);
     if (r.eax >= 7)
         caps.cpuid7_ebx = cpuid_count(7, 0).ebx;
@@ -38,11 +41,16 @@ void pt_probe(uint32_t requested)
             !!(caps.entry_allowed1 & VM_ENTRY_LOAD_IA32_RTIT_CTL),
             !!(caps.exit_allowed1 & VM_EXIT_CLEAR_IA32_RTIT_CTL));
     pr_info("pt", "mode %s: %s", pt_mode_name(pt_decision.mode), pt_decision.reason);
-    if (pt_mode_guest_owns(pt_decision.mode))
-        pr_warn("pt", "guest-owned PT is not wired into VM entry/exit in this release: hiding PT");
-    /* Until the switching plan is wired in, no mode may expose PT to the guest. */
-    if (pt_decision.mode != PT_ENGINE_OFF) {
+    pt_host_caps = caps;
+    const char *why = NULL;
+    if (pt_decision.mode == PT_ENGINE_SYSTEM)
+        why = "system mode (the VMM tracing the guest) is not implemented yet";
+    else if (pt_mode_guest_owns(pt_decision.mode) && requested != PTV_PT_HOST_GUEST)
+        why = "guest-owned PT is proven against the PT model but not yet on hardware: "
+              "set pt_mode = host-guest to use it";
+    if (why) {
+        pr_warn("pt", "PT hidden from the guest: %s", why);
+        memset(&pt_decision, 0, sizeof(pt_decision));
         pt_decision.mode = PT_ENGINE_OFF;
-        pt_decision.guest.present = false;
     }
 }

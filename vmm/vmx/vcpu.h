@@ -77,6 +77,7 @@ struct vcpu {
 };
 
 extern struct pt_decision pt_decision; /* chosen once at boot (vmx/pt_probe.c) */
+extern struct pt_caps pt_host_caps;     /* what the CPU offers */
 
 /* event injection helpers (vmx_run.c) */
 void vcpu_inject_exception(struct vcpu *v, unsigned vector, bool has_error, uint32_t error);

@@ -11,6 +11,7 @@
 #include "desc.h"
 #include "log.h"
 #include "palloc.h"
+#include "vmx/pt_vmx.h"
 
 extern char vmx_exit_stub[];
 
@@ -178,6 +179,8 @@ int vmcs_setup(struct vcpu *v, const void *caller)
     v->cr4_mask = v->cr4_fixed0 | ~v->cr4_fixed1;
 
     guest_state_setup(v, cs);
+    if (pt_vmx_setup(v)) /* before the controls are written: it adds the PT controls */
+        return -1;
     extern uint64_t vmm_host_cr3, vmm_stack_top;
     host_state_setup(vmm_host_cr3, vmm_stack_top);
 

@@ -172,7 +172,6 @@
 #define EPT_VIOLATION_ACC_INSTR   (1ull << 2)
 #define EPT_VIOLATION_GLA_VALID   (1ull << 7)
 #define EPT_VIOLATION_NMI_UNBLOCK (1ull << 12)
-#define EPT_VIOLATION_ASYNC       (1ull << 16) /* pt-facts D.5: PT output / ToPA read */
 
 /* exception vectors */
 #define DE_VECTOR 0

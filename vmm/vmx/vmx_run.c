@@ -6,6 +6,7 @@
 #include "desc.h"
 #include "log.h"
 #include "panic.h"
+#include "vmx/pt_vmx.h"
 
 int vmx_enter(struct guest_regs *regs, int launched);
 
@@ -90,12 +91,14 @@ int vmx_run(struct vcpu *v, struct vmexit *e)
             host_nmi_pending = 0;
         }
     }
+    pt_vmx_before_entry(v);
     int r = vmx_enter(&v->regs, v->launched);
     if (r == 1)
         return (int)vmx_insn_error();
     if (r)
         return -1;
     v->launched = true;
+    pt_vmx_after_exit(v);
     e->raw_reason = vmcs_read32(VM_EXIT_REASON);
     e->reason = e->raw_reason & 0xffff;
     e->qual = vmcs_readl(EXIT_QUALIFICATION);
