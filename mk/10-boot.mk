@@ -46,7 +46,7 @@ QEMU_BOOT_DEPS := $(BOOT_EFI) boot/ptvisor.cfg tests/system/qemu-boot.sh tests/s
 
 .PHONY: test-qemu
 test-qemu: $(QEMU_BOOT_DEPS)
-	$(Q)for c in no-vmx bad-config vmm-off no-kernel bad-kernel no-vmm-elf halt; do \
+	$(Q)for c in no-vmx bad-config vmm-off no-config no-kernel bad-kernel no-vmm-elf halt; do \
 	    tests/step.sh $(BUILD)/results qemu:$$c tests/system/qemu-boot.sh $$c $(BUILD); done
 
 TEST_TARGETS += test-qemu

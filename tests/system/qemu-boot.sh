@@ -6,6 +6,7 @@
 #   no-vmx      default config: the exact no-VMX line, then Linux boots natively to its marker
 #   bad-config  bad config lines: reported with their line numbers, the boot still reaches the marker
 #   vmm-off     vmm = off: said so, the guest is started without a VMX check
+#   no-config   no \ptvisor\ptvisor.cfg: one line saying so, the built-in defaults apply
 #   no-kernel   no \ptvisor\vmlinuz.efi: the clear error line, then the loader returns (no hang)
 #   bad-kernel  \ptvisor\vmlinuz.efi is not a PE image: an error line naming the guest and
 #               the firmware's status, then the loader returns (no hang)
@@ -119,6 +120,14 @@ vmm-off)
     has_line 'ptvisor: vmm = off in ptvisor.cfg -- booting natively'
     lacks 'no VMX'
     has_text 'ptvisor: starting guest \ptvisor\vmlinuz.efi'
+    ;;
+no-config)
+    tools/mkesp.sh "$work/esp.img" 64 "$loader=\\EFI\\BOOT\\BOOTX64.EFI" || exit 1
+    boot 60 'ptvisor: returning to the firmware' || true
+    has_line 'ptvisor: \ptvisor\ptvisor.cfg: Not Found -- using the built-in defaults'
+    has_line 'ptvisor: config: vmm=on pt_mode=auto pt_buffer=4M vmm_pool=32M serial=0x3f8,115200 log_level=info on_no_vmx=boot guest=\ptvisor\vmlinuz.efi'
+    has_line "$no_vmx"
+    has_line 'ptvisor: guest \ptvisor\vmlinuz.efi: Not Found'
     ;;
 no-kernel)
     cp boot/ptvisor.cfg "$cfg"
