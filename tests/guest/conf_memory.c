@@ -119,4 +119,17 @@ void check_vmm_memory(void)
                blocked_before, r.rbx);
     if (ptv_call(PTV_VMCALL_VERSION, &r, "VERSION after writes"))
         report(r.rbx == PTV_VMCALL_ABI_VERSION, "VMM still answers VERSION after the writes");
+
+    /*
+     * A jump into VMM memory: the fetch must come back to the guest as a fault
+     * (nothing the guest may execute lives there).  Opt-in with the load-option
+     * word "fetch-vmm": a VMM that resumes the fetch without making it
+     * executable loops on EPT violations forever and the run ends in its timeout.
+     */
+    if (!test_option("fetch-vmm")) {
+        report_skip("fetch from VMM memory (load option fetch-vmm not given)");
+        return;
+    }
+    int vf = fetch_trap(m.base + PAGE_SIZE);
+    report(vf != TRAP_NONE, "jump into VMM memory faults in the guest (vector %d)", vf);
 }

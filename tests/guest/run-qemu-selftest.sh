@@ -9,8 +9,10 @@
 set -u
 build=$1
 here=$(dirname "$0")
-out=$build/tests/guest/qemu
-mkdir -p "$out"
+base=$build/test/qemu-guest-lib
+mkdir -p "$base"
+out=$(mktemp -d "$base/run.XXXXXX") # private per run; the last run's logs stay in $base
+trap 'cp "$out"/*.serial "$base/" 2>/dev/null; rm -rf "$out"' EXIT
 status=0
 
 fail() { echo "FAIL: $*"; status=1; }

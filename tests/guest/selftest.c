@@ -12,6 +12,7 @@
 
 #define X86_EFLAGS_IF     (1ull << 9)
 #define NONCANONICAL_VA   0x8000000000000000ull
+#define UNMAPPED_VA       0x00007ffffffff000ull /* above any firmware identity map */
 #define MSR_IA32_APICBASE 0x1b
 #define APICBASE_BSP      (1ull << 8)
 
@@ -83,6 +84,12 @@ static void check_traps(void)
     uint64_t val = 0;
     v = load64_trap(NONCANONICAL_VA, &val);
     report(v == TRAP_GP && val == 0, "non-canonical load caught, destination untouched");
+    v = fetch_trap(NONCANONICAL_VA);
+    report(v == TRAP_GP, "jump to a non-canonical address caught as #GP (vec %d)", v);
+    v = fetch_trap(UNMAPPED_VA);
+    report(v == TRAP_PF, "fetch from an unmapped page caught as #PF (vec %d, err 0x%lx)", v,
+           trap_error_code());
+
     /* SDM Vol. 3A 11.4.4: IA32_APIC_BASE bit 8 marks the BSP, which runs this program */
     v = rdmsr_trap(MSR_IA32_APICBASE, &val);
     report(v == TRAP_NONE && (val & APICBASE_BSP), "RDMSR IA32_APIC_BASE not caught, BSP set");

@@ -14,6 +14,7 @@
 #define HIDDEN __attribute__((visibility("hidden")))
 
 extern HIDDEN volatile uint64_t ptv_trap_skip;
+extern HIDDEN volatile uint64_t ptv_trap_resume;
 extern HIDDEN volatile uint64_t ptv_trap_error;
 extern HIDDEN volatile int32_t ptv_trap_vector;
 extern HIDDEN volatile uint32_t ptv_trap_count;
@@ -78,6 +79,7 @@ void trap_arm(void)
     ptv_trap_vector = TRAP_NONE;
     ptv_trap_error = 0;
     ptv_trap_skip = 0;
+    ptv_trap_resume = 0;
     armed = true;
     __asm__ volatile("" ::: "memory");
 }

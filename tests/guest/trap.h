@@ -22,6 +22,14 @@
 /* Inline-asm text for one trapping instruction: arm the skip length, run it. */
 #define TRAP_INSN(insn) "movq $(7772f - 7771f), ptv_trap_skip(%%rip)\n7771:\t" insn "\n7772:\n"
 
+/*
+ * Inline-asm text for a jump to an address whose fetch should fault: a fault
+ * resumes at the local label after the jump.  %[scratch] is clobbered.
+ */
+#define TRAP_JUMP(target)                                                                          \
+    "leaq 7774f(%%rip), %[scratch]\n\tmovq %[scratch], ptv_trap_resume(%%rip)\n\tjmp *" target     \
+    "\n7774:\n"
+
 void trap_arm(void);
 int trap_disarm(void);
 uint64_t trap_error_code(void); /* error code of the last #GP/#PF caught */

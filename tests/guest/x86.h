@@ -72,6 +72,16 @@ static inline int store64_trap(uint64_t addr, uint64_t val)
     return trap_disarm();
 }
 
+/* Jump to addr; returns the vector its fetch raised (a fetch that does not
+ * fault runs whatever is there: use only where a fault is the expected outcome). */
+static inline int fetch_trap(uint64_t addr)
+{
+    uint64_t scratch;
+    trap_arm();
+    __asm__ volatile(TRAP_JUMP("%[addr]") : [scratch] "=&r"(scratch) : [addr] "r"(addr) : "memory");
+    return trap_disarm();
+}
+
 static inline int xgetbv_trap(uint32_t xcr, uint64_t *val)
 {
     uint32_t lo = 0, hi = 0;

@@ -13,15 +13,23 @@
 set -u
 build=$1
 here=$(cd "$(dirname "$0")/../.." && pwd)
-out=$build/test/bochs-conformance
-img=$out/conformance.img serial=$out/serial.log
+base=$build/test/bochs-conformance
 TIMEOUT=${TIMEOUT:-180}
 DUMP_DONE_RE='crash dump complete' # stop Bochs here (check-conformance-log.sh judges)
 
 for f in "$build/boot/BOOTX64.EFI" "$build/vmm/vmm.elf"; do
     [ -f "$f" ] || { echo "$f not built yet"; exit 77; }
 done
-mkdir -p "$out"
+# A private directory per run (two `make test` in one build tree must not share
+# a serial log); the last run's logs are kept as $base/serial.log*.
+mkdir -p "$base"
+out=$(mktemp -d "$base/run.XXXXXX")
+img=$out/conformance.img serial=$out/serial.log
+keep_logs() {
+    for f in "$serial" "$serial.bochs"; do [ -f "$f" ] && cp "$f" "$base/"; done
+    rm -rf "$out"
+}
+trap keep_logs EXIT
 LOADER=$build/boot/BOOTX64.EFI VMM=$build/vmm/vmm.elf CYL=40 \
     "$here/tools/mkimage.sh" "$img" "$here/tests/guest/conformance.cfg" \
     "$build/tests/guest/conformance.efi" - || { echo "FAIL: cannot build the image"; exit 1; }
@@ -31,6 +39,6 @@ echo "== Bochs: loader + VMM + conformance.efi (timeout ${TIMEOUT} s)"
 start=$(date +%s)
 "$here/tests/system/bochs.sh" "$img" "$cyl" "$serial" "$TIMEOUT" "$DUMP_DONE_RE"
 rc=$?
-echo "   bochs.sh exit $rc after $(( $(date +%s) - start )) s; serial log: $serial"
+echo "   bochs.sh exit $rc after $(( $(date +%s) - start )) s; serial log: $base/serial.log"
 
 "$here/tests/guest/check-conformance-log.sh" "$serial"
