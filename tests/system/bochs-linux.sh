@@ -29,7 +29,7 @@ start=$(date +%s)
 rc=$?
 secs=$(($(date +%s) - start))
 rm -f "$disk"
-echo "bochs-linux: Bochs ran ${secs} s (timeout ${timeout} s, runner rc=$rc), serial log $serial"
+echo "bochs-linux: ${secs} s incl. waiting for an emulator slot (Bochs timeout ${timeout} s, runner rc=$rc), serial log $serial"
 
 fail=0
 check() { # check DESCRIPTION fixed-string
