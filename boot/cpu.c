@@ -14,6 +14,13 @@
 #define FEAT_CTL_VMX_ENABLED_INSIDE_SMX  (1ull << 1)
 #define FEAT_CTL_VMX_ENABLED_OUTSIDE_SMX (1ull << 2)
 
+/* SDM Vol. 3D A.3.2 / A.3.3: allowed-1 settings are bits 63:32 of these MSRs */
+#define MSR_IA32_VMX_PROCBASED_CTLS           0x00000482
+#define MSR_IA32_VMX_PROCBASED_CTLS2          0x0000048b
+#define CPU_BASED_ACTIVATE_SECONDARY_CONTROLS 0x80000000u
+#define SECONDARY_EXEC_ENABLE_EPT             0x00000002u
+#define SECONDARY_EXEC_UNRESTRICTED_GUEST     0x00000080u
+
 #define PTV_CPUID_SIGNATURE 0x40000000u
 #define TSS_SIZE            104 /* 64-bit TSS, SDM Vol. 3A 8.7 */
 #define TSS_IOMAP_BASE_OFF  102
@@ -60,8 +67,9 @@ static const char *fallback(const struct ptv_config *cfg)
  * SDM Vol. 3C 24.7 (23.7 in older editions), "Enabling and entering VMX
  * operation": VMX needs CPUID.1:ECX.VMX[5] = 1, and VMXON #GPs if
  * IA32_FEATURE_CONTROL is locked with "VMX outside SMX" clear.  Unlocked is
- * fine: the VMM sets and locks it.  The VMX capability MSRs (EPT, unrestricted
- * guest) are the VMM's to check: it returns PTV_ENTRY_MISSING_CONTROL.
+ * fine: the VMM sets and locks it.  EPT and unrestricted guest are checked
+ * here too, for a clear line; every other control is the VMM's to check (it
+ * returns PTV_ENTRY_MISSING_CONTROL).
  */
 bool vmx_usable(const struct ptv_config *cfg)
 {
@@ -85,6 +93,21 @@ bool vmx_usable(const struct ptv_config *cfg)
         ptv_fmt_str(&f, "no VMX: IA32_FEATURE_CONTROL=");
         ptv_fmt_hex(&f, fc);
         ptv_fmt_str(&f, " is locked with VMX outside SMX off (enable VT-x in firmware setup)");
+        ptv_fmt_str(&f, fallback(cfg));
+        say(msg);
+        return false;
+    }
+    /* the VMM runs the firmware itself as its guest: it needs EPT + unrestricted guest */
+    uint32_t proc1 = (uint32_t)(rdmsr(MSR_IA32_VMX_PROCBASED_CTLS) >> 32);
+    uint32_t proc2 = proc1 & CPU_BASED_ACTIVATE_SECONDARY_CONTROLS
+                         ? (uint32_t)(rdmsr(MSR_IA32_VMX_PROCBASED_CTLS2) >> 32)
+                         : 0;
+    uint32_t need = SECONDARY_EXEC_ENABLE_EPT | SECONDARY_EXEC_UNRESTRICTED_GUEST;
+    if ((proc2 & need) != need) {
+        ptv_fmt_str(&f, "no usable VMX: no EPT or no unrestricted guest (IA32_VMX_PROCBASED_CTLS2 "
+                        "allowed-1 = ");
+        ptv_fmt_hex(&f, proc2);
+        ptv_fmt_str(&f, ")");
         ptv_fmt_str(&f, fallback(cfg));
         say(msg);
         return false;
