@@ -27,6 +27,8 @@ static void *ept_pa_to_va(void *ctx, uint64_t pa)
     return (void *)(uintptr_t)pa; /* the VMM runs identity mapped */
 }
 
+static struct mtrr_state host_mtrrs; /* read once at set-up */
+
 static void read_mtrrs(struct mtrr_state *m)
 {
     *m = (struct mtrr_state){.maxphyaddr = vmx_caps.maxphyaddr};
@@ -51,12 +53,12 @@ int vmx_ept_setup(struct vcpu *v)
     static const struct ept_ops ops = {.alloc_page = ept_alloc, .pa_to_va = ept_pa_to_va};
     const struct ptv_handoff *h = v->handoff;
     uint64_t ev = vmx_caps.ept_vpid;
-    struct mtrr_state mtrr;
+    struct mtrr_state *mtrr = &host_mtrrs;
     uint64_t top;
-    read_mtrrs(&mtrr);
+    read_mtrrs(mtrr);
     if (ept_init(&v->ept, &ops, ev & VMX_EPT_1GB_PAGE_BIT, ev & VMX_EPT_2MB_PAGE_BIT) ||
         ept_set_maxphyaddr(&v->ept, vmx_caps.maxphyaddr) ||
-        ept_build_identity(&v->ept, h->mem, h->nr_mem, &mtrr, &top)) {
+        ept_build_identity(&v->ept, h->mem, h->nr_mem, mtrr, &top)) {
         pr_err("ept", "building the guest EPT failed (pool exhausted?)");
         return -1;
     }
@@ -116,10 +118,17 @@ enum exit_action handle_ept_violation(struct vcpu *v, const struct vmexit *e)
     uint64_t hpa;
     if (ept_translate(&v->ept, e->gpa, &hpa, NULL, NULL, NULL) == EPT_ENOENT &&
         e->gpa < (1ull << vmx_caps.maxphyaddr)) {
-        uint64_t base = e->gpa & ~((1ull << 21) - 1);
-        if (!ept_map(&v->ept, base, base, 1ull << 21, EPT_RWX, EPT_MT_UC)) {
-            pr_info("ept", "mapped device memory [%#lx, %#lx) on demand (UC)", base,
-                    base + (uint64_t)(1u << 21));
+        uint64_t size = 1ull << 21, base = e->gpa & ~(size - 1);
+        unsigned type;
+        if (mtrr_range_type(&host_mtrrs, base, size, &type)) { /* mixed: map 4 KiB only */
+            size = 4096;
+            base = e->gpa & ~(size - 1);
+            if (mtrr_range_type(&host_mtrrs, base, size, &type))
+                type = EPT_MT_UC;
+        }
+        if (!ept_map(&v->ept, base, base, size, EPT_RWX, type)) {
+            pr_info("ept", "mapped device memory [%#lx, %#lx) on demand (memory type %u)", base,
+                    base + size, type);
             return EXIT_RESUME;
         }
     }
