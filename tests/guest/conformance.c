@@ -120,6 +120,14 @@ static void check_vmx_hidden(void)
     report(v == TRAP_GP, "RDMSR IA32_VMX_BASIC #GP (vector %d)", v);
     v = vmxoff_trap();
     report(v == TRAP_UD, "VMXOFF raises #UD (vector %d)", v);
+
+    /* CR4.VMXE is reserved where CPUID.1:ECX[5] = 0: setting it #GPs (SDM Vol. 3A 2.5) */
+    uint64_t cr4 = read_cr4();
+    v = write_cr4_trap(cr4 | X86_CR4_VMXE);
+    uint64_t after = read_cr4();
+    if (after != cr4)
+        write_cr4(cr4);
+    report(v == TRAP_GP && after == cr4, "MOV CR4 with VMXE set #GP, CR4 kept (vector %d)", v);
 }
 
 static void check_vmcall_basic(void)
@@ -187,6 +195,29 @@ static void check_cache_insns(void)
            "INVD runs, a write before it survives (vector %d)", v);
 }
 
+/*
+ * "An idle guest should cause no exits at all" (ARCHITECTURE.md section 2):
+ * the exit count across a firmware Stall plus a PAUSE/RDTSC loop must grow by
+ * exactly what two back-to-back EXIT_STATS calls add on their own.
+ */
+static void check_idle_no_exits(void)
+{
+    struct vmcall_regs a, b, c, d;
+
+    if (!ptv_call(PTV_VMCALL_EXIT_STATS, &a, "EXIT_STATS") ||
+        !ptv_call(PTV_VMCALL_EXIT_STATS, &b, "EXIT_STATS") ||
+        !ptv_call(PTV_VMCALL_EXIT_STATS, &c, "EXIT_STATS"))
+        return;
+    test_stall_us(10000);
+    for (unsigned i = 0; i < 100000; i++)
+        __asm__ volatile("pause; rdtsc" ::: "rax", "rdx", "memory");
+    if (!ptv_call(PTV_VMCALL_EXIT_STATS, &d, "EXIT_STATS"))
+        return;
+    report(d.rbx - c.rbx == b.rbx - a.rbx,
+           "idle (Stall 10 ms, PAUSE, RDTSC): %lu exits, %lu expected", d.rbx - c.rbx,
+           b.rbx - a.rbx);
+}
+
 /* Exits must not perturb CPUID: 1000 leaves, each equal to its first answer. */
 static void check_cpuid_loop(void)
 {
@@ -240,6 +271,7 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
     check_vmm_memory();
     check_xsetbv();
     check_cache_insns();
+    check_idle_no_exits();
     check_cpuid_loop();
     unsigned failed = report_summary();
     if (test_option("triple-fault"))

@@ -56,6 +56,11 @@ bool test_option(const char *word)
     return false;
 }
 
+void test_stall_us(uint64_t us)
+{
+    uefi_call_wrapper(st->BootServices->Stall, 1, (UINTN)us);
+}
+
 /* ---- formatter: %[-0][width][l|ll|z](d|i|u|x|X|p|s|c) and %% ---- */
 
 struct out {

@@ -38,6 +38,9 @@ void report_info(const char *fmt, ...) PRINTF_LIKE(1, 2);
 /* prints the SUMMARY line; returns the number of unexpected failures */
 unsigned report_summary(void);
 
+/* busy-wait through the firmware (Boot Services Stall) */
+void test_stall_us(uint64_t us);
+
 /* plain console output, and the formatter behind it (returns the full length) */
 void test_printf(const char *fmt, ...) PRINTF_LIKE(1, 2);
 size_t test_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap);

@@ -134,6 +134,13 @@ static inline uint64_t read_cr4(void)
     return v;
 }
 
+static inline int write_cr4_trap(uint64_t v)
+{
+    trap_arm();
+    __asm__ volatile(TRAP_INSN("movq %%rax, %%cr4")::"a"(v) : "memory");
+    return trap_disarm();
+}
+
 static inline void write_cr4(uint64_t v)
 {
     __asm__ volatile("mov %0, %%cr4" ::"r"(v) : "memory");
