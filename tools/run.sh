@@ -92,4 +92,5 @@ if grep -aq "$stop" "$serial"; then
     echo "run: guest reached $stop after $secs s ($vehicle)"
 else
     echo "run: stopped after $secs s without $stop (rc=$rc, $vehicle); see $serial and $serial.*"
+    [ -s "$serial.stdout" ] && { echo "run: emulator said:"; tail -n 5 "$serial.stdout" | sed 's/^/  /'; }
 fi
