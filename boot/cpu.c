@@ -6,20 +6,8 @@
  */
 #include "loader.h"
 #include "fmt.h"
+#include "vmx_verdict.h"
 #include "lib/ptv_string.h"
-
-#define X86_FEATURE_VMX_ECX              (1u << 5) /* CPUID.1:ECX[5] */
-#define MSR_IA32_FEATURE_CONTROL         0x0000003a
-#define FEAT_CTL_LOCKED                  (1ull << 0)
-#define FEAT_CTL_VMX_ENABLED_INSIDE_SMX  (1ull << 1)
-#define FEAT_CTL_VMX_ENABLED_OUTSIDE_SMX (1ull << 2)
-
-/* SDM Vol. 3D A.3.2 / A.3.3: allowed-1 settings are bits 63:32 of these MSRs */
-#define MSR_IA32_VMX_PROCBASED_CTLS           0x00000482
-#define MSR_IA32_VMX_PROCBASED_CTLS2          0x0000048b
-#define CPU_BASED_ACTIVATE_SECONDARY_CONTROLS 0x80000000u
-#define SECONDARY_EXEC_ENABLE_EPT             0x00000002u
-#define SECONDARY_EXEC_UNRESTRICTED_GUEST     0x00000080u
 
 #define PTV_CPUID_SIGNATURE 0x40000000u
 #define TSS_SIZE            104 /* 64-bit TSS, SDM Vol. 3A 8.7 */
@@ -57,66 +45,25 @@ void halt_forever(void)
         __asm__ volatile("hlt");
 }
 
-static const char *fallback(const struct ptv_config *cfg)
-{
-    return cfg->on_no_vmx == PTV_NO_VMX_HALT ? " -- on_no_vmx = halt: stopping here"
-                                             : " -- booting natively";
-}
-
-/*
- * SDM Vol. 3C 24.7 (23.7 in older editions), "Enabling and entering VMX
- * operation": VMX needs CPUID.1:ECX.VMX[5] = 1, and VMXON #GPs if
- * IA32_FEATURE_CONTROL is locked with "VMX outside SMX" clear.  Unlocked is
- * fine: the VMM sets and locks it.  EPT and unrestricted guest are checked
- * here too, for a clear line; every other control is the VMM's to check (it
- * returns PTV_ENTRY_MISSING_CONTROL).
- */
+/* read what the verdict needs; MSRs only where CPUID says they exist */
 bool vmx_usable(const struct ptv_config *cfg)
 {
-    uint32_t a, b, c, d;
+    struct ptv_vmx_caps c = {0};
+    uint32_t a, b, d;
     char msg[200];
-    struct ptv_fmt f;
-    uint64_t fc;
+    bool ok;
 
-    ptv_fmt_init(&f, msg, sizeof(msg));
-    cpuid(1, &a, &b, &c, &d);
-    if (!(c & X86_FEATURE_VMX_ECX)) {
-        ptv_fmt_str(&f, "no VMX: CPUID.1:ECX[5]=0 (VMX disabled in firmware setup, or an "
-                        "emulator without VMX)");
-        ptv_fmt_str(&f, fallback(cfg));
-        say(msg);
-        return false;
+    cpuid(1, &a, &b, &c.cpuid1_ecx, &d);
+    if (c.cpuid1_ecx & X86_FEATURE_VMX_ECX) {
+        /* IA32_FEATURE_CONTROL and the VMX capability MSRs exist with VMX (SDM Vol. 4, 2-2) */
+        c.feature_control = rdmsr(MSR_IA32_FEATURE_CONTROL);
+        c.procbased_allowed1 = (uint32_t)(rdmsr(MSR_IA32_VMX_PROCBASED_CTLS) >> 32);
+        if (c.procbased_allowed1 & CPU_BASED_ACTIVATE_SECONDARY_CONTROLS)
+            c.procbased2_allowed1 = (uint32_t)(rdmsr(MSR_IA32_VMX_PROCBASED_CTLS2) >> 32);
     }
-    /* the MSR exists whenever CPUID reports VMX (SDM Vol. 4, table 2-2) */
-    fc = rdmsr(MSR_IA32_FEATURE_CONTROL);
-    if ((fc & FEAT_CTL_LOCKED) && !(fc & FEAT_CTL_VMX_ENABLED_OUTSIDE_SMX)) {
-        ptv_fmt_str(&f, "no VMX: IA32_FEATURE_CONTROL=");
-        ptv_fmt_hex(&f, fc);
-        ptv_fmt_str(&f, " is locked with VMX outside SMX off (enable VT-x in firmware setup)");
-        ptv_fmt_str(&f, fallback(cfg));
-        say(msg);
-        return false;
-    }
-    /* the VMM runs the firmware itself as its guest: it needs EPT + unrestricted guest */
-    uint32_t proc1 = (uint32_t)(rdmsr(MSR_IA32_VMX_PROCBASED_CTLS) >> 32);
-    uint32_t proc2 = proc1 & CPU_BASED_ACTIVATE_SECONDARY_CONTROLS
-                         ? (uint32_t)(rdmsr(MSR_IA32_VMX_PROCBASED_CTLS2) >> 32)
-                         : 0;
-    uint32_t need = SECONDARY_EXEC_ENABLE_EPT | SECONDARY_EXEC_UNRESTRICTED_GUEST;
-    if ((proc2 & need) != need) {
-        ptv_fmt_str(&f, "no usable VMX: no EPT or no unrestricted guest (IA32_VMX_PROCBASED_CTLS2 "
-                        "allowed-1 = ");
-        ptv_fmt_hex(&f, proc2);
-        ptv_fmt_str(&f, ")");
-        ptv_fmt_str(&f, fallback(cfg));
-        say(msg);
-        return false;
-    }
-    ptv_fmt_str(&f, "VMX available: CPUID.1:ECX[5]=1, IA32_FEATURE_CONTROL=");
-    ptv_fmt_hex(&f, fc);
-    ptv_fmt_str(&f, fc & FEAT_CTL_LOCKED ? " (locked, VMX on)" : " (unlocked: the VMM locks it)");
+    ok = ptv_vmx_verdict(&c, cfg->on_no_vmx, msg, sizeof(msg));
     say(msg);
-    return true;
+    return ok;
 }
 
 static uint16_t read_tr(void)
