@@ -21,19 +21,29 @@ TEST_TARGETS  :=
 BENCH_TARGETS :=
 FUZZ_TARGETS  :=
 
+# Every goal but clean/format/deps first makes sure the Debian packages are there:
+# installed when root, else the exact apt-get line and a stop (tools/deps.sh).
+ifeq ($(PTV_DEPS_CHECKED),)
+ifneq ($(filter-out clean format deps,$(or $(MAKECMDGOALS),all)),)
+DEPS_STATUS := $(shell tools/deps.sh check-or-install 1>&2; echo $$?)
+ifneq ($(DEPS_STATUS),0)
+$(error missing Debian packages: run the apt-get line above as root)
+endif
+endif
+export PTV_DEPS_CHECKED := 1
+endif
+
 include $(sort $(wildcard mk/*.mk))
 
 all: $(ALL_TARGETS)
 
 # Run every test layer, keep going past failures, then print one summary line.
 test:
-	$(Q)tools/deps.sh check-or-install
 	$(Q)rm -rf $(BUILD)/results && mkdir -p $(BUILD)/results
 	$(Q)$(MAKE) --no-print-directory -k $(TEST_TARGETS) || true
 	$(Q)tests/summary.sh $(BUILD)/results
 
 bench:
-	$(Q)tools/deps.sh check-or-install
 	$(Q)$(MAKE) --no-print-directory $(BENCH_TARGETS)
 
 fuzz:
