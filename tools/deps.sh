@@ -3,7 +3,7 @@
 #   tools/deps.sh check-or-install   install what is missing when root, else print the apt-get line
 #   tools/deps.sh list               print the package list
 set -u
-PKGS="build-essential gnu-efi nasm clang libclang-rt-14-dev ovmf bochs bochsbios qemu-system-x86
+PKGS="build-essential gnu-efi nasm clang libclang-rt-14-dev ovmf bochs bochs-term bochsbios qemu-system-x86
 mtools dosfstools fdisk libipt-dev busybox-static libcmocka-dev cpio xz-utils zstd valgrind"
 missing=()
 for p in $PKGS; do
