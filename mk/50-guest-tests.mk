@@ -11,7 +11,7 @@
 GUEST_OUT      := $(BUILD)/tests/guest
 GUEST_PROGS    := conformance selftest
 GUEST_LIB_OBJS := $(addprefix $(GUEST_OUT)/,libtest.o trap.o trap_stubs.o)
-conformance_GUEST_OBJS := $(addprefix $(GUEST_OUT)/,conformance.o conf_memory.o)
+conformance_GUEST_OBJS := $(addprefix $(GUEST_OUT)/,conformance.o conf_memory.o user.o user_stubs.o)
 selftest_GUEST_OBJS    := $(addprefix $(GUEST_OUT)/,selftest.o)
 GUEST_EFIS     := $(foreach p,$(GUEST_PROGS),$(GUEST_OUT)/$(p).efi)
 
@@ -22,9 +22,9 @@ $(GUEST_OUT)/%.o: tests/guest/%.c
 	@mkdir -p $(@D)
 	$(Q)$(EFI_CC) $(EFI_CFLAGS) -Ivmm -c -o $@ $<
 
-$(GUEST_OUT)/trap_stubs.o: tests/guest/trap.S
+$(GUEST_OUT)/%_stubs.o: tests/guest/%.S
 	@mkdir -p $(@D)
-	$(Q)$(EFI_CC) $(EFI_CFLAGS) -c -o $@ $<
+	$(Q)$(EFI_CC) $(EFI_CFLAGS) -Itests/guest -c -o $@ $<
 
 .SECONDEXPANSION:
 $(GUEST_OUT)/%.so: $$(%_GUEST_OBJS) $(GUEST_LIB_OBJS)

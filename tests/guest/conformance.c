@@ -14,6 +14,7 @@
 
 #include "conformance.h"
 #include "libtest.h"
+#include "user.h"
 
 #define CPUID_1_ECX_VMX        (1u << 5)
 #define CPUID_1_ECX_XSAVE      (1u << 26)
@@ -25,6 +26,8 @@
 #define MSR_IA32_VMX_BASIC     0x480
 #define XCR_XFEATURE_ENABLED   0
 #define UNKNOWN_VMCALL         0x7fffu
+#define X86_EFLAGS_IF          (1ull << 9)
+#define IDLE_TSC_TICKS         5000000ull /* Bochs: TSC counts instructions */
 
 static bool hv_present, is_ptvisor; /* CPUID.1:ECX[31]; the 0x40000000 signature matched */
 
@@ -158,6 +161,49 @@ static void check_vmcall_basic(void)
 }
 
 /*
+ * include/ptv/vmcall.h: from CPL > 0 only the informational VERSION and
+ * EXIT_STATS work; anything else (here VMM_RANGE, which tells where the VMM
+ * lives) is refused with EPERM and leaves RBX alone.
+ */
+static void check_vmcall_cpl3(void)
+{
+    static const struct {
+        uint64_t fn;
+        const char *name;
+        bool allowed;
+    } calls[] = {
+        {PTV_VMCALL_VERSION, "VERSION", true},
+        {PTV_VMCALL_VMM_RANGE, "VMM_RANGE", false},
+    };
+
+    if (!is_ptvisor) {
+        report_skip("VMCALL from CPL 3: not running under ptvisor");
+        return;
+    }
+    for (unsigned i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
+        struct user_result u;
+        const char *why = user_vmcall(calls[i].fn, &u);
+        if (why) {
+            report(false, "VMCALL from CPL 3: cannot reach ring 3 (%s)", why);
+            return;
+        }
+        /* the trip must end at the UD2 after the VMCALL, in ring 3 */
+        bool trip = u.vector == TRAP_UD && u.rip == u.ud2_rip && (u.cs & 3) == 3;
+        if (!report(trip, "CPL 3 trip ended at its UD2 (vector %d, cs 0x%lx, rip %s)", u.vector,
+                    u.cs, u.rip == u.ud2_rip ? "ok" : "elsewhere"))
+            return;
+        if (calls[i].allowed)
+            report(u.rax == PTV_VMCALL_OK && u.rbx == PTV_VMCALL_ABI_VERSION,
+                   "VMCALL %s from CPL 3 allowed (rax %ld, rbx 0x%lx)", calls[i].name,
+                   (int64_t)u.rax, u.rbx);
+        else
+            report(u.rax == (uint64_t)(int64_t)PTV_VMCALL_EPERM && u.rbx == USER_RBX_MARK,
+                   "VMCALL %s from CPL 3 refused: EPERM (rax %ld, rbx 0x%lx)", calls[i].name,
+                   (int64_t)u.rax, u.rbx);
+    }
+}
+
+/*
  * XSETBV always exits (SDM Vol. 3C 25.1.2); writing XCR0 back unchanged must
  * work.  Firmware usually leaves CR4.OSXSAVE clear: set it for the check.
  */
@@ -204,26 +250,36 @@ static void check_cache_insns(void)
 }
 
 /*
- * "An idle guest should cause no exits at all" (ARCHITECTURE.md section 2):
- * the exit count across a firmware Stall plus a PAUSE/RDTSC loop must grow by
- * exactly what two back-to-back EXIT_STATS calls add on their own.
+ * "An idle guest should cause no exits at all" (ARCHITECTURE.md section 2).
+ * Interrupts off (the firmware's timer handler runs CPUID, which always
+ * exits), then a PAUSE/RDTSC/memory loop: the exit count across it must grow
+ * by exactly what two back-to-back EXIT_STATS calls add on their own.  With
+ * IF = 0 an external-interrupt-exiting VMM still shows up here.
  */
 static void check_idle_no_exits(void)
 {
     struct vmcall_regs a, b, c, d;
+    uint64_t flags;
+    static volatile uint64_t sink;
 
-    if (!ptv_call(PTV_VMCALL_EXIT_STATS, &a, "EXIT_STATS") ||
-        !ptv_call(PTV_VMCALL_EXIT_STATS, &b, "EXIT_STATS") ||
-        !ptv_call(PTV_VMCALL_EXIT_STATS, &c, "EXIT_STATS"))
-        return;
-    test_stall_us(10000);
-    for (unsigned i = 0; i < 100000; i++)
-        __asm__ volatile("pause; rdtsc" ::: "rax", "rdx", "memory");
-    if (!ptv_call(PTV_VMCALL_EXIT_STATS, &d, "EXIT_STATS"))
-        return;
-    report(d.rbx - c.rbx == b.rbx - a.rbx,
-           "idle (Stall 10 ms, PAUSE, RDTSC): %lu exits, %lu expected", d.rbx - c.rbx,
-           b.rbx - a.rbx);
+    __asm__ volatile("pushfq; popq %0; cli" : "=r"(flags)::"memory");
+    bool ok = ptv_call(PTV_VMCALL_EXIT_STATS, &a, "EXIT_STATS") &&
+              ptv_call(PTV_VMCALL_EXIT_STATS, &b, "EXIT_STATS") &&
+              ptv_call(PTV_VMCALL_EXIT_STATS, &c, "EXIT_STATS");
+    if (ok) {
+        uint64_t start = rdtsc();
+        while (rdtsc() - start < IDLE_TSC_TICKS) {
+            __asm__ volatile("pause" ::: "memory");
+            sink++;
+        }
+        ok = ptv_call(PTV_VMCALL_EXIT_STATS, &d, "EXIT_STATS");
+    }
+    if (flags & X86_EFLAGS_IF)
+        __asm__ volatile("sti" ::: "memory");
+    if (ok)
+        report(d.rbx - c.rbx == b.rbx - a.rbx,
+               "idle loop (PAUSE, RDTSC, IF=0): %lu exits, %lu expected", d.rbx - c.rbx,
+               b.rbx - a.rbx);
 }
 
 /* Exits must not perturb CPUID: 1000 leaves, each equal to its first answer. */
@@ -277,6 +333,7 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
     check_vmx_hidden();
     check_vmcall_basic();
     check_vmm_memory();
+    check_vmcall_cpl3();
     check_xsetbv();
     check_cache_insns();
     check_idle_no_exits();

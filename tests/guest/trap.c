@@ -10,6 +10,7 @@
 #include "trap.h"
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #define HIDDEN __attribute__((visibility("hidden")))
 
@@ -62,7 +63,7 @@ static struct idt_gate make_gate(uint64_t handler, uint16_t cs)
     return g;
 }
 
-void trap_arm(void)
+static void arm(char *const *stubs)
 {
     struct dtr d;
     uint16_t cs;
@@ -74,7 +75,7 @@ void trap_arm(void)
     idt = (struct idt_gate *)d.base;
     for (unsigned i = 0; i < NHOOKS; i++) {
         saved[i] = idt[hooks[i].vector];
-        idt[hooks[i].vector] = make_gate((uint64_t)hooks[i].stub, cs);
+        idt[hooks[i].vector] = make_gate((uint64_t)(stubs ? stubs[i] : hooks[i].stub), cs);
     }
     ptv_trap_vector = TRAP_NONE;
     ptv_trap_error = 0;
@@ -82,6 +83,17 @@ void trap_arm(void)
     ptv_trap_resume = 0;
     armed = true;
     __asm__ volatile("" ::: "memory");
+}
+
+void trap_arm(void)
+{
+    arm(NULL);
+}
+
+void trap_arm_handlers(char *ud, char *gp, char *pf)
+{
+    char *const stubs[NHOOKS] = {ud, gp, pf}; /* the order of hooks[] */
+    arm(stubs);
 }
 
 int trap_disarm(void)

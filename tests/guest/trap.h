@@ -32,6 +32,8 @@
 
 void trap_arm(void);
 int trap_disarm(void);
+/* like trap_arm, but #UD/#GP/#PF go to the caller's stubs (user.S) */
+void trap_arm_handlers(char *ud, char *gp, char *pf);
 uint64_t trap_error_code(void); /* error code of the last #GP/#PF caught */
 
 #endif

@@ -127,6 +127,13 @@ static inline int ud2_trap(void)
     return trap_disarm();
 }
 
+static inline uint64_t rdtsc(void)
+{
+    uint32_t lo, hi;
+    __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+    return ((uint64_t)hi << 32) | lo;
+}
+
 static inline uint64_t read_cr4(void)
 {
     uint64_t v;
