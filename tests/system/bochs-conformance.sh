@@ -15,7 +15,9 @@ build=$1
 here=$(cd "$(dirname "$0")/../.." && pwd)
 base=$build/test/bochs-conformance
 TIMEOUT=${TIMEOUT:-180}
-DUMP_DONE_RE='crash dump complete' # stop Bochs here (check-conformance-log.sh judges)
+# Stop Bochs at the end of the VMM's crash dump, or early when the run cannot get
+# there (VMM panic, guest returned to the loader); check-conformance-log.sh judges.
+STOP_RE='crash dump complete|VMM halted|ptvisor: guest .* returned'
 
 for f in "$build/boot/BOOTX64.EFI" "$build/vmm/vmm.elf"; do
     [ -f "$f" ] || { echo "$f not built yet"; exit 77; }
@@ -37,7 +39,7 @@ cyl=$(( $(stat -c %s "$img") / 516096 ))
 
 echo "== Bochs: loader + VMM + conformance.efi (timeout ${TIMEOUT} s)"
 start=$(date +%s)
-"$here/tests/system/bochs.sh" "$img" "$cyl" "$serial" "$TIMEOUT" "$DUMP_DONE_RE"
+"$here/tests/system/bochs.sh" "$img" "$cyl" "$serial" "$TIMEOUT" "$STOP_RE"
 rc=$?
 echo "   bochs.sh exit $rc after $(( $(date +%s) - start )) s; serial log: $base/serial.log"
 
