@@ -27,6 +27,7 @@
 #define XCR_XFEATURE_ENABLED   0
 #define UNKNOWN_VMCALL         0x7fffu
 #define X86_EFLAGS_IF          (1ull << 9)
+#define NONCANONICAL_VA        0x8000000000000000ull
 #define IDLE_TSC_TICKS         5000000ull /* Bochs: TSC counts instructions */
 
 static bool hv_present, is_ptvisor; /* CPUID.1:ECX[31]; the 0x40000000 signature matched */
@@ -258,7 +259,7 @@ static void check_cache_insns(void)
  */
 static void check_idle_no_exits(void)
 {
-    struct vmcall_regs a, b, c, d;
+    struct vmcall_regs a, b, c, d, e;
     uint64_t flags;
     static volatile uint64_t sink;
 
@@ -274,12 +275,19 @@ static void check_idle_no_exits(void)
         }
         ok = ptv_call(PTV_VMCALL_EXIT_STATS, &d, "EXIT_STATS");
     }
+    /* the guest's own exceptions go through its IDT: empty exception bitmap */
+    int v1 = ok ? ud2_trap() : TRAP_NONE;
+    int v2 = ok ? store64_trap(NONCANONICAL_VA, 0) : TRAP_NONE;
+    ok = ok && ptv_call(PTV_VMCALL_EXIT_STATS, &e, "EXIT_STATS");
     if (flags & X86_EFLAGS_IF)
         __asm__ volatile("sti" ::: "memory");
-    if (ok)
-        report(d.rbx - c.rbx == b.rbx - a.rbx,
-               "idle loop (PAUSE, RDTSC, IF=0): %lu exits, %lu expected", d.rbx - c.rbx,
-               b.rbx - a.rbx);
+    if (!ok)
+        return;
+    uint64_t base = b.rbx - a.rbx;
+    report(d.rbx - c.rbx == base, "idle loop (PAUSE, RDTSC, IF=0): %lu exits, %lu expected",
+           d.rbx - c.rbx, base);
+    report(v1 == TRAP_UD && v2 == TRAP_GP && e.rbx - d.rbx == base,
+           "guest #UD and #GP cause no VM exit (%lu exits, %lu expected)", e.rbx - d.rbx, base);
 }
 
 /* Exits must not perturb CPUID: 1000 leaves, each equal to its first answer. */
