@@ -3,22 +3,28 @@
 #
 #   build/tests/guest/conformance.efi   the VMM seen from inside (started by the loader)
 #   build/tests/guest/selftest.efi      the report library and trap catcher themselves
+#   build/tests/guest/pt-selftest.efi   on-box PT self-test (make selftest-usb; SKIPs without PT)
 #
 #   make test-bochs-conformance   loader + VMM + conformance.efi in Bochs (real VMX/EPT)
 #   make test-qemu-guest-lib      selftest.efi and conformance.efi booted bare in QEMU TCG
 #   make test-guest-harness       the conformance verdict script against good and broken logs
 
 GUEST_OUT      := $(BUILD)/tests/guest
-GUEST_PROGS    := conformance selftest
-GUEST_LIB_OBJS := $(addprefix $(GUEST_OUT)/,libtest.o trap.o trap_stubs.o)
+GUEST_PROGS    := conformance selftest pt-selftest
+GUEST_LIB_OBJS := $(addprefix $(GUEST_OUT)/,libtest.o trap.o trap_stubs.o) $(GUEST_OUT)/lib_fmt.o
 conformance_GUEST_OBJS := $(addprefix $(GUEST_OUT)/,conformance.o conf_memory.o user.o user_stubs.o)
 selftest_GUEST_OBJS    := $(addprefix $(GUEST_OUT)/,selftest.o)
+pt-selftest_GUEST_OBJS := $(GUEST_OUT)/pt_selftest.o
 GUEST_EFIS     := $(foreach p,$(GUEST_PROGS),$(GUEST_OUT)/$(p).efi)
 
 ALL_TARGETS  += $(GUEST_EFIS)
 TEST_TARGETS += test-guest-harness test-qemu-guest-lib test-bochs-conformance
 
 $(GUEST_OUT)/%.o: tests/guest/%.c
+	@mkdir -p $(@D)
+	$(Q)$(EFI_CC) $(EFI_CFLAGS) -Ivmm -c -o $@ $<
+
+$(GUEST_OUT)/lib_fmt.o: vmm/lib/fmt.c
 	@mkdir -p $(@D)
 	$(Q)$(EFI_CC) $(EFI_CFLAGS) -Ivmm -c -o $@ $<
 
@@ -56,3 +62,24 @@ test-bochs-conformance:
 	else tests/step.sh $(BUILD)/results bochs:conformance \
 	    sh -c 'tail -n 20 $(BUILD)/test/conformance-build.log; echo "build of $(CONFORMANCE_DEPS) failed"; exit 1'; \
 	fi
+
+# The on-box PT self-test image: boot it on a Skylake+ machine (dd to a USB stick).
+# In Bochs (no PT) the same image must end in an honest SKIP, never a PASS.
+SELFTEST_IMG := $(BUILD)/ptvisor-selftest.img
+$(SELFTEST_IMG): $(BUILD)/boot/BOOTX64.EFI $(BUILD)/vmm/vmm.elf tests/guest/pt-selftest.cfg \
+                 $(GUEST_OUT)/pt-selftest.efi tools/mkimage.sh
+	$(Q)LOADER=$(BUILD)/boot/BOOTX64.EFI VMM=$(BUILD)/vmm/vmm.elf \
+	    tools/mkimage.sh $@ tests/guest/pt-selftest.cfg $(GUEST_OUT)/pt-selftest.efi -
+
+.PHONY: selftest-usb test-bochs-pt-selftest
+selftest-usb: $(SELFTEST_IMG)
+	@echo "PT self-test image: $(SELFTEST_IMG). Write it to a USB stick and boot a Skylake+ box:"
+	@echo "  sudo dd if=$(SELFTEST_IMG) of=/dev/sdX bs=4M conv=fsync"
+	@echo "Results: PASS/FAIL/SKIP lines and one SUMMARY line on COM1 (115200 8N1) and on screen."
+
+test-bochs-pt-selftest:
+	-$(Q)$(MAKE) --no-print-directory $(SELFTEST_IMG) >$(BUILD)/selftest-img.log 2>&1
+	$(Q)tests/step.sh $(BUILD)/results bochs:pt-selftest-without-pt \
+	    tests/system/bochs-pt-selftest.sh $(SELFTEST_IMG) $(BUILD)/test/bochs-pt-selftest
+
+TEST_TARGETS += test-bochs-pt-selftest

@@ -4,6 +4,7 @@
  * the summary, written to ConOut.  See libtest.h for the line format.
  */
 #include "libtest.h"
+#include "lib/fmt.h"
 
 #include <efilib.h>
 
@@ -61,116 +62,13 @@ void test_stall_us(uint64_t us)
     uefi_call_wrapper(st->BootServices->Stall, 1, (UINTN)us);
 }
 
-/* ---- formatter: %[-0][width][l|ll|z](d|i|u|x|X|p|s|c) and %% ---- */
-
-struct out {
-    char *buf;
-    size_t size, len;
-};
-
-static void put(struct out *o, char c)
-{
-    if (o->len + 1 < o->size)
-        o->buf[o->len] = c;
-    o->len++;
-}
-
-static void put_num(struct out *o, uint64_t v, unsigned base, bool neg, bool upper, int width,
-                    bool zero, bool left)
-{
-    const char *digits = upper ? "0123456789ABCDEF" : "0123456789abcdef";
-    char tmp[24];
-    int n = 0;
-
-    do {
-        tmp[n++] = digits[v % base];
-        v /= base;
-    } while (v);
-    int len = n + (neg ? 1 : 0);
-    if (neg && zero)
-        put(o, '-');
-    for (; !left && len < width; width--)
-        put(o, zero ? '0' : ' ');
-    if (neg && !zero)
-        put(o, '-');
-    while (n)
-        put(o, tmp[--n]);
-    for (; left && len < width; width--)
-        put(o, ' ');
-}
+/* ---- formatting: the VMM's own freestanding formatter (vmm/lib/fmt.c) ---- */
 
 size_t test_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
 {
-    struct out o = {buf, size, 0};
-
-    for (const char *p = fmt; *p; p++) {
-        if (*p != '%') {
-            put(&o, *p);
-            continue;
-        }
-        bool zero = false, left = false;
-        int width = 0, lng = 0;
-        for (p++; *p == '0' || *p == '-'; p++)
-            *p == '0' ? (zero = true) : (left = true);
-        for (; *p >= '0' && *p <= '9'; p++)
-            width = width * 10 + (*p - '0');
-        for (; *p == 'l' || *p == 'z'; p++)
-            lng++;
-        switch (*p) {
-        case 'd':
-        case 'i': {
-            int64_t v = lng ? va_arg(ap, int64_t) : va_arg(ap, int);
-            uint64_t m = v < 0 ? -(uint64_t)v : (uint64_t)v;
-            put_num(&o, m, 10, v < 0, false, width, zero, left);
-            break;
-        }
-        case 'u':
-        case 'x':
-        case 'X': {
-            uint64_t v = lng ? va_arg(ap, uint64_t) : va_arg(ap, unsigned);
-            put_num(&o, v, *p == 'u' ? 10 : 16, false, *p == 'X', width, zero, left);
-            break;
-        }
-        case 'p':
-            put(&o, '0');
-            put(&o, 'x');
-            put_num(&o, (uint64_t)va_arg(ap, void *), 16, false, false, width, zero, left);
-            break;
-        case 's': {
-            const char *s = va_arg(ap, const char *);
-            int n = 0;
-            if (!s)
-                s = "(null)";
-            while (s[n])
-                n++;
-            for (; !left && n < width; width--)
-                put(&o, ' ');
-            for (const char *q = s; *q; q++)
-                put(&o, *q);
-            for (; left && n < width; width--)
-                put(&o, ' ');
-            break;
-        }
-        case 'c':
-            put(&o, (char)va_arg(ap, int));
-            break;
-        case '%':
-            put(&o, '%');
-            break;
-        case '\0':
-            p--; /* lone '%' at the end */
-            break;
-        default:
-            put(&o, '%');
-            put(&o, *p);
-        }
-    }
-    if (size)
-        buf[o.len < size ? o.len : size - 1] = '\0';
-    return o.len;
+    int n = ptv_vsnprintf(buf, size, fmt, ap);
+    return n < 0 ? 0 : (size_t)n;
 }
-
-/* ---- console ---- */
 
 static void console_write(const char *s)
 {

@@ -4,7 +4,7 @@
  * the VMM's own memory (vmm/ept/ept_identity.c).  A guest access to VMM memory
  * is logged, counted and then lands on a per-guest sink page: reads see the
  * sink (never VMM data), writes go to the sink; the guest continues (the
- * defined outcome of ARCHITECTURE §2).
+ * defined outcome of ARCHITECTURE §2).  An instruction fetch there gets #GP(0).
  */
 #include "vmx/vmx_cpu.h"
 #include "vmx/vmcs.h"
@@ -102,6 +102,12 @@ enum exit_action handle_ept_violation(struct vcpu *v, const struct vmexit *e)
                     : (e->qual & EPT_VIOLATION_ACC_INSTR) ? "fetch"
                                                            : "read",
                     e->gpa, e->rip, v->ept_blocked);
+        if (e->qual & EPT_VIOLATION_ACC_INSTR) {
+            /* nothing the guest may run lives there: the fetch faults, as a jump to a
+             * non-executable address would (the sink page is never executable) */
+            vcpu_inject_gp(v);
+            return EXIT_INJECT;
+        }
         if (ept_map(&v->ept, page, v->sink_pa, 4096, EPT_R | EPT_W, EPT_MT_WB | EPT_MT_IPAT)) {
             pr_err("ept", "cannot map the sink page");
             return EXIT_STOP_GUEST;

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The PT self-test image (pt_mode = host-guest, pt-selftest.efi as the guest) in
+# Bochs, which has no Intel PT.  Proves the honest path: the VMM refuses the
+# request with its reason, the guest sees no PT, and the self-test SKIPs instead
+# of passing.  The PT checks themselves need a CPU with PT (make selftest-usb).
+#
+#   tests/system/bochs-pt-selftest.sh IMG OUT_DIR
+set -u
+img=$1 out=$2
+here=$(cd "$(dirname "$0")/../.." && pwd)
+[ -f "$img" ] || { echo "FAIL: $img was not built"; exit 1; }
+mkdir -p "$out"
+serial=$out/serial.log
+cp "$img" "$out/disk.img"
+cyl=$(( $(stat -c %s "$out/disk.img") / 516096 ))
+"$here/tests/system/bochs.sh" "$out/disk.img" "$cyl" "$serial" 180 'SUMMARY: '
+echo "bochs.sh exit $?; serial log $serial"
+clean=$out/serial.clean
+sed -e 's/\x1b\[[0-9;?]*[A-Za-z]//g' -e 's/\r//g' "$serial" >"$clean"
+status=0
+check() { # regex, what
+    if grep -aqE "$1" "$clean"; then echo "  ok   $2"; else echo "  FAIL $2: no line matching /$1/"; status=1; fi
+}
+check '\[cpu0 pt\] .*pt_mode=host-guest' "the VMM states the host-guest request and its verdict"
+check '\[cpu0 vmx\] launched' "the VMM launched the guest"
+check '^SKIP: no Intel PT for the guest' "pt-selftest skips with the reason"
+check '^SUMMARY: [0-9]+ tests, 0 unexpected failures, [1-9][0-9]* skipped' "summary: nothing failed, something skipped"
+if grep -aq '^PASS: ' "$clean"; then echo "  FAIL a PT check passed without PT hardware"; status=1; fi
+grep -aE '\[cpu0 pt\]|^(PASS|FAIL|SKIP|SUMMARY): ' "$clean" | sed 's/^/  > /'
+echo "the PT checks themselves were not run: they need a CPU with Intel PT (make selftest-usb)"
+exit $status
