@@ -21,9 +21,9 @@
 #define EFER_LME                 (1ull << 8)
 #define EFER_LMA                 (1ull << 10)
 
-#define X86_CR0_PE (1ull << 0)
-#define X86_CR0_NE (1ull << 5)
-#define X86_CR0_PG (1ull << 31)
+#define X86_CR0_PE      (1ull << 0)
+#define X86_CR0_NE      (1ull << 5)
+#define X86_CR0_PG      (1ull << 31)
 #define X86_CR4_PAE     (1ull << 5)
 #define X86_CR4_VMXE    (1ull << 13)
 #define X86_CR4_OSXSAVE (1ull << 18)
@@ -36,7 +36,9 @@ struct cpuid_regs {
 static inline struct cpuid_regs cpuid_count(uint32_t leaf, uint32_t sub)
 {
     struct cpuid_regs r;
-    asm volatile("cpuid" : "=a"(r.eax), "=b"(r.ebx), "=c"(r.ecx), "=d"(r.edx) : "a"(leaf), "c"(sub));
+    asm volatile("cpuid"
+                 : "=a"(r.eax), "=b"(r.ebx), "=c"(r.ecx), "=d"(r.edx)
+                 : "a"(leaf), "c"(sub));
     return r;
 }
 
@@ -57,16 +59,16 @@ static inline void wrmsr(uint32_t msr, uint64_t v)
 int rdmsr_safe(uint32_t msr, uint64_t *val) __attribute__((warn_unused_result));
 int wrmsr_safe(uint32_t msr, uint64_t val) __attribute__((warn_unused_result));
 
-#define DEFINE_CR(n)                                                                             \
-    static inline uint64_t read_cr##n(void)                                                     \
-    {                                                                                            \
-        uint64_t v;                                                                              \
-        asm volatile("mov %%cr" #n ", %0" : "=r"(v));                                            \
-        return v;                                                                                \
-    }                                                                                            \
-    static inline void write_cr##n(uint64_t v)                                                  \
-    {                                                                                            \
-        asm volatile("mov %0, %%cr" #n ::"r"(v) : "memory");                                     \
+#define DEFINE_CR(n)                                                                               \
+    static inline uint64_t read_cr##n(void)                                                        \
+    {                                                                                              \
+        uint64_t v;                                                                                \
+        asm volatile("mov %%cr" #n ", %0" : "=r"(v));                                              \
+        return v;                                                                                  \
+    }                                                                                              \
+    static inline void write_cr##n(uint64_t v)                                                     \
+    {                                                                                              \
+        asm volatile("mov %0, %%cr" #n ::"r"(v) : "memory");                                       \
     }
 DEFINE_CR(0)
 DEFINE_CR(3)

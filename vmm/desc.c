@@ -7,9 +7,9 @@
 #include "panic.h"
 #include "lib/ptv_string.h"
 
-#define GDT_CODE64 0x00af9b000000ffffull /* P, DPL0, code exec/read accessed, L=1, G=1 */
-#define GDT_DATA   0x00cf93000000ffffull /* P, DPL0, data read/write accessed, D/B=1, G=1 */
-#define IST_EMERGENCY 1
+#define GDT_CODE64            0x00af9b000000ffffull /* P, DPL0, code exec/read accessed, L=1, G=1 */
+#define GDT_DATA              0x00cf93000000ffffull /* P, DPL0, data read/write accessed, D/B=1, G=1 */
+#define IST_EMERGENCY         1
 #define EMERGENCY_STACK_PAGES 2
 
 struct idt_gate {
@@ -71,8 +71,8 @@ int host_desc_init(void)
     gdt[HOST_DS_SEL >> 3] = GDT_DATA;
     uint64_t t = (uint64_t)(uintptr_t)tss;
     /* 64-bit available TSS descriptor (16 bytes), SDM Vol. 3A 8.2.3 */
-    gdt[HOST_TR_SEL >> 3] = (sizeof(*tss) - 1) | ((t & 0xffffff) << 16) | (0x89ull << 40) |
-                            (((t >> 24) & 0xff) << 56);
+    gdt[HOST_TR_SEL >> 3] =
+        (sizeof(*tss) - 1) | ((t & 0xffffff) << 16) | (0x89ull << 40) | (((t >> 24) & 0xff) << 56);
     gdt[(HOST_TR_SEL >> 3) + 1] = t >> 32;
     tss->ist[IST_EMERGENCY - 1] = (uint64_t)(uintptr_t)estack + EMERGENCY_STACK_PAGES * PAGE_SIZE;
     tss->iomap_base = sizeof(*tss);

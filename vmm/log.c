@@ -17,7 +17,8 @@ void log_msg(unsigned level, const char *subsys, const char *fmt, ...)
         return;
     char line[256];
     static const char *const tag[] = {"error: ", "warning: ", "", ""};
-    int n = ptv_snprintf(line, sizeof(line), "[cpu%u %s] %s", this_cpu_id(), subsys, tag[level & 3]);
+    int n =
+        ptv_snprintf(line, sizeof(line), "[cpu%u %s] %s", this_cpu_id(), subsys, tag[level & 3]);
     if (n < 0 || (size_t)n >= sizeof(line))
         n = 0;
     va_list ap;

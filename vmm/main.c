@@ -135,8 +135,8 @@ int vmm_main(struct ptv_handoff *h, struct caller_state *cs)
     vmm_cfg = &h->cfg;
     serial_init(h->cfg.serial_port, h->cfg.serial_baud);
     log_set_level(h->cfg.log_level);
-    pr_info("vmm", "ptvisor VMM %s: image %#lx+%#lx, pool %#lx+%#lx, %u memory ranges",
-            PTV_VERSION, h->vmm_base, h->vmm_size, h->pool_base, h->pool_size, h->nr_mem);
+    pr_info("vmm", "ptvisor VMM %s: image %#lx+%#lx, pool %#lx+%#lx, %u memory ranges", PTV_VERSION,
+            h->vmm_base, h->vmm_size, h->pool_base, h->pool_size, h->nr_mem);
     uint64_t rflags = read_rflags();
     cli();
     struct desc_ptr fw_idt = {0};

@@ -4,11 +4,11 @@
 #include "cpu.h"
 #include "palloc.h"
 
-#define PTE_P   (1ull << 0)
-#define PTE_W   (1ull << 1)
-#define PTE_PS  (1ull << 7)
-#define GIB     (1ull << 30)
-#define MIB2    (1ull << 21)
+#define PTE_P  (1ull << 0)
+#define PTE_W  (1ull << 1)
+#define PTE_PS (1ull << 7)
+#define GIB    (1ull << 30)
+#define MIB2   (1ull << 21)
 
 uint64_t host_paging_build(uint64_t top)
 {

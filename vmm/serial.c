@@ -3,14 +3,14 @@
 #include "serial.h"
 #include "cpu.h"
 
-#define UART_THR 0 /* transmit holding (DLAB=0) */
-#define UART_DLL 0 /* divisor latch low (DLAB=1) */
-#define UART_IER 1
-#define UART_DLM 1
-#define UART_FCR 2
-#define UART_LCR 3
-#define UART_MCR 4
-#define UART_LSR 5
+#define UART_THR      0 /* transmit holding (DLAB=0) */
+#define UART_DLL      0 /* divisor latch low (DLAB=1) */
+#define UART_IER      1
+#define UART_DLM      1
+#define UART_FCR      2
+#define UART_LCR      3
+#define UART_MCR      4
+#define UART_LSR      5
 #define UART_LCR_8N1  0x03
 #define UART_LCR_DLAB 0x80
 #define UART_LSR_THRE 0x20

@@ -51,9 +51,9 @@ enum ptv_log_level {
  * Value limits, shared by the parser (boot/config.c) and the VMM's check of
  * the handoff (vmm/handoff.c), so both agree on what a valid config is.
  */
-#define PTV_CFG_SERIAL_PORT_MAX 0xfff8u            /* a UART spans 8 ports */
-#define PTV_CFG_UART_CLOCK      115200u            /* baud = 115200 / divisor */
-#define PTV_CFG_TRACE_BUF_MIN   (4ull << 10)       /* one ToPA region, 4 KiB */
+#define PTV_CFG_SERIAL_PORT_MAX 0xfff8u      /* a UART spans 8 ports */
+#define PTV_CFG_UART_CLOCK      115200u      /* baud = 115200 / divisor */
+#define PTV_CFG_TRACE_BUF_MIN   (4ull << 10) /* one ToPA region, 4 KiB */
 #define PTV_CFG_TRACE_BUF_MAX   (1ull << 30)
 #define PTV_CFG_POOL_MIN        (1ull << 20)
 #define PTV_CFG_POOL_MAX        (1ull << 30)
@@ -62,7 +62,7 @@ enum ptv_log_level {
 #define PTV_CFG_DUMP_ALL        (PTV_DUMP_CRASH | PTV_DUMP_VMCALL)
 
 struct ptv_config {
-    uint16_t serial_port;    /* serial_port = 0x3f8 (0 = no serial output) */
+    uint16_t serial_port; /* serial_port = 0x3f8 (0 = no serial output) */
     uint16_t _pad0;
     uint32_t serial_baud;    /* serial_baud = 115200 */
     uint32_t pt_mode;        /* enum ptv_pt_mode, pt_mode = auto */
@@ -76,8 +76,8 @@ struct ptv_config {
     uint32_t crash_action;   /* enum ptv_crash_action, on_crash = halt */
     uint32_t start_vmm;      /* vmm = on|off (off: boot natively, for comparisons) */
     uint32_t _pad1;
-    char guest_path[PTV_CFG_PATH_MAX];  /* guest = \ptvisor\vmlinuz.efi */
-    char cmdline[PTV_CFG_CMDLINE_MAX];  /* cmdline = initrd=... console=ttyS0,115200 */
+    char guest_path[PTV_CFG_PATH_MAX]; /* guest = \ptvisor\vmlinuz.efi */
+    char cmdline[PTV_CFG_CMDLINE_MAX]; /* cmdline = initrd=... console=ttyS0,115200 */
 };
 
 _Static_assert(sizeof(struct ptv_config) == 64 + PTV_CFG_PATH_MAX + PTV_CFG_CMDLINE_MAX,

@@ -62,7 +62,7 @@ enum ptv_entry_status {
     PTV_ENTRY_OK = 0,
     PTV_ENTRY_BAD_HANDOFF = 1,
     PTV_ENTRY_NO_VMX = 2,
-    PTV_ENTRY_VMX_LOCKED_OFF = 3, /* FEATURE_CONTROL locked without VMX outside SMX */
+    PTV_ENTRY_VMX_LOCKED_OFF = 3,  /* FEATURE_CONTROL locked without VMX outside SMX */
     PTV_ENTRY_MISSING_CONTROL = 4, /* a required VMX control/capability is absent */
     PTV_ENTRY_NO_MEMORY = 5,
     PTV_ENTRY_VMX_FAILED = 6, /* a VMX instruction failed; details on serial */

@@ -18,7 +18,7 @@
 #define PTV_VMCALL_EINVAL (-3)
 
 /* RBX = ABI version (PTV_VMCALL_ABI_VERSION), RCX = "ptvisor" as 8 bytes, RDX = 0 */
-#define PTV_VMCALL_VERSION 0
+#define PTV_VMCALL_VERSION     0
 #define PTV_VMCALL_ABI_VERSION 1
 
 /*
@@ -28,7 +28,7 @@
  * For conformance tests: the guest must never read the pattern there.
  */
 #define PTV_VMCALL_VMM_RANGE 1
-#define PTV_CANARY_PATTERN "ptvisor-canary!" /* 16 bytes with the NUL */
+#define PTV_CANARY_PATTERN   "ptvisor-canary!" /* 16 bytes with the NUL */
 
 /* RBX = 1 if the VMM's canary pages are intact, 0 otherwise */
 #define PTV_VMCALL_CHECK_CANARY 2

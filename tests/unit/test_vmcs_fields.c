@@ -15,8 +15,8 @@ static void test_width_matches_encoding(void **state)
     for (unsigned i = 0; i < vmcs_field_count; i++) {
         const struct vmcs_field_info *f = &vmcs_field_table[i];
         if (VMCS_WIDTH_OF(f->encoding) != f->width)
-            fail_msg("%s: declared width %u, encoding %#x says %u", f->name, f->width,
-                     f->encoding, VMCS_WIDTH_OF(f->encoding));
+            fail_msg("%s: declared width %u, encoding %#x says %u", f->name, f->width, f->encoding,
+                     VMCS_WIDTH_OF(f->encoding));
     }
 }
 
@@ -24,7 +24,7 @@ static void test_encodings_well_formed(void **state)
 {
     for (unsigned i = 0; i < vmcs_field_count; i++) {
         uint32_t enc = vmcs_field_table[i].encoding;
-        assert_int_equal(enc & 1, 0);         /* full access, never the HIGH half */
+        assert_int_equal(enc & 1, 0);          /* full access, never the HIGH half */
         assert_int_equal(enc & (1u << 12), 0); /* reserved */
         assert_true(enc < 0x8000);
     }

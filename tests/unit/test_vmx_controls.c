@@ -15,9 +15,8 @@
 static void test_default1_bits_forced(void **state)
 {
     uint32_t out, missing;
-    assert_int_equal(vmx_adjust_controls(BOCHS_TRUE_EXIT, VM_EXIT_HOST_ADDR_SPACE_SIZE, 0, &out,
-                                         &missing),
-                     0);
+    assert_int_equal(
+        vmx_adjust_controls(BOCHS_TRUE_EXIT, VM_EXIT_HOST_ADDR_SPACE_SIZE, 0, &out, &missing), 0);
     assert_int_equal(out & 0x00036dfb, 0x00036dfb); /* allowed-0 bits stay set */
     assert_true(out & VM_EXIT_HOST_ADDR_SPACE_SIZE);
     assert_int_equal(missing, 0);
@@ -45,9 +44,8 @@ static void test_required_missing_is_named(void **state)
     assert_int_equal(missing, SECONDARY_EXEC_PT_USE_GPA);
     assert_int_equal(out, 0xdead); /* nothing written on failure */
     /* entry control "load IA32_RTIT_CTL" (18) is not allowed-1 on Bochs */
-    assert_int_equal(vmx_adjust_controls(BOCHS_TRUE_ENTRY, VM_ENTRY_LOAD_IA32_RTIT_CTL, 0, &out,
-                                         &missing),
-                     -1);
+    assert_int_equal(
+        vmx_adjust_controls(BOCHS_TRUE_ENTRY, VM_ENTRY_LOAD_IA32_RTIT_CTL, 0, &out, &missing), -1);
     assert_int_equal(missing, VM_ENTRY_LOAD_IA32_RTIT_CTL);
 }
 
@@ -67,9 +65,8 @@ static void test_result_is_subset_of_allowed1(void **state)
         uint32_t may1 = (uint32_t)(x >> 32) | 0x80000000u, must1 = (uint32_t)x & may1;
         uint32_t req = (uint32_t)(x >> 13) & may1, opt = (uint32_t)(x >> 7);
         uint32_t out, missing;
-        assert_int_equal(vmx_adjust_controls(((uint64_t)may1 << 32) | must1, req, opt, &out,
-                                             &missing),
-                         0);
+        assert_int_equal(
+            vmx_adjust_controls(((uint64_t)may1 << 32) | must1, req, opt, &out, &missing), 0);
         assert_int_equal(out & ~may1, 0);
         assert_int_equal(out & must1, must1);
         assert_int_equal(out & req, req);

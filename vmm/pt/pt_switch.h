@@ -53,8 +53,9 @@ struct pt_step {
     uint64_t value;
 };
 
-#define PT_SWITCH_MAX_MSRS 12 /* STATUS, OUTPUT_BASE, OUTPUT_MASK_PTRS, CR3_MATCH, 4 x ADDRn_A/B   \
-                               */
+#define PT_SWITCH_MAX_MSRS                                                                         \
+    12 /* STATUS, OUTPUT_BASE, OUTPUT_MASK_PTRS, CR3_MATCH, 4 x ADDRn_A/B                          \
+        */
 #define PT_PLAN_MAX_STEPS   4
 #define PT_HOST_CTL_UNKNOWN (~0ull) /* the VMM cannot vouch for the host's RTIT_CTL */
 

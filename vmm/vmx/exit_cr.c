@@ -9,10 +9,10 @@
 #include "cpu.h"
 #include "log.h"
 
-#define CR_QUAL_NUM(q)    ((q) & 0xf)
-#define CR_QUAL_TYPE(q)   (((q) >> 4) & 3) /* 0 MOV to CR, 1 MOV from CR, 2 CLTS, 3 LMSW */
-#define CR_QUAL_GPR(q)    (((q) >> 8) & 0xf)
-#define CR_QUAL_LMSW(q)   (((q) >> 16) & 0xffff)
+#define CR_QUAL_NUM(q)  ((q)&0xf)
+#define CR_QUAL_TYPE(q) (((q) >> 4) & 3) /* 0 MOV to CR, 1 MOV from CR, 2 CLTS, 3 LMSW */
+#define CR_QUAL_GPR(q)  (((q) >> 8) & 0xf)
+#define CR_QUAL_LMSW(q) (((q) >> 16) & 0xffff)
 
 static uint64_t gpr_read(struct vcpu *v, unsigned n)
 {

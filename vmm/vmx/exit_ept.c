@@ -64,7 +64,8 @@ int vmx_ept_setup(struct vcpu *v)
     }
     if (!palloc_page(&v->sink_pa))
         return -1;
-    pr_info("ept", "identity map [0, %#lx) minus VMM [%#lx, %#lx): %lu tables, %lu x 1G, %lu x 2M, "
+    pr_info("ept",
+            "identity map [0, %#lx) minus VMM [%#lx, %#lx): %lu tables, %lu x 1G, %lu x 2M, "
             "%lu x 4K",
             top, vmm_span.base, vmm_span.base + vmm_span.size, v->ept.nr_tables,
             v->ept.nr_leaves[2], v->ept.nr_leaves[1], v->ept.nr_leaves[0]);
@@ -98,9 +99,9 @@ enum exit_action handle_ept_violation(struct vcpu *v, const struct vmexit *e)
         v->ept_blocked++;
         if (v->ept_blocked <= 16 || !(v->ept_blocked & (v->ept_blocked - 1)))
             pr_warn("ept", "guest %s of VMM memory at GPA %#lx (RIP %#lx) blocked (%lu so far)",
-                    (e->qual & EPT_VIOLATION_ACC_WRITE)  ? "write"
+                    (e->qual & EPT_VIOLATION_ACC_WRITE)   ? "write"
                     : (e->qual & EPT_VIOLATION_ACC_INSTR) ? "fetch"
-                                                           : "read",
+                                                          : "read",
                     e->gpa, e->rip, v->ept_blocked);
         if (e->qual & EPT_VIOLATION_ACC_INSTR) {
             /* nothing the guest may run lives there: the fetch faults, as a jump to a
@@ -138,8 +139,10 @@ enum exit_action handle_ept_violation(struct vcpu *v, const struct vmexit *e)
             return EXIT_RESUME;
         }
     }
-    pr_err("ept", "EPT violation at GPA %#lx (qualification %#lx, RIP %#lx) the VMM cannot "
-           "resolve", e->gpa, e->qual, e->rip);
+    pr_err("ept",
+           "EPT violation at GPA %#lx (qualification %#lx, RIP %#lx) the VMM cannot "
+           "resolve",
+           e->gpa, e->qual, e->rip);
     return EXIT_STOP_GUEST;
 }
 

@@ -43,12 +43,12 @@ enum exit_action handle_init(struct vcpu *v, const struct vmexit *e)
     return EXIT_RESUME;
 }
 
-#define SEG_REAL(SEG, sel, base, ar)                                                             \
-    do {                                                                                         \
-        vmcs_write16(GUEST_##SEG##_SELECTOR, sel);                                               \
-        vmcs_writel(GUEST_##SEG##_BASE, base);                                                   \
-        vmcs_write32(GUEST_##SEG##_LIMIT, 0xffff);                                               \
-        vmcs_write32(GUEST_##SEG##_AR_BYTES, ar);                                                \
+#define SEG_REAL(SEG, sel, base, ar)                                                               \
+    do {                                                                                           \
+        vmcs_write16(GUEST_##SEG##_SELECTOR, sel);                                                 \
+        vmcs_writel(GUEST_##SEG##_BASE, base);                                                     \
+        vmcs_write32(GUEST_##SEG##_LIMIT, 0xffff);                                                 \
+        vmcs_write32(GUEST_##SEG##_AR_BYTES, ar);                                                  \
     } while (0)
 
 /* SIPI: real-mode start at vector << 12 (unrestricted guest allows PE = PG = 0) */

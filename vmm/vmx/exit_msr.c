@@ -43,9 +43,9 @@ static enum exit_action msr_access(struct vcpu *v, bool write)
     uint64_t val = (v->regs.gpr[GPR_RDX] << 32) | (uint32_t)v->regs.gpr[GPR_RAX];
     if (pt_msr_is_rtit(msr)) {
         struct pt_msr_result res;
-        enum pt_msr_status st =
-            write ? pt_msr_write(&pt_decision.guest, &v->pt_msrs, msr, val, &res)
-                  : pt_msr_read(&pt_decision.guest, &v->pt_msrs, msr, &val, &res);
+        enum pt_msr_status st = write
+                                    ? pt_msr_write(&pt_decision.guest, &v->pt_msrs, msr, val, &res)
+                                    : pt_msr_read(&pt_decision.guest, &v->pt_msrs, msr, &val, &res);
         if (st != PT_MSR_OK) {
             pr_debug("pt", "guest %s MSR %#x: #GP (%s)", write ? "WRMSR" : "RDMSR", msr,
                      res.reason);

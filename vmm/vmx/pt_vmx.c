@@ -102,8 +102,7 @@ static bool mem_set_wp(void *ctx, uint64_t gpa_page, bool protect)
 {
     struct vcpu *v = ctx;
     bool narrowed = false;
-    if (ept_protect(&v->ept, gpa_page, PT_PAGE_SIZE, protect ? EPT_R | EPT_X : EPT_RWX,
-                    &narrowed))
+    if (ept_protect(&v->ept, gpa_page, PT_PAGE_SIZE, protect ? EPT_R | EPT_X : EPT_RWX, &narrowed))
         return false;
     if (ept_flush_needed(&v->ept)) {
         vmx_invept_all();
@@ -144,8 +143,8 @@ int pt_vmx_setup(struct vcpu *v)
         if (!p->sh || !p->scr)
             return -1;
         pt_shadow_init(p->sh);
-        mem = (struct pt_mem_ops){.ctx = v, .translate = mem_translate, .read64 = mem_read64,
-                                  .set_wp = mem_set_wp};
+        mem = (struct pt_mem_ops){
+            .ctx = v, .translate = mem_translate, .read64 = mem_read64, .set_wp = mem_set_wp};
         uint32_t ecx = pt_host_caps.leaf14[0][PT_ECX];
         p->env = (struct pt_shadow_env){
             .mem = &mem,
@@ -244,8 +243,10 @@ void pt_vmx_after_exit(struct vcpu *v)
         v->pt_msrs.output_mask = p->hw.output_mask;
     } else if (!pt_shadow_guest_view(p->sh, p->hw.output_base, p->hw.output_mask,
                                      &v->pt_msrs.output_base, &v->pt_msrs.output_mask)) {
-        pr_err("pt", "hardware output position %#lx/%#lx is not in the shadow: stopping the "
-               "guest's trace with an operational error", p->hw.output_base, p->hw.output_mask);
+        pr_err("pt",
+               "hardware output position %#lx/%#lx is not in the shadow: stopping the "
+               "guest's trace with an operational error",
+               p->hw.output_base, p->hw.output_mask);
         v->pt_msrs.status = pt_status_operr(v->pt_msrs.status);
         p->hw_ok = false;
     }
@@ -273,7 +274,9 @@ void pt_vmx_msr_written(struct vcpu *v, uint32_t msr, const struct pt_msr_result
     p->hw_ok = st == PT_SHADOW_OK;
     if (!p->hw_ok) {
         pr_warn("pt", "guest trace set-up refused (%s): operational error for the guest",
-                st == PT_SHADOW_NOMEM ? "VMM out of memory" : err.reason ? err.reason : "illegal");
+                st == PT_SHADOW_NOMEM ? "VMM out of memory"
+                : err.reason          ? err.reason
+                                      : "illegal");
         v->pt_msrs.status = pt_status_operr(v->pt_msrs.status);
     }
 }

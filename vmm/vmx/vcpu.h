@@ -14,8 +14,25 @@
 
 /* guest GPRs in the instruction-encoding order (0 = RAX ... 15 = R15); the
  * RSP slot is unused: the guest RSP lives in the VMCS (GUEST_RSP) */
-enum { GPR_RAX, GPR_RCX, GPR_RDX, GPR_RBX, GPR_RSP, GPR_RBP, GPR_RSI, GPR_RDI,
-       GPR_R8, GPR_R9, GPR_R10, GPR_R11, GPR_R12, GPR_R13, GPR_R14, GPR_R15, NR_GPRS };
+enum {
+    GPR_RAX,
+    GPR_RCX,
+    GPR_RDX,
+    GPR_RBX,
+    GPR_RSP,
+    GPR_RBP,
+    GPR_RSI,
+    GPR_RDI,
+    GPR_R8,
+    GPR_R9,
+    GPR_R10,
+    GPR_R11,
+    GPR_R12,
+    GPR_R13,
+    GPR_R14,
+    GPR_R15,
+    NR_GPRS
+};
 
 struct guest_regs {
     uint64_t gpr[NR_GPRS];
@@ -77,7 +94,7 @@ struct vcpu {
 };
 
 extern struct pt_decision pt_decision; /* chosen once at boot (vmx/pt_probe.c) */
-extern struct pt_caps pt_host_caps;     /* what the CPU offers */
+extern struct pt_caps pt_host_caps;    /* what the CPU offers */
 
 /* event injection helpers (vmx_run.c) */
 void vcpu_inject_exception(struct vcpu *v, unsigned vector, bool has_error, uint32_t error);

@@ -36,45 +36,45 @@ int __vmwrite(uint32_t field, uint64_t val) __attribute__((warn_unused_result));
 uint64_t vmcs_read_checked(uint32_t field);
 void vmcs_write_checked(uint32_t field, uint64_t val);
 
-#define vmcs_read16(f)                                                                           \
-    ({                                                                                           \
-        _Static_assert(VMCS_WIDTH_OF(f) == VMCS_W16, #f " is not a 16-bit field");               \
-        (uint16_t) vmcs_read_checked(f);                                                         \
+#define vmcs_read16(f)                                                                             \
+    ({                                                                                             \
+        _Static_assert(VMCS_WIDTH_OF(f) == VMCS_W16, #f " is not a 16-bit field");                 \
+        (uint16_t) vmcs_read_checked(f);                                                           \
     })
-#define vmcs_read32(f)                                                                           \
-    ({                                                                                           \
-        _Static_assert(VMCS_WIDTH_OF(f) == VMCS_W32, #f " is not a 32-bit field");               \
-        (uint32_t) vmcs_read_checked(f);                                                         \
+#define vmcs_read32(f)                                                                             \
+    ({                                                                                             \
+        _Static_assert(VMCS_WIDTH_OF(f) == VMCS_W32, #f " is not a 32-bit field");                 \
+        (uint32_t) vmcs_read_checked(f);                                                           \
     })
-#define vmcs_read64(f)                                                                           \
-    ({                                                                                           \
-        _Static_assert(VMCS_WIDTH_OF(f) == VMCS_W64, #f " is not a 64-bit field");               \
-        (uint64_t) vmcs_read_checked(f);                                                         \
+#define vmcs_read64(f)                                                                             \
+    ({                                                                                             \
+        _Static_assert(VMCS_WIDTH_OF(f) == VMCS_W64, #f " is not a 64-bit field");                 \
+        (uint64_t) vmcs_read_checked(f);                                                           \
     })
-#define vmcs_readl(f)                                                                            \
-    ({                                                                                           \
-        _Static_assert(VMCS_WIDTH_OF(f) == VMCS_WNAT, #f " is not a natural-width field");       \
-        (uint64_t) vmcs_read_checked(f);                                                         \
+#define vmcs_readl(f)                                                                              \
+    ({                                                                                             \
+        _Static_assert(VMCS_WIDTH_OF(f) == VMCS_WNAT, #f " is not a natural-width field");         \
+        (uint64_t) vmcs_read_checked(f);                                                           \
     })
-#define vmcs_write16(f, v)                                                                       \
-    do {                                                                                         \
-        _Static_assert(VMCS_WIDTH_OF(f) == VMCS_W16, #f " is not a 16-bit field");               \
-        vmcs_write_checked(f, (uint16_t)(v));                                                    \
+#define vmcs_write16(f, v)                                                                         \
+    do {                                                                                           \
+        _Static_assert(VMCS_WIDTH_OF(f) == VMCS_W16, #f " is not a 16-bit field");                 \
+        vmcs_write_checked(f, (uint16_t)(v));                                                      \
     } while (0)
-#define vmcs_write32(f, v)                                                                       \
-    do {                                                                                         \
-        _Static_assert(VMCS_WIDTH_OF(f) == VMCS_W32, #f " is not a 32-bit field");               \
-        vmcs_write_checked(f, (uint32_t)(v));                                                    \
+#define vmcs_write32(f, v)                                                                         \
+    do {                                                                                           \
+        _Static_assert(VMCS_WIDTH_OF(f) == VMCS_W32, #f " is not a 32-bit field");                 \
+        vmcs_write_checked(f, (uint32_t)(v));                                                      \
     } while (0)
-#define vmcs_write64(f, v)                                                                       \
-    do {                                                                                         \
-        _Static_assert(VMCS_WIDTH_OF(f) == VMCS_W64, #f " is not a 64-bit field");               \
-        vmcs_write_checked(f, (uint64_t)(v));                                                    \
+#define vmcs_write64(f, v)                                                                         \
+    do {                                                                                           \
+        _Static_assert(VMCS_WIDTH_OF(f) == VMCS_W64, #f " is not a 64-bit field");                 \
+        vmcs_write_checked(f, (uint64_t)(v));                                                      \
     } while (0)
-#define vmcs_writel(f, v)                                                                        \
-    do {                                                                                         \
-        _Static_assert(VMCS_WIDTH_OF(f) == VMCS_WNAT, #f " is not a natural-width field");       \
-        vmcs_write_checked(f, (uint64_t)(v));                                                    \
+#define vmcs_writel(f, v)                                                                          \
+    do {                                                                                           \
+        _Static_assert(VMCS_WIDTH_OF(f) == VMCS_WNAT, #f " is not a natural-width field");         \
+        vmcs_write_checked(f, (uint64_t)(v));                                                      \
     } while (0)
 #endif
 

@@ -37,8 +37,7 @@ void exit_stats_print(const struct vcpu *v)
     for (unsigned r = 0; r <= EXIT_REASON_MAX; r++)
         if (v->exits_by_reason[r])
             pr_info("stats", "exits %-20s %lu",
-                    r < EXIT_REASON_MAX ? vmx_exit_reason_name(r) : "OTHER",
-                    v->exits_by_reason[r]);
+                    r < EXIT_REASON_MAX ? vmx_exit_reason_name(r) : "OTHER", v->exits_by_reason[r]);
 }
 
 void vcpu_dump(struct vcpu *v)

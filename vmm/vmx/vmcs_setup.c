@@ -41,26 +41,42 @@ static struct seg_state seg_from_gdt(const struct desc_ptr *gdtr, uint16_t sel)
     return s;
 }
 
-#define SEG_WRITE(SEG, s)                                                                        \
-    do {                                                                                         \
-        vmcs_write16(GUEST_##SEG##_SELECTOR, (s).sel);                                           \
-        vmcs_writel(GUEST_##SEG##_BASE, (s).base);                                               \
-        vmcs_write32(GUEST_##SEG##_LIMIT, (s).limit);                                            \
-        vmcs_write32(GUEST_##SEG##_AR_BYTES, (s).ar);                                            \
+#define SEG_WRITE(SEG, s)                                                                          \
+    do {                                                                                           \
+        vmcs_write16(GUEST_##SEG##_SELECTOR, (s).sel);                                             \
+        vmcs_writel(GUEST_##SEG##_BASE, (s).base);                                                 \
+        vmcs_write32(GUEST_##SEG##_LIMIT, (s).limit);                                              \
+        vmcs_write32(GUEST_##SEG##_AR_BYTES, (s).ar);                                              \
     } while (0)
 
 static uint16_t read_sel(int which)
 {
     uint16_t v = 0;
     switch (which) {
-    case 0: asm volatile("mov %%es, %0" : "=r"(v)); break;
-    case 1: asm volatile("mov %%cs, %0" : "=r"(v)); break;
-    case 2: asm volatile("mov %%ss, %0" : "=r"(v)); break;
-    case 3: asm volatile("mov %%ds, %0" : "=r"(v)); break;
-    case 4: asm volatile("mov %%fs, %0" : "=r"(v)); break;
-    case 5: asm volatile("mov %%gs, %0" : "=r"(v)); break;
-    case 6: asm volatile("sldt %0" : "=r"(v)); break;
-    case 7: asm volatile("str %0" : "=r"(v)); break;
+    case 0:
+        asm volatile("mov %%es, %0" : "=r"(v));
+        break;
+    case 1:
+        asm volatile("mov %%cs, %0" : "=r"(v));
+        break;
+    case 2:
+        asm volatile("mov %%ss, %0" : "=r"(v));
+        break;
+    case 3:
+        asm volatile("mov %%ds, %0" : "=r"(v));
+        break;
+    case 4:
+        asm volatile("mov %%fs, %0" : "=r"(v));
+        break;
+    case 5:
+        asm volatile("mov %%gs, %0" : "=r"(v));
+        break;
+    case 6:
+        asm volatile("sldt %0" : "=r"(v));
+        break;
+    case 7:
+        asm volatile("str %0" : "=r"(v));
+        break;
     }
     return v;
 }

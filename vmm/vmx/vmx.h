@@ -31,24 +31,24 @@
 #define MSR_IA32_VMX_FIRST               MSR_IA32_VMX_BASIC
 #define MSR_IA32_VMX_LAST                0x492
 
-#define VMX_BASIC_REVISION(b)   ((uint32_t)(b) & 0x7fffffffu)
+#define VMX_BASIC_REVISION(b)    ((uint32_t)(b)&0x7fffffffu)
 #define VMX_BASIC_REGION_SIZE(b) ((uint32_t)((b) >> 32) & 0x1fffu)
-#define VMX_BASIC_32BIT_PHYS    (1ull << 48)
-#define VMX_BASIC_MEM_TYPE(b)   ((unsigned)((b) >> 50) & 0xf)
-#define VMX_BASIC_TRUE_CTLS     (1ull << 55)
-#define VMX_MEMTYPE_WB          6
+#define VMX_BASIC_32BIT_PHYS     (1ull << 48)
+#define VMX_BASIC_MEM_TYPE(b)    ((unsigned)((b) >> 50) & 0xf)
+#define VMX_BASIC_TRUE_CTLS      (1ull << 55)
+#define VMX_MEMTYPE_WB           6
 
 /* pin-based controls */
-#define PIN_BASED_EXT_INTR_MASK  (1u << 0)
-#define PIN_BASED_NMI_EXITING    (1u << 3)
-#define PIN_BASED_VIRTUAL_NMIS   (1u << 5)
+#define PIN_BASED_EXT_INTR_MASK (1u << 0)
+#define PIN_BASED_NMI_EXITING   (1u << 3)
+#define PIN_BASED_VIRTUAL_NMIS  (1u << 5)
 /* primary processor-based controls */
-#define CPU_BASED_HLT_EXITING             (1u << 7)
-#define CPU_BASED_CR3_LOAD_EXITING        (1u << 15)
-#define CPU_BASED_CR3_STORE_EXITING       (1u << 16)
-#define CPU_BASED_UNCOND_IO_EXITING       (1u << 24)
-#define CPU_BASED_USE_IO_BITMAPS          (1u << 25)
-#define CPU_BASED_USE_MSR_BITMAPS         (1u << 28)
+#define CPU_BASED_HLT_EXITING                 (1u << 7)
+#define CPU_BASED_CR3_LOAD_EXITING            (1u << 15)
+#define CPU_BASED_CR3_STORE_EXITING           (1u << 16)
+#define CPU_BASED_UNCOND_IO_EXITING           (1u << 24)
+#define CPU_BASED_USE_IO_BITMAPS              (1u << 25)
+#define CPU_BASED_USE_MSR_BITMAPS             (1u << 28)
 #define CPU_BASED_ACTIVATE_SECONDARY_CONTROLS (1u << 31)
 /* secondary processor-based controls */
 #define SECONDARY_EXEC_ENABLE_EPT         (1u << 1)
@@ -59,27 +59,27 @@
 #define SECONDARY_EXEC_ENABLE_INVPCID     (1u << 12)
 #define SECONDARY_EXEC_XSAVES             (1u << 20)
 /* VM-exit controls */
-#define VM_EXIT_SAVE_DEBUG_CONTROLS       (1u << 2)
-#define VM_EXIT_HOST_ADDR_SPACE_SIZE      (1u << 9)
-#define VM_EXIT_SAVE_IA32_PAT             (1u << 18)
-#define VM_EXIT_LOAD_IA32_PAT             (1u << 19)
-#define VM_EXIT_SAVE_IA32_EFER            (1u << 20)
-#define VM_EXIT_LOAD_IA32_EFER            (1u << 21)
+#define VM_EXIT_SAVE_DEBUG_CONTROLS  (1u << 2)
+#define VM_EXIT_HOST_ADDR_SPACE_SIZE (1u << 9)
+#define VM_EXIT_SAVE_IA32_PAT        (1u << 18)
+#define VM_EXIT_LOAD_IA32_PAT        (1u << 19)
+#define VM_EXIT_SAVE_IA32_EFER       (1u << 20)
+#define VM_EXIT_LOAD_IA32_EFER       (1u << 21)
 /* VM-entry controls */
-#define VM_ENTRY_LOAD_DEBUG_CONTROLS      (1u << 2)
-#define VM_ENTRY_IA32E_MODE               (1u << 9)
-#define VM_ENTRY_LOAD_IA32_PAT            (1u << 14)
-#define VM_ENTRY_LOAD_IA32_EFER           (1u << 15)
+#define VM_ENTRY_LOAD_DEBUG_CONTROLS (1u << 2)
+#define VM_ENTRY_IA32E_MODE          (1u << 9)
+#define VM_ENTRY_LOAD_IA32_PAT       (1u << 14)
+#define VM_ENTRY_LOAD_IA32_EFER      (1u << 15)
 
 /* EPT/VPID capabilities (IA32_VMX_EPT_VPID_CAP) */
-#define VMX_EPT_PAGE_WALK_4_BIT  (1ull << 6)
-#define VMX_EPTP_WB_BIT          (1ull << 14)
-#define VMX_EPT_2MB_PAGE_BIT     (1ull << 16)
-#define VMX_EPT_1GB_PAGE_BIT     (1ull << 17)
-#define VMX_EPT_INVEPT_BIT       (1ull << 20)
+#define VMX_EPT_PAGE_WALK_4_BIT           (1ull << 6)
+#define VMX_EPTP_WB_BIT                   (1ull << 14)
+#define VMX_EPT_2MB_PAGE_BIT              (1ull << 16)
+#define VMX_EPT_1GB_PAGE_BIT              (1ull << 17)
+#define VMX_EPT_INVEPT_BIT                (1ull << 20)
 #define VMX_EPT_EXTENT_SINGLE_CONTEXT_BIT (1ull << 25)
-#define VMX_EPT_EXTENT_GLOBAL_BIT (1ull << 26)
-#define VMX_VPID_INVVPID_BIT     (1ull << 32)
+#define VMX_EPT_EXTENT_GLOBAL_BIT         (1ull << 26)
+#define VMX_VPID_INVVPID_BIT              (1ull << 32)
 
 /* exit reasons (SDM Vol. 3D appendix C) */
 #define EXIT_REASON_EXCEPTION_NMI       0
@@ -146,25 +146,25 @@
 #define VMX_EXIT_REASONS_FAILED_VMENTRY (1u << 31)
 
 /* interruption information (exit, IDT-vectoring, entry) */
-#define INTR_INFO_VECTOR_MASK     0xffu
-#define INTR_INFO_INTR_TYPE_MASK  0x700u
-#define INTR_INFO_DELIVER_CODE    (1u << 11)
-#define INTR_INFO_UNBLOCK_NMI     (1u << 12)
-#define INTR_INFO_VALID           (1u << 31)
-#define INTR_TYPE_EXT_INTR        (0u << 8)
-#define INTR_TYPE_NMI_INTR        (2u << 8)
-#define INTR_TYPE_HARD_EXCEPTION  (3u << 8)
-#define INTR_TYPE_SOFT_INTR       (4u << 8)
+#define INTR_INFO_VECTOR_MASK       0xffu
+#define INTR_INFO_INTR_TYPE_MASK    0x700u
+#define INTR_INFO_DELIVER_CODE      (1u << 11)
+#define INTR_INFO_UNBLOCK_NMI       (1u << 12)
+#define INTR_INFO_VALID             (1u << 31)
+#define INTR_TYPE_EXT_INTR          (0u << 8)
+#define INTR_TYPE_NMI_INTR          (2u << 8)
+#define INTR_TYPE_HARD_EXCEPTION    (3u << 8)
+#define INTR_TYPE_SOFT_INTR         (4u << 8)
 #define INTR_TYPE_PRIV_SW_EXCEPTION (5u << 8)
-#define INTR_TYPE_SOFT_EXCEPTION  (6u << 8)
+#define INTR_TYPE_SOFT_EXCEPTION    (6u << 8)
 
-#define GUEST_INTR_STATE_STI      (1u << 0)
-#define GUEST_INTR_STATE_MOV_SS   (1u << 1)
-#define GUEST_INTR_STATE_NMI      (1u << 3)
-#define GUEST_ACTIVITY_ACTIVE     0
-#define GUEST_ACTIVITY_HLT        1
-#define GUEST_ACTIVITY_SHUTDOWN   2
-#define GUEST_ACTIVITY_WAIT_SIPI  3
+#define GUEST_INTR_STATE_STI     (1u << 0)
+#define GUEST_INTR_STATE_MOV_SS  (1u << 1)
+#define GUEST_INTR_STATE_NMI     (1u << 3)
+#define GUEST_ACTIVITY_ACTIVE    0
+#define GUEST_ACTIVITY_HLT       1
+#define GUEST_ACTIVITY_SHUTDOWN  2
+#define GUEST_ACTIVITY_WAIT_SIPI 3
 
 /* EPT violation exit qualification */
 #define EPT_VIOLATION_ACC_READ    (1ull << 0)
@@ -174,15 +174,15 @@
 #define EPT_VIOLATION_NMI_UNBLOCK (1ull << 12)
 
 /* exception vectors */
-#define DE_VECTOR 0
-#define DB_VECTOR 1
+#define DE_VECTOR  0
+#define DB_VECTOR  1
 #define NMI_VECTOR 2
-#define BP_VECTOR 3
-#define UD_VECTOR 6
-#define DF_VECTOR 8
-#define GP_VECTOR 13
-#define PF_VECTOR 14
-#define MC_VECTOR 18
+#define BP_VECTOR  3
+#define UD_VECTOR  6
+#define DF_VECTOR  8
+#define GP_VECTOR  13
+#define PF_VECTOR  14
+#define MC_VECTOR  18
 
 /* segment access rights */
 #define VMX_AR_UNUSABLE (1u << 16)

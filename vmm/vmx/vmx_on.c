@@ -45,9 +45,8 @@ int vmx_read_caps(const char **why)
     c->ept_vpid = (c->proc2 >> 32) & (SECONDARY_EXEC_ENABLE_EPT | SECONDARY_EXEC_ENABLE_VPID)
                       ? rdmsr(MSR_IA32_VMX_EPT_VPID_CAP)
                       : 0;
-    c->maxphyaddr = cpuid_count(0x80000000, 0).eax >= 0x80000008
-                        ? cpuid_count(0x80000008, 0).eax & 0xff
-                        : 36;
+    c->maxphyaddr =
+        cpuid_count(0x80000000, 0).eax >= 0x80000008 ? cpuid_count(0x80000008, 0).eax & 0xff : 36;
     if (VMX_BASIC_REGION_SIZE(c->basic) > PAGE_SIZE || (c->basic & VMX_BASIC_32BIT_PHYS) ||
         VMX_BASIC_MEM_TYPE(c->basic) != VMX_MEMTYPE_WB) {
         *why = "IA32_VMX_BASIC: unsupported region size, 32-bit addresses or non-WB VMCS type";
@@ -75,11 +74,11 @@ int vmx_choose_controls(const char **why)
     struct vmx_caps *c = &vmx_caps;
     struct vmx_controls *k = &vmx_ctls;
     if (need(c->pin, 0, 0, &k->pin, "pin-based", why) ||
-        need(c->proc, CPU_BASED_USE_MSR_BITMAPS | CPU_BASED_ACTIVATE_SECONDARY_CONTROLS,
-             0, &k->proc, "primary processor-based", why) ||
+        need(c->proc, CPU_BASED_USE_MSR_BITMAPS | CPU_BASED_ACTIVATE_SECONDARY_CONTROLS, 0,
+             &k->proc, "primary processor-based", why) ||
         need(c->proc2, SECONDARY_EXEC_ENABLE_EPT | SECONDARY_EXEC_UNRESTRICTED_GUEST,
-             SECONDARY_EXEC_ENABLE_RDTSCP | SECONDARY_EXEC_ENABLE_INVPCID |
-                 SECONDARY_EXEC_XSAVES | SECONDARY_EXEC_ENABLE_VPID,
+             SECONDARY_EXEC_ENABLE_RDTSCP | SECONDARY_EXEC_ENABLE_INVPCID | SECONDARY_EXEC_XSAVES |
+                 SECONDARY_EXEC_ENABLE_VPID,
              &k->proc2, "secondary processor-based (EPT, unrestricted guest)", why) ||
         need(c->exit,
              VM_EXIT_HOST_ADDR_SPACE_SIZE | VM_EXIT_SAVE_IA32_EFER | VM_EXIT_LOAD_IA32_EFER |

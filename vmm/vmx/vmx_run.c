@@ -62,8 +62,8 @@ void vcpu_inject_exception(struct vcpu *v, unsigned vector, bool has_error, uint
 
 static void record_exit(struct vcpu *v, const struct vmexit *e)
 {
-    v->ring[v->ring_next % EXIT_RING_SIZE] =
-        (struct exit_record){.reason = e->raw_reason, .qual = e->qual, .rip = e->rip, .tsc = rdtsc()};
+    v->ring[v->ring_next % EXIT_RING_SIZE] = (struct exit_record){
+        .reason = e->raw_reason, .qual = e->qual, .rip = e->rip, .tsc = rdtsc()};
     v->ring_next++;
     v->exits_total++;
     v->exits_by_reason[e->reason < EXIT_REASON_MAX ? e->reason : EXIT_REASON_MAX]++;
