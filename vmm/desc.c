@@ -114,7 +114,6 @@ uint64_t host_tss_base(void)
     return (uint64_t)(uintptr_t)tss;
 }
 
-void host_exception(struct exc_frame *f);
 void host_exception(struct exc_frame *f)
 {
     if (f->vector == 2) { /* NMI in root operation: reflect it to the guest later */

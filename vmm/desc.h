@@ -35,6 +35,9 @@ uint64_t host_gdt_base(void);
 uint64_t host_idt_base(void);
 uint64_t host_tss_base(void);
 
+/* C side of the exception stubs (idt.S) */
+void host_exception(struct exc_frame *f);
+
 extern volatile uint32_t exc_fixup_hit;
 extern volatile uint32_t host_nmi_pending;
 

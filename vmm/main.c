@@ -27,7 +27,6 @@ const struct ptv_config *vmm_cfg;
 uint64_t vmm_host_cr3, vmm_stack_top;
 
 static struct vcpu bsp_vcpu;
-void pt_probe(uint32_t requested);
 
 static void canary_fill(uint8_t *page)
 {
@@ -36,7 +35,6 @@ static void canary_fill(uint8_t *page)
         memcpy(page + i, pat, sizeof(pat));
 }
 
-bool vmm_canary_intact(const struct vcpu *v);
 bool vmm_canary_intact(const struct vcpu *v)
 {
     static const char pat[16] = PTV_CANARY_PATTERN;

@@ -2,6 +2,7 @@
 #ifndef PTV_VMM_H
 #define PTV_VMM_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <ptv/handoff.h>
 
@@ -24,5 +25,12 @@ extern struct vmm_span vmm_span;
 extern const struct ptv_config *vmm_cfg;
 
 __attribute__((noreturn)) void machine_crash_action(unsigned action);
+
+/* host CR3 and the top of the VMM stack the exit loop runs on (main.c) */
+extern uint64_t vmm_host_cr3, vmm_stack_top;
+
+struct vcpu;
+/* the canary page inside VMM memory still holds PTV_CANARY_PATTERN */
+bool vmm_canary_intact(const struct vcpu *v);
 
 #endif

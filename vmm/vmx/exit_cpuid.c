@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* CPUID exits: the CPUID policy the guest sees. */
 #include "vmx/vcpu.h"
+#include "vmx/exits.h"
 #include "cpu.h"
 #include "pt/pt_caps.h"
 
@@ -12,7 +13,6 @@
 #define PTV_CPUID_BASE         0x40000000u
 #define PTV_CPUID_MAX          0x40000001u
 
-enum exit_action handle_cpuid(struct vcpu *v, const struct vmexit *e);
 enum exit_action handle_cpuid(struct vcpu *v, const struct vmexit *e)
 {
     uint32_t leaf = (uint32_t)v->regs.gpr[GPR_RAX], sub = (uint32_t)v->regs.gpr[GPR_RCX];

@@ -5,6 +5,7 @@
  * value through the read shadows.  SDM Vol. 3C 28.2.1 table 28-3.
  */
 #include "vmx/vcpu.h"
+#include "vmx/exits.h"
 #include "vmx/vmcs.h"
 #include "cpu.h"
 #include "log.h"
@@ -51,7 +52,6 @@ static enum exit_action guest_write_cr0(struct vcpu *v, uint64_t val)
     return EXIT_RESUME_SKIP_INSN;
 }
 
-enum exit_action handle_cr_access(struct vcpu *v, const struct vmexit *e);
 enum exit_action handle_cr_access(struct vcpu *v, const struct vmexit *e)
 {
     unsigned cr = CR_QUAL_NUM(e->qual), type = CR_QUAL_TYPE(e->qual);

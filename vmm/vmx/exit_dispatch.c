@@ -1,18 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* Exit dispatch: one handler per exit class (exit_*.c). */
 #include "vmx/vcpu.h"
+#include "vmx/exits.h"
 #include "vmx/vmx_cpu.h"
 #include "vmx/vmcs.h"
 #include "log.h"
 
 typedef enum exit_action (*exit_handler)(struct vcpu *, const struct vmexit *);
-#define H(fn) enum exit_action fn(struct vcpu *, const struct vmexit *);
-H(handle_exception_nmi)
-H(handle_triple_fault) H(handle_init) H(handle_sipi) H(handle_cpuid) H(handle_invd_wbinvd)
-    H(handle_vmcall) H(handle_ud) H(handle_cr_access) H(handle_msr_read) H(handle_msr_write)
-        H(handle_ept_violation) H(handle_ept_misconfig) H(handle_xsetbv) H(handle_entry_failure)
-#undef H
-            void vmx_reinject_idt_vectoring(struct vcpu *v, const struct vmexit *e);
 
 static const exit_handler handlers[EXIT_REASON_MAX] = {
     [EXIT_REASON_EXCEPTION_NMI] = handle_exception_nmi,

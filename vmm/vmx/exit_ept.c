@@ -7,6 +7,7 @@
  * defined outcome of ARCHITECTURE §2).  An instruction fetch there gets #GP(0).
  */
 #include "vmx/vmx_cpu.h"
+#include "vmx/exits.h"
 #include "vmx/vmcs.h"
 #include "vmm.h"
 #include "cpu.h"
@@ -89,7 +90,6 @@ static bool in_vmm(uint64_t gpa)
     return gpa - vmm_span.base < vmm_span.size;
 }
 
-enum exit_action handle_ept_violation(struct vcpu *v, const struct vmexit *e);
 enum exit_action handle_ept_violation(struct vcpu *v, const struct vmexit *e)
 {
     uint64_t page = e->gpa & ~0xfffull;
@@ -146,7 +146,6 @@ enum exit_action handle_ept_violation(struct vcpu *v, const struct vmexit *e)
     return EXIT_STOP_GUEST;
 }
 
-enum exit_action handle_ept_misconfig(struct vcpu *v, const struct vmexit *e);
 enum exit_action handle_ept_misconfig(struct vcpu *v, const struct vmexit *e)
 {
     pr_err("ept", "EPT misconfiguration at GPA %#lx: a VMM bug", e->gpa);

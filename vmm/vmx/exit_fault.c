@@ -4,12 +4,12 @@
  * INIT/SIPI (pt-facts G.4, G.8), failed VM entries.
  */
 #include "vmx/vcpu.h"
+#include "vmx/exits.h"
 #include "vmx/vmcs.h"
 #include "log.h"
 
 /* With an empty exception bitmap and no NMI exiting these only come from
  * a VMM change; reflect them to the guest exactly as they arrived. */
-enum exit_action handle_exception_nmi(struct vcpu *v, const struct vmexit *e);
 enum exit_action handle_exception_nmi(struct vcpu *v, const struct vmexit *e)
 {
     if (!(e->intr_info & INTR_INFO_VALID))
@@ -26,7 +26,6 @@ enum exit_action handle_exception_nmi(struct vcpu *v, const struct vmexit *e)
     return EXIT_INJECT;
 }
 
-enum exit_action handle_triple_fault(struct vcpu *v, const struct vmexit *e);
 enum exit_action handle_triple_fault(struct vcpu *v, const struct vmexit *e)
 {
     pr_err("vmx", "guest triple fault at RIP %#lx", e->rip);
@@ -35,7 +34,6 @@ enum exit_action handle_triple_fault(struct vcpu *v, const struct vmexit *e)
 
 /* INIT: the vCPU goes to wait-for-SIPI (SDM Vol. 3C 26.2 / pt-facts G.4).  The
  * architectural register reset happens at SIPI, when the vector is known. */
-enum exit_action handle_init(struct vcpu *v, const struct vmexit *e);
 enum exit_action handle_init(struct vcpu *v, const struct vmexit *e)
 {
     pr_info("vmx", "INIT received: vCPU waits for SIPI");
@@ -52,7 +50,6 @@ enum exit_action handle_init(struct vcpu *v, const struct vmexit *e)
     } while (0)
 
 /* SIPI: real-mode start at vector << 12 (unrestricted guest allows PE = PG = 0) */
-enum exit_action handle_sipi(struct vcpu *v, const struct vmexit *e);
 enum exit_action handle_sipi(struct vcpu *v, const struct vmexit *e)
 {
     uint32_t vec = e->qual & 0xff;
@@ -87,7 +84,6 @@ enum exit_action handle_sipi(struct vcpu *v, const struct vmexit *e)
     return EXIT_RESUME;
 }
 
-enum exit_action handle_entry_failure(struct vcpu *v, const struct vmexit *e);
 enum exit_action handle_entry_failure(struct vcpu *v, const struct vmexit *e)
 {
     pr_err("vmx", "VM entry failed: %s (qualification %#lx): invalid guest state",

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* XSETBV, INVD, WBINVD, GETSEC and guest VMX instructions (pt-facts G.5). */
 #include "vmx/vcpu.h"
+#include "vmx/exits.h"
 #include "vmx/vmcs.h"
 #include "cpu.h"
 #include "desc.h"
@@ -12,7 +13,6 @@
 
 /* SDM Vol. 1 13.3 / XSETBV: #GP for ECX != 0, bit 0 clear, YMM without SSE,
  * bits CPUID.0xD.0 does not report, or a guest without CR4.OSXSAVE (#UD). */
-enum exit_action handle_xsetbv(struct vcpu *v, const struct vmexit *e);
 enum exit_action handle_xsetbv(struct vcpu *v, const struct vmexit *e)
 {
     uint32_t index = (uint32_t)v->regs.gpr[GPR_RCX];
@@ -40,7 +40,6 @@ enum exit_action handle_xsetbv(struct vcpu *v, const struct vmexit *e)
 }
 
 /* INVD would discard the VMM's dirty lines too: emulate it as WBINVD (as Xen does) */
-enum exit_action handle_invd_wbinvd(struct vcpu *v, const struct vmexit *e);
 enum exit_action handle_invd_wbinvd(struct vcpu *v, const struct vmexit *e)
 {
     asm volatile("wbinvd" ::: "memory");
@@ -48,7 +47,6 @@ enum exit_action handle_invd_wbinvd(struct vcpu *v, const struct vmexit *e)
 }
 
 /* VMX instructions and GETSEC: the guest was told there is no VMX / SMX */
-enum exit_action handle_ud(struct vcpu *v, const struct vmexit *e);
 enum exit_action handle_ud(struct vcpu *v, const struct vmexit *e)
 {
     vcpu_inject_ud(v);

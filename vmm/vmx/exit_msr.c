@@ -7,6 +7,7 @@
  * a fault becomes the guest's #GP.
  */
 #include "vmx/vcpu.h"
+#include "vmx/exits.h"
 #include "vmx/vmx_cpu.h"
 #include "cpu.h"
 #include "log.h"
@@ -68,13 +69,11 @@ static enum exit_action msr_access(struct vcpu *v, bool write)
     return EXIT_RESUME_SKIP_INSN;
 }
 
-enum exit_action handle_msr_read(struct vcpu *v, const struct vmexit *e);
 enum exit_action handle_msr_read(struct vcpu *v, const struct vmexit *e)
 {
     return msr_access(v, false);
 }
 
-enum exit_action handle_msr_write(struct vcpu *v, const struct vmexit *e);
 enum exit_action handle_msr_write(struct vcpu *v, const struct vmexit *e)
 {
     return msr_access(v, true);

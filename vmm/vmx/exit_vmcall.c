@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* VMCALL: the small guest ABI of include/ptv/vmcall.h. */
 #include "vmx/vcpu.h"
+#include "vmx/exits.h"
 #include "vmx/vmx_cpu.h"
 #include "vmx/vmcs.h"
 #include "vmm.h"
@@ -8,9 +9,6 @@
 #include "lib/ptv_string.h"
 #include <ptv/vmcall.h>
 
-bool vmm_canary_intact(const struct vcpu *v);
-
-enum exit_action handle_vmcall(struct vcpu *v, const struct vmexit *e);
 enum exit_action handle_vmcall(struct vcpu *v, const struct vmexit *e)
 {
     uint64_t *r = v->regs.gpr;

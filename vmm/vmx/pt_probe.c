@@ -9,7 +9,6 @@
 struct pt_decision pt_decision;
 struct pt_caps pt_host_caps;
 
-void pt_probe(uint32_t requested);
 void pt_probe(uint32_t requested)
 {
     struct pt_caps caps = {0};

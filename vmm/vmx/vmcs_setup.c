@@ -197,7 +197,6 @@ int vmcs_setup(struct vcpu *v, const void *caller)
     guest_state_setup(v, cs);
     if (pt_vmx_setup(v)) /* before the controls are written: it adds the PT controls */
         return -1;
-    extern uint64_t vmm_host_cr3, vmm_stack_top;
     host_state_setup(vmm_host_cr3, vmm_stack_top);
 
     vmcs_write32(PIN_BASED_VM_EXEC_CONTROL, vmx_ctls.pin);

@@ -29,6 +29,8 @@ int vmcs_setup(struct vcpu *v, const void *caller_state) __attribute__((warn_unu
 int vmx_msr_bitmap_setup(struct vcpu *v) __attribute__((warn_unused_result));
 int vmx_ept_setup(struct vcpu *v) __attribute__((warn_unused_result));
 void vmx_invept_all(void);
+/* read the PT capabilities and let the engine decide the mode (pt_probe.c) */
+void pt_probe(uint32_t requested);
 void vmcs_dump(void);
 void exit_ring_dump(const struct vcpu *v);
 void exit_stats_print(const struct vcpu *v);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* VMREAD/VMWRITE, vmx_run() (enter the guest, return a decoded exit) and event injection. */
 #include "vmx/vmx_cpu.h"
+#include "vmx/exits.h"
 #include "vmx/vmcs.h"
 #include "cpu.h"
 #include "desc.h"
@@ -127,7 +128,6 @@ int vmx_run(struct vcpu *v, struct vmexit *e)
 
 /* after an exit that interrupted event delivery, deliver that event again
  * unless the handler queued another one (SDM Vol. 3C 28.2.4 / 27.2.4) */
-void vmx_reinject_idt_vectoring(struct vcpu *v, const struct vmexit *e);
 void vmx_reinject_idt_vectoring(struct vcpu *v, const struct vmexit *e)
 {
     if (!(e->idt_vec_info & INTR_INFO_VALID) || v->inject.valid)
