@@ -35,3 +35,13 @@ test-pt-topa-freestanding:
 	$(Q)for f in $(PT_TOPA_SRCS); do \
 	    tests/step.sh $(BUILD)/results freestanding:$$f \
 	        $(VMM_CC) $(filter-out -MMD -MP,$(VMM_CFLAGS)) -Werror -c $$f -o /dev/null; done
+
+# Steady-state cost of guest tracing: engine calls (= VM exits) while the model traces.
+BENCH_TARGETS += bench-pt-steady
+.PHONY: bench-pt-steady
+$(BUILD)/host/bench_steady: tests/model/bench_steady.c tests/model/fake_world.c tests/model/ptm.c \
+                            tests/model/ptgen.c $(PT_TOPA_SRCS)
+	@mkdir -p $(@D)
+	$(Q)$(HOST_CC) $(HOST_CFLAGS) -MF $@.d -o $@ $^ $(HOST_LDLIBS)
+bench-pt-steady: $(BUILD)/host/bench_steady
+	$(Q)$(BUILD)/host/bench_steady 64
