@@ -49,20 +49,6 @@ static void check_range(const struct mtrr_state *m, uint64_t base, uint64_t size
     }
 }
 
-static uint64_t fixed8(unsigned a, unsigned b, unsigned c, unsigned d, unsigned e, unsigned f,
-                       unsigned g, unsigned h)
-{
-    return (uint64_t)a | (uint64_t)b << 8 | (uint64_t)c << 16 | (uint64_t)d << 24 |
-           (uint64_t)e << 32 | (uint64_t)f << 40 | (uint64_t)g << 48 | (uint64_t)h << 56;
-}
-
-static void set_var(struct mtrr_state *m, unsigned n, uint64_t base, uint64_t size, unsigned type)
-{
-    m->var_base[n] = base | type;
-    m->var_mask[n] = (~(size - 1) & ((1ull << m->maxphyaddr) - 1)) | MTRR_PHYSMASK_V;
-    if (m->nvar <= n)
-        m->nvar = n + 1;
-}
 
 /* a PC-like layout: fixed ranges, WB RAM in two ranges, a UC hole, default UC */
 static struct mtrr_state pc_state(void)

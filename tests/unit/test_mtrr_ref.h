@@ -10,6 +10,23 @@
 #include <stdint.h>
 #include "ept/mtrr.h"
 
+/* MTRR-state builders shared by the MTRR and identity-map tests */
+static inline uint64_t fixed8(unsigned a, unsigned b, unsigned c, unsigned d, unsigned e,
+                              unsigned f, unsigned g, unsigned h)
+{
+    return (uint64_t)a | (uint64_t)b << 8 | (uint64_t)c << 16 | (uint64_t)d << 24 |
+           (uint64_t)e << 32 | (uint64_t)f << 40 | (uint64_t)g << 48 | (uint64_t)h << 56;
+}
+
+static inline void set_var(struct mtrr_state *m, unsigned n, uint64_t base, uint64_t size,
+                           unsigned type)
+{
+    m->var_base[n] = base | type;
+    m->var_mask[n] = (~(size - 1) & ((1ull << m->maxphyaddr) - 1)) | MTRR_PHYSMASK_V;
+    if (m->nvar <= n)
+        m->nvar = n + 1;
+}
+
 /* the type of the byte at a, per 11.11.2-11.11.4 */
 static inline unsigned ref_type(const struct mtrr_state *m, uint64_t a)
 {
