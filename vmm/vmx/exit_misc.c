@@ -6,27 +6,24 @@
 #include "cpu.h"
 #include "desc.h"
 #include "log.h"
+#include "vmx/guest_policy.h"
 
-#define XFEATURE_FP  (1ull << 0)
-#define XFEATURE_SSE (1ull << 1)
-#define XFEATURE_YMM (1ull << 2)
-
-/* SDM Vol. 1 13.3 / XSETBV: #GP for ECX != 0, bit 0 clear, YMM without SSE,
- * bits CPUID.0xD.0 does not report, or a guest without CR4.OSXSAVE (#UD). */
+/* SDM Vol. 1 13.3 / XSETBV: checks in guest_policy.c; XCR0 is not switched by
+ * VMX, so executing XSETBV here sets the guest's XCR0 */
 enum exit_action handle_xsetbv(struct vcpu *v, const struct vmexit *e)
 {
     uint32_t index = (uint32_t)v->regs.gpr[GPR_RCX];
     uint64_t val = (v->regs.gpr[GPR_RDX] << 32) | (uint32_t)v->regs.gpr[GPR_RAX];
-    if (!(vcpu_guest_cr4(v) & X86_CR4_OSXSAVE)) {
+    struct cpuid_regs d = cpuid_count(0xd, 0);
+    switch (xsetbv_policy(index, val, ((uint64_t)d.edx << 32) | d.eax, vcpu_guest_cr4(v))) {
+    case XSETBV_UD:
         vcpu_inject_ud(v);
         return EXIT_INJECT;
-    }
-    struct cpuid_regs d = cpuid_count(0xd, 0);
-    uint64_t supported = ((uint64_t)d.edx << 32) | d.eax;
-    if (index != 0 || !(val & XFEATURE_FP) || ((val & XFEATURE_YMM) && !(val & XFEATURE_SSE)) ||
-        (val & ~supported)) {
+    case XSETBV_GP:
         vcpu_inject_gp(v);
         return EXIT_INJECT;
+    case XSETBV_OK:
+        break;
     }
     exc_fixup_hit = 0;
     asm volatile("1: xsetbv\n2:\n\t" EXTABLE_ENTRY(1b, 2b)::"c"(index), "a"((uint32_t)val),

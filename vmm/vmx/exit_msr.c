@@ -15,6 +15,7 @@
 #include "pt/pt_msr.h"
 #include "pt/rtit.h"
 #include "vmx/pt_vmx.h"
+#include "vmx/guest_policy.h"
 
 static void intercept(uint8_t *bm, uint32_t msr)
 {
@@ -29,11 +30,10 @@ int vmx_msr_bitmap_setup(struct vcpu *v)
     v->msr_bitmap = palloc_page(&v->msr_bitmap_pa);
     if (!v->msr_bitmap)
         return -1;
-    for (uint32_t m = MSR_IA32_RTIT_OUTPUT_BASE; m <= MSR_IA32_RTIT_ADDR3_B; m++)
-        if (pt_msr_is_rtit(m))
+    /* every MSR the policy does not pass through exits (the bitmap covers 0-0x1fff) */
+    for (uint32_t m = 0; m < 0x2000; m++)
+        if (msr_policy(m) != MSR_PASS_THROUGH)
             intercept(v->msr_bitmap, m);
-    for (uint32_t m = MSR_IA32_VMX_FIRST; m <= MSR_IA32_VMX_LAST; m++)
-        intercept(v->msr_bitmap, m);
     pt_msr_file_init(&v->pt_msrs);
     return 0;
 }
@@ -42,7 +42,8 @@ static enum exit_action msr_access(struct vcpu *v, bool write)
 {
     uint32_t msr = (uint32_t)v->regs.gpr[GPR_RCX];
     uint64_t val = (v->regs.gpr[GPR_RDX] << 32) | (uint32_t)v->regs.gpr[GPR_RAX];
-    if (pt_msr_is_rtit(msr)) {
+    switch (msr_policy(msr)) {
+    case MSR_PT_ENGINE: {
         struct pt_msr_result res;
         enum pt_msr_status st = write
                                     ? pt_msr_write(&pt_decision.guest, &v->pt_msrs, msr, val, &res)
@@ -55,12 +56,17 @@ static enum exit_action msr_access(struct vcpu *v, bool write)
         }
         if (write)
             pt_vmx_msr_written(v, msr, &res);
-    } else if (msr >= MSR_IA32_VMX_FIRST && msr <= MSR_IA32_VMX_LAST) {
-        vcpu_inject_gp(v); /* VMX is not offered to the guest */
-        return EXIT_INJECT;
-    } else if (write ? wrmsr_safe(msr, val) : rdmsr_safe(msr, &val)) {
+        break;
+    }
+    case MSR_GP:
         vcpu_inject_gp(v);
         return EXIT_INJECT;
+    case MSR_PASS_THROUGH:
+        if (write ? wrmsr_safe(msr, val) : rdmsr_safe(msr, &val)) {
+            vcpu_inject_gp(v);
+            return EXIT_INJECT;
+        }
+        break;
     }
     if (!write) {
         v->regs.gpr[GPR_RAX] = (uint32_t)val;

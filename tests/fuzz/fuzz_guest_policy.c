@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Fuzzer: guest-controlled exit data (CPUID leaf/subleaf + host answer + guest
+ * CR4, XSETBV operands, MSR indices) through the guest policy.  Invariants:
+ * the hypervisor bit is always set and VMX always hidden on leaf 1, OSXSAVE/
+ * OSPKE mirror the guest CR4, PT is never visible unless the guest owns it,
+ * hypervisor leaves never leak host data, XSETBV accepts only legal XCR0s.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "vmx/guest_policy.h"
+#include "pt/rtit.h"
+
+#define CHECK(c)                                                                                   \
+    do {                                                                                           \
+        if (!(c))                                                                                  \
+            abort();                                                                               \
+    } while (0)
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct {
+        uint32_t leaf, sub, r[4];
+        uint64_t cr4, xval, sup;
+        uint32_t xidx, msr;
+    } in;
+    if (size < sizeof(in))
+        return 0;
+    memcpy(&in, data, sizeof(in));
+    struct pt_decision d;
+    memset(&d, 0, sizeof(d));
+    d.mode = PT_ENGINE_OFF;
+    uint32_t r[4];
+    memcpy(r, in.r, sizeof(r));
+    cpuid_policy(&d, in.leaf, in.sub, in.cr4, r);
+    if (cpuid_is_hypervisor_leaf(in.leaf) && in.leaf > PTV_CPUID_MAX)
+        CHECK((r[0] | r[1] | r[2] | r[3]) == 0);
+    if (in.leaf == 1) {
+        CHECK(r[2] & (1u << 31));
+        CHECK(!(r[2] & (1u << 5)));
+        CHECK(!!(r[2] & (1u << 27)) == !!(in.cr4 & (1ull << 18)));
+    }
+    if (in.leaf == 7 && in.sub == 0) {
+        CHECK(!(r[1] & CPUID_7_EBX_INTEL_PT));
+        CHECK(!!(r[2] & (1u << 4)) == !!(in.cr4 & (1ull << 22)));
+    }
+    if (in.leaf == 0x14)
+        CHECK((r[0] | r[1] | r[2] | r[3]) == 0);
+    enum xsetbv_verdict x = xsetbv_policy(in.xidx, in.xval, in.sup, in.cr4);
+    if (x == XSETBV_OK)
+        CHECK(in.xidx == 0 && (in.xval & 1) && !(in.xval & ~in.sup) &&
+              (!(in.xval & 4) || (in.xval & 2)) && (in.cr4 & (1ull << 18)));
+    enum msr_verdict m = msr_policy(in.msr);
+    if (in.msr >= 0x480 && in.msr <= 0x492)
+        CHECK(m == MSR_GP);
+    if (m == MSR_PT_ENGINE)
+        CHECK((in.msr >= 0x560 && in.msr <= 0x561) || (in.msr >= 0x570 && in.msr <= 0x572) ||
+              (in.msr >= 0x580 && in.msr <= 0x587));
+    return 0;
+}

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/* Guest-visible policy for CPUID, XSETBV and MSR exits (pure; see guest_policy.h). */
+#include "vmx/guest_policy.h"
+#include "pt/pt_msr.h"
+#include "vmx/vmx.h"
+
+#define CPUID_1_ECX_VMX        (1u << 5)
+#define CPUID_1_ECX_OSXSAVE    (1u << 27)
+#define CPUID_1_ECX_HYPERVISOR (1u << 31)
+#define CPUID_7_ECX_OSPKE      (1u << 4)
+#define CR4_OSXSAVE            (1ull << 18)
+#define CR4_PKE                (1ull << 22)
+#define XFEATURE_FP            (1ull << 0)
+#define XFEATURE_SSE           (1ull << 1)
+#define XFEATURE_YMM           (1ull << 2)
+
+void cpuid_policy(const struct pt_decision *d, uint32_t leaf, uint32_t sub, uint64_t guest_cr4,
+                  uint32_t r[4])
+{
+    if (cpuid_is_hypervisor_leaf(leaf)) {
+        r[0] = r[1] = r[2] = r[3] = 0;
+        if (leaf == PTV_CPUID_BASE) {
+            r[0] = PTV_CPUID_MAX;
+            r[1] = 0x69767470; /* "ptvi" */
+            r[2] = 0x00726f73; /* "sor\0" */
+        } else if (leaf == PTV_CPUID_MAX) {
+            r[0] = 1; /* VMCALL ABI version (include/ptv/vmcall.h) */
+        }
+        return;
+    }
+    /* CPUID ran with the VMM's CR4: the OS-enable bits must mirror the guest's */
+    if (leaf == 1) {
+        r[2] |= CPUID_1_ECX_HYPERVISOR;
+        r[2] &= ~(CPUID_1_ECX_VMX | CPUID_1_ECX_OSXSAVE); /* no nested VMX */
+        if (guest_cr4 & CR4_OSXSAVE)
+            r[2] |= CPUID_1_ECX_OSXSAVE;
+    } else if (leaf == 7 && sub == 0) {
+        r[2] &= ~CPUID_7_ECX_OSPKE;
+        if (guest_cr4 & CR4_PKE)
+            r[2] |= CPUID_7_ECX_OSPKE;
+    }
+    pt_cpuid_filter(d, leaf, sub, r); /* CPUID.7:EBX[25], leaf 0x14 */
+}
+
+enum xsetbv_verdict xsetbv_policy(uint32_t index, uint64_t val, uint64_t supported,
+                                  uint64_t guest_cr4)
+{
+    if (!(guest_cr4 & CR4_OSXSAVE))
+        return XSETBV_UD;
+    if (index != 0 || !(val & XFEATURE_FP) || ((val & XFEATURE_YMM) && !(val & XFEATURE_SSE)) ||
+        (val & ~supported))
+        return XSETBV_GP;
+    return XSETBV_OK;
+}
+
+enum msr_verdict msr_policy(uint32_t msr)
+{
+    if (pt_msr_is_rtit(msr))
+        return MSR_PT_ENGINE;
+    if (msr >= MSR_IA32_VMX_FIRST && msr <= MSR_IA32_VMX_LAST)
+        return MSR_GP; /* VMX is not offered to the guest */
+    return MSR_PASS_THROUGH;
+}

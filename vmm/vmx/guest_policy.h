@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the guest may see and do, as pure functions of guest-controlled exit
+ * data (CPUID leaf/subleaf, XSETBV operands, MSR indices).  The exit handlers
+ * feed them decoded values; host tests and a fuzzer call them directly.
+ */
+#ifndef PTV_VMX_GUEST_POLICY_H
+#define PTV_VMX_GUEST_POLICY_H
+
+#include <stdint.h>
+#include "pt/pt_caps.h"
+
+#define PTV_CPUID_BASE    0x40000000u /* hypervisor range (KVM/Xen convention) */
+#define PTV_CPUID_MAX     0x40000001u
+#define PTV_CPUID_HV_LAST 0x400000ffu
+
+static inline int cpuid_is_hypervisor_leaf(uint32_t leaf)
+{
+    return leaf >= PTV_CPUID_BASE && leaf <= PTV_CPUID_HV_LAST;
+}
+
+/* r[] = EAX..EDX: in, what the CPU returned (ignored for hypervisor leaves);
+ * out, what the guest sees.  guest_cr4 is the guest's view of CR4. */
+void cpuid_policy(const struct pt_decision *d, uint32_t leaf, uint32_t subleaf, uint64_t guest_cr4,
+                  uint32_t r[4]);
+
+enum xsetbv_verdict {
+    XSETBV_OK,
+    XSETBV_GP, /* #GP(0) */
+    XSETBV_UD, /* #UD: CR4.OSXSAVE = 0 */
+};
+/* SDM Vol. 1 13.3 / XSETBV: supported = CPUID.(0xD,0) EDX:EAX */
+enum xsetbv_verdict xsetbv_policy(uint32_t index, uint64_t value, uint64_t supported,
+                                  uint64_t guest_cr4);
+
+enum msr_verdict {
+    MSR_PASS_THROUGH, /* the real MSR (an access that faults becomes the guest's #GP) */
+    MSR_PT_ENGINE,    /* the PT engine's virtual RTIT MSR file */
+    MSR_GP,           /* hidden from the guest: #GP */
+};
+enum msr_verdict msr_policy(uint32_t msr);
+
+#endif
