@@ -9,7 +9,7 @@
 
 static void guest_failed(const struct ptv_config *cfg, const char *what, EFI_STATUS st)
 {
-    Print(L"ptvisor: guest %a: %a%r\r\n", cfg->guest_path, what, st);
+    sayf(L"guest %a: %a%r", cfg->guest_path, what, st);
 }
 
 EFI_STATUS boot_guest(EFI_HANDLE image, EFI_LOADED_IMAGE *li, const struct ptv_config *cfg)
@@ -48,8 +48,8 @@ EFI_STATUS boot_guest(EFI_HANDLE image, EFI_LOADED_IMAGE *li, const struct ptv_c
         ;
     gli->LoadOptions = cmdline;
     gli->LoadOptionsSize = (UINT32)((n + 1) * sizeof(CHAR16));
-    Print(L"ptvisor: starting guest %a: %a\r\n", cfg->guest_path, cfg->cmdline);
+    sayf(L"starting guest %a: %a", cfg->guest_path, cfg->cmdline);
     st = BS->StartImage(child, NULL, NULL);
-    Print(L"ptvisor: guest %a returned: %r\r\n", cfg->guest_path, st);
+    sayf(L"guest %a returned: %r", cfg->guest_path, st);
     return st;
 }

@@ -20,8 +20,11 @@
 /* the VMM's entry point: System V ABI, whatever the caller's default is */
 typedef int(__attribute__((sysv_abi)) * ptv_entry_fn)(struct ptv_handoff *h);
 
-/* main.c: one console line "ptvisor: <msg>" (OVMF mirrors ConOut to serial) */
+/* console.c: one console line "ptvisor: <msg>" on ConOut, mirrored to the
+ * configured UART when ConOut has no serial port (console_configure) */
 void say(const char *msg);
+void sayf(const CHAR16 *fmt, ...);
+void console_configure(const struct ptv_config *cfg);
 
 /* fs.c: files on the loader's own volume */
 EFI_STATUS read_file(EFI_HANDLE device, const CHAR16 *path, UINTN max, void **buf, UINTN *len);

@@ -11,11 +11,6 @@
 #define CFG_FILE_MAX  (64 * 1024)
 #define FAIL_STALL_US (5 * 1000 * 1000)
 
-void say(const char *msg)
-{
-    Print(L"ptvisor: %a\r\n", msg);
-}
-
 static void say_cfg(void *ctx, const char *msg)
 {
     say(msg);
@@ -31,16 +26,16 @@ static void read_config(EFI_LOADED_IMAGE *li, struct ptv_config *cfg)
     ptv_config_defaults(cfg);
     st = read_file(li->DeviceHandle, PTV_CFG_FILE, CFG_FILE_MAX, &text, &len);
     if (EFI_ERROR(st)) {
-        Print(L"ptvisor: %s: %r -- using the built-in defaults\r\n", PTV_CFG_FILE, st);
+        sayf(L"%s: %r -- using the built-in defaults", PTV_CFG_FILE, st);
     } else {
         unsigned bad = ptv_config_parse(cfg, text, len, "ptvisor.cfg", say_cfg, NULL);
         FreePool(text);
         if (bad)
-            Print(L"ptvisor: ptvisor.cfg: %d bad line(s) skipped, their keys keep the defaults\r\n",
+            sayf(L"ptvisor.cfg: %d bad line(s) skipped, their keys keep the defaults",
                   bad);
     }
     ptv_config_summary(cfg, summary, sizeof(summary));
-    Print(L"ptvisor: config: %a\r\n", summary);
+    sayf(L"config: %a", summary);
 }
 
 EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
@@ -53,10 +48,11 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
     say("loader started (handoff ABI v1)");
     st = BS->HandleProtocol(image, &LoadedImageProtocol, (void **)&li);
     if (EFI_ERROR(st)) {
-        Print(L"ptvisor: no loaded-image protocol: %r\r\n", st);
+        sayf(L"no loaded-image protocol: %r", st);
         return st;
     }
     read_config(li, &cfg);
+    console_configure(&cfg);
 
     if (!cfg.start_vmm) {
         say("vmm = off in ptvisor.cfg -- booting natively");

@@ -2,8 +2,8 @@
 # and the QEMU TCG + OVMF system tests of the loader (test-qemu).
 
 BOOT_PURE_SRCS := boot/config.c boot/elf.c boot/memmap.c boot/vmx_verdict.c boot/fmt.c
-BOOT_EFI_SRCS  := boot/main.c boot/fs.c boot/cpu.c boot/vmm_load.c boot/chain.c
-BOOT_SRCS      := $(BOOT_EFI_SRCS) $(BOOT_PURE_SRCS) vmm/handoff.c vmm/lib/string.c
+BOOT_EFI_SRCS  := boot/main.c boot/console.c boot/fs.c boot/cpu.c boot/vmm_load.c boot/chain.c
+BOOT_SRCS      := $(BOOT_EFI_SRCS) $(BOOT_PURE_SRCS) vmm/handoff.c vmm/lib/string.c vmm/serial.c
 BOOT_OBJS      := $(patsubst %.c,$(BUILD)/boot/obj/%.o,$(BOOT_SRCS))
 BOOT_EFI       := $(BUILD)/boot/BOOTX64.EFI
 
