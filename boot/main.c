@@ -31,8 +31,7 @@ static void read_config(EFI_LOADED_IMAGE *li, struct ptv_config *cfg)
         unsigned bad = ptv_config_parse(cfg, text, len, "ptvisor.cfg", say_cfg, NULL);
         FreePool(text);
         if (bad)
-            sayf(L"ptvisor.cfg: %d bad line(s) skipped, their keys keep the defaults",
-                  bad);
+            sayf(L"ptvisor.cfg: %d bad line(s) skipped, their keys keep the defaults", bad);
     }
     ptv_config_summary(cfg, summary, sizeof(summary));
     sayf(L"config: %a", summary);

@@ -23,7 +23,6 @@
 #define MiB(x) ((uint64_t)(x) << 20)
 #define GiB(x) ((uint64_t)(x) << 30)
 
-
 static struct mtrr_state pc_mtrrs(void)
 {
     struct mtrr_state m;

@@ -49,7 +49,6 @@ static void check_range(const struct mtrr_state *m, uint64_t base, uint64_t size
     }
 }
 
-
 /* a PC-like layout: fixed ranges, WB RAM in two ranges, a UC hole, default UC */
 static struct mtrr_state pc_state(void)
 {
