@@ -40,6 +40,7 @@ struct pt_vcpu {
 };
 
 static struct pt_vcpu *bsp_pt;
+bool pt_vmx_active;
 static struct vcpu *bsp_vcpu_ptr;
 
 bool pt_guest_owns(void)
@@ -161,6 +162,7 @@ int pt_vmx_setup(struct vcpu *v)
     vmcs_write64(VM_ENTRY_MSR_LOAD_ADDR, p->entry_list_pa);
     vmcs_write64(VM_EXIT_MSR_LOAD_ADDR, p->exit_list_pa);
     bsp_pt = p;
+    pt_vmx_active = true;
     bsp_vcpu_ptr = v;
     pr_info("pt", "guest owns PT (%s); RTIT MSRs virtualized, switched on every entry/exit",
             pt_mode_name(pt_decision.mode));

@@ -7,6 +7,8 @@
 #include "pt/pt_msr.h"
 
 bool pt_guest_owns(void);
+/* true once pt_vmx_setup() gave the guest PT: the entry/exit hooks have work */
+extern bool pt_vmx_active;
 /* at VMCS set-up: controls, MSR-load lists, shadow state */
 int pt_vmx_setup(struct vcpu *v) __attribute__((warn_unused_result));
 /* around every VM entry / after every VM exit */

@@ -29,12 +29,43 @@ extern const unsigned vmcs_field_count;
 const char *vmcs_field_name(uint32_t encoding);
 
 #ifdef PTV_VMM
-/* raw instructions: return 0 on success, -1 on VMfail (see vmx_insn_error()) */
-int __vmread(uint32_t field, uint64_t *val) __attribute__((warn_unused_result));
-int __vmwrite(uint32_t field, uint64_t val) __attribute__((warn_unused_result));
-/* checked: a failure is a VMM bug -> panic with the VM-instruction error by name */
-uint64_t vmcs_read_checked(uint32_t field);
-void vmcs_write_checked(uint32_t field, uint64_t val);
+/* raw instructions: return 0 on success, -1 on VMfail (see vmx_insn_error()).
+ * Inline: they sit on the exit path, which every VM exit pays for. */
+static inline __attribute__((warn_unused_result)) int __vmread(uint32_t field, uint64_t *val)
+{
+    uint8_t fail;
+    uint64_t v = 0;
+    asm volatile("vmread %2, %1; setna %0" : "=r"(fail), "=rm"(v) : "r"((uint64_t)field) : "cc");
+    *val = v;
+    return fail ? -1 : 0;
+}
+
+static inline __attribute__((warn_unused_result)) int __vmwrite(uint32_t field, uint64_t val)
+{
+    uint8_t fail;
+    asm volatile("vmwrite %2, %1; setna %0"
+                 : "=r"(fail)
+                 : "r"((uint64_t)field), "rm"(val)
+                 : "cc", "memory");
+    return fail ? -1 : 0;
+}
+
+/* a failed VMREAD/VMWRITE is a VMM bug: panic with the VM-instruction error by name */
+__attribute__((noreturn, cold)) void vmcs_access_failed(uint32_t field, bool write, uint64_t val);
+
+static inline uint64_t vmcs_read_checked(uint32_t field)
+{
+    uint64_t v;
+    if (__builtin_expect(__vmread(field, &v), 0))
+        vmcs_access_failed(field, false, 0);
+    return v;
+}
+
+static inline void vmcs_write_checked(uint32_t field, uint64_t val)
+{
+    if (__builtin_expect(__vmwrite(field, val), 0))
+        vmcs_access_failed(field, true, val);
+}
 
 #define vmcs_read16(f)                                                                             \
     ({                                                                                             \

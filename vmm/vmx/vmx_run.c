@@ -11,22 +11,6 @@
 
 int vmx_enter(struct guest_regs *regs, int launched);
 
-int __vmread(uint32_t field, uint64_t *val)
-{
-    uint8_t fail;
-    uint64_t v = 0;
-    asm volatile("vmread %2, %1; setna %0" : "=r"(fail), "=rm"(v) : "r"((uint64_t)field) : "cc");
-    *val = v;
-    return fail ? -1 : 0;
-}
-
-int __vmwrite(uint32_t field, uint64_t val)
-{
-    uint8_t fail;
-    asm volatile("vmwrite %2, %1; setna %0" : "=r"(fail) : "r"((uint64_t)field), "rm"(val) : "cc");
-    return fail ? -1 : 0;
-}
-
 static uint32_t vmx_insn_error(void)
 {
     uint64_t e = 0;
@@ -35,20 +19,13 @@ static uint32_t vmx_insn_error(void)
     return (uint32_t)e;
 }
 
-uint64_t vmcs_read_checked(uint32_t field)
+void vmcs_access_failed(uint32_t field, bool write, uint64_t val)
 {
-    uint64_t v;
-    if (__vmread(field, &v))
-        panic("VMREAD %s (%#x) failed: %s", vmcs_field_name(field), field,
+    if (write)
+        panic("VMWRITE %s (%#x) = %#lx failed: %s", vmcs_field_name(field), field, val,
               vmx_insn_error_name(vmx_insn_error()));
-    return v;
-}
-
-void vmcs_write_checked(uint32_t field, uint64_t val)
-{
-    if (__vmwrite(field, val))
-        panic("VMWRITE %s (%#x) = %lx failed: %s", vmcs_field_name(field), field, val,
-              vmx_insn_error_name(vmx_insn_error()));
+    panic("VMREAD %s (%#x) failed: %s", vmcs_field_name(field), field,
+          vmx_insn_error_name(vmx_insn_error()));
 }
 
 void vcpu_inject_exception(struct vcpu *v, unsigned vector, bool has_error, uint32_t error)
@@ -92,14 +69,16 @@ int vmx_run(struct vcpu *v, struct vmexit *e)
             host_nmi_pending = 0;
         }
     }
-    pt_vmx_before_entry(v);
+    if (pt_vmx_active)
+        pt_vmx_before_entry(v);
     int r = vmx_enter(&v->regs, v->launched);
     if (r == 1)
         return (int)vmx_insn_error();
     if (r)
         return -1;
     v->launched = true;
-    pt_vmx_after_exit(v);
+    if (pt_vmx_active)
+        pt_vmx_after_exit(v);
     e->raw_reason = vmcs_read32(VM_EXIT_REASON);
     e->reason = e->raw_reason & 0xffff;
     e->qual = vmcs_readl(EXIT_QUALIFICATION);
