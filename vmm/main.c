@@ -82,6 +82,22 @@ static uint64_t vcpu_loop(void *arg)
     }
 }
 
+/* The exception fix-up path that every "safe" MSR access relies on: a write to
+ * the now-locked IA32_FEATURE_CONTROL must #GP (SDM Vol. 3C 23.7) and come
+ * back as an error.  A broken fix-up table panics here, at boot, not later on a
+ * guest's MSR access. */
+static void fixup_selftest(void)
+{
+    uint64_t fc;
+    if (rdmsr_safe(MSR_IA32_FEAT_CTL, &fc) || !(fc & FEAT_CTL_LOCKED))
+        return;
+    if (wrmsr_safe(MSR_IA32_FEAT_CTL, fc))
+        pr_info("vmm", "exception fix-up self-test: #GP caught and fixed up");
+    else
+        pr_info("vmm",
+                "exception fix-up self-test not possible here (locked MSR write did not fault)");
+}
+
 static int vmm_setup(struct ptv_handoff *h, struct caller_state *cs, struct desc_ptr *fw_idt)
 {
     const char *why;
@@ -115,6 +131,7 @@ static int vmm_setup(struct ptv_handoff *h, struct caller_state *cs, struct desc
     pt_probe(h->cfg.pt_mode);
     if (vmx_on(v, &st))
         return st;
+    fixup_selftest();
     if (vmcs_setup(v, cs)) {
         vmx_off();
         return PTV_ENTRY_NO_MEMORY;
