@@ -9,7 +9,6 @@
 
 #define GDT_CODE64            0x00af9b000000ffffull /* P, DPL0, code exec/read accessed, L=1, G=1 */
 #define GDT_DATA              0x00cf93000000ffffull /* P, DPL0, data read/write accessed, D/B=1, G=1 */
-#define IST_EMERGENCY         1
 #define EMERGENCY_STACK_PAGES 2
 
 struct idt_gate {
@@ -60,7 +59,7 @@ int host_desc_init(void)
 {
     uint64_t pa;
     uint8_t *page = palloc_page(&pa);
-    void *estack = palloc_pages(EMERGENCY_STACK_PAGES, NULL);
+    uint8_t *estack = palloc_pages(3 * EMERGENCY_STACK_PAGES, NULL);
     idt = palloc_page(NULL);
     if (!page || !estack || !idt)
         return -1;
@@ -74,11 +73,23 @@ int host_desc_init(void)
     gdt[HOST_TR_SEL >> 3] =
         (sizeof(*tss) - 1) | ((t & 0xffffff) << 16) | (0x89ull << 40) | (((t >> 24) & 0xff) << 56);
     gdt[(HOST_TR_SEL >> 3) + 1] = t >> 32;
-    tss->ist[IST_EMERGENCY - 1] = (uint64_t)(uintptr_t)estack + EMERGENCY_STACK_PAGES * PAGE_SIZE;
+    /* NMI, #DF and #MC each on their own stack: a nested #MC must not overwrite an NMI frame */
+    for (unsigned i = 0; i < 3; i++)
+        tss->ist[i] = (uint64_t)(uintptr_t)(estack + (i + 1) * EMERGENCY_STACK_PAGES * PAGE_SIZE);
     tss->iomap_base = sizeof(*tss);
-    /* before the first VM exit we still run on the firmware's GDT and TR */
+    /*
+     * Until the first VM exit the VMM runs on the firmware's GDT, so the gates use
+     * the firmware's CS selector.  The host GDT gets a 64-bit code descriptor at
+     * that index too, so the same gates stay valid right after the first exit
+     * (before host_idt_activate() switches them to HOST_CS_SEL).
+     */
     uint16_t cs;
     asm volatile("mov %%cs, %0" : "=r"(cs));
+    unsigned idx = cs >> 3;
+    if (idx > (HOST_TR_SEL >> 3) + 1 && idx < 256 / 8)
+        gdt[idx] = GDT_CODE64;
+    else if (cs != HOST_CS_SEL)
+        return -1; /* firmware CS collides with the host GDT layout */
     for (unsigned v = 0; v < 32; v++)
         set_gate(v, cs, 0);
     return 0;
@@ -93,10 +104,8 @@ void host_idt_load(void)
 
 void host_idt_activate(void)
 {
-    for (unsigned v = 0; v < 32; v++) {
-        bool emergency = v == 8 || v == 2 || v == 18;
-        set_gate(v, HOST_CS_SEL, emergency ? IST_EMERGENCY : 0);
-    }
+    for (unsigned v = 0; v < 32; v++)
+        set_gate(v, HOST_CS_SEL, v == 2 ? 1 : v == 8 ? 2 : v == 18 ? 3 : 0); /* IST1..3 */
 }
 
 uint64_t host_gdt_base(void)

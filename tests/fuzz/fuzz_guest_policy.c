@@ -24,7 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct {
         uint32_t leaf, sub, r[4];
         uint64_t cr4, xval, sup;
-        uint32_t xidx, msr;
+        uint32_t xidx, msr, feat;
     } in;
     if (size < sizeof(in))
         return 0;
@@ -34,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     d.mode = PT_ENGINE_OFF;
     uint32_t r[4];
     memcpy(r, in.r, sizeof(r));
-    cpuid_policy(&d, in.leaf, in.sub, in.cr4, r);
+    cpuid_policy(&d, in.feat, in.leaf, in.sub, in.cr4, r);
     if (cpuid_is_hypervisor_leaf(in.leaf) && in.leaf > PTV_CPUID_MAX)
         CHECK((r[0] | r[1] | r[2] | r[3]) == 0);
     if (in.leaf == 1) {
@@ -46,6 +46,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(!(r[1] & CPUID_7_EBX_INTEL_PT));
         CHECK(!!(r[2] & (1u << 4)) == !!(in.cr4 & (1ull << 22)));
     }
+    if (in.leaf == 7 && in.sub == 0 && !(in.feat & GUEST_FEAT_WAITPKG))
+        CHECK(!(r[2] & (1u << 5)));
+    if (in.leaf == 0x80000001 && !(in.feat & GUEST_FEAT_RDTSCP))
+        CHECK(!(r[3] & (1u << 27)));
     if (in.leaf == 0x14)
         CHECK((r[0] | r[1] | r[2] | r[3]) == 0);
     enum xsetbv_verdict x = xsetbv_policy(in.xidx, in.xval, in.sup, in.cr4);

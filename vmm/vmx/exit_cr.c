@@ -9,6 +9,7 @@
 #include "vmx/vmcs.h"
 #include "cpu.h"
 #include "log.h"
+#include "vmx/vmx_cpu.h"
 
 #define CR_QUAL_NUM(q)  ((q)&0xf)
 #define CR_QUAL_TYPE(q) (((q) >> 4) & 3) /* 0 MOV to CR, 1 MOV from CR, 2 CLTS, 3 LMSW */
@@ -49,6 +50,7 @@ static enum exit_action guest_write_cr0(struct vcpu *v, uint64_t val)
         vmcs_write64(GUEST_IA32_EFER, efer);
         vmcs_write32(VM_ENTRY_CONTROLS, entry);
     }
+    vmx_invept_all(); /* PG/PE/WP may have changed: drop combined mappings */
     return EXIT_RESUME_SKIP_INSN;
 }
 
@@ -63,8 +65,13 @@ enum exit_action handle_cr_access(struct vcpu *v, const struct vmexit *e)
             vcpu_inject_gp(v);
             return EXIT_INJECT;
         }
+        if (val & ~v->cr4_fixed1 & ~X86_CR4_VMXE) { /* a bit this CPU does not have */
+            vcpu_inject_gp(v);
+            return EXIT_INJECT;
+        }
         vmcs_writel(CR4_READ_SHADOW, val);
         vmcs_writel(GUEST_CR4, (val | v->cr4_fixed0) & v->cr4_fixed1);
+        vmx_invept_all(); /* paging bits may have changed: drop combined mappings */
         return EXIT_RESUME_SKIP_INSN;
     }
     if (type == 3) { /* LMSW: bits 3:0 of CR0, PE cannot be cleared */

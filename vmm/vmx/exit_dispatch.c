@@ -38,9 +38,16 @@ static const exit_handler handlers[EXIT_REASON_MAX] = {
     [EXIT_REASON_XSETBV] = handle_xsetbv,
 };
 
+#define X86_EFLAGS_TF  (1ull << 8)
+#define PENDING_DBG_BS (1ull << 14)
+
 static void skip_instruction(const struct vmexit *e)
 {
     vmcs_writel(GUEST_RIP, e->rip + e->insn_len);
+    /* single-stepping: the emulated instruction still ends in a #DB (SDM Vol. 3C 25.4.2) */
+    if (vmcs_readl(GUEST_RFLAGS) & X86_EFLAGS_TF)
+        vmcs_writel(GUEST_PENDING_DBG_EXCEPTIONS,
+                    vmcs_readl(GUEST_PENDING_DBG_EXCEPTIONS) | PENDING_DBG_BS);
     /* the skipped instruction ends STI / MOV SS blocking (SDM Vol. 3C 25.4.2) */
     uint32_t intr = vmcs_read32(GUEST_INTERRUPTIBILITY_INFO);
     if (intr & (GUEST_INTR_STATE_STI | GUEST_INTR_STATE_MOV_SS))

@@ -77,8 +77,9 @@ void vmx_invept_all(void)
 {
     struct {
         uint64_t eptp, rsvd;
-    } desc = {0, 0};
-    uint64_t type = 2; /* all-context */
+    } desc = {vmcs_read64(EPT_POINTER), 0};
+    /* all-context where the CPU has it, else single-context for our one EPTP */
+    uint64_t type = vmx_caps.ept_vpid & VMX_EPT_EXTENT_GLOBAL_BIT ? 2 : 1;
     uint8_t fail;
     asm volatile("invept %2, %1; setna %0" : "=r"(fail) : "r"(type), "m"(desc) : "cc", "memory");
     if (fail)

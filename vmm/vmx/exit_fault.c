@@ -7,6 +7,7 @@
 #include "vmx/exits.h"
 #include "vmx/vmcs.h"
 #include "log.h"
+#include "vmx/vmx_cpu.h"
 
 /* With an empty exception bitmap and no NMI exiting these only come from
  * a VMM change; reflect them to the guest exactly as they arrived. */
@@ -32,15 +33,6 @@ enum exit_action handle_triple_fault(struct vcpu *v, const struct vmexit *e)
     return EXIT_STOP_GUEST;
 }
 
-/* INIT: the vCPU goes to wait-for-SIPI (SDM Vol. 3C 26.2 / pt-facts G.4).  The
- * architectural register reset happens at SIPI, when the vector is known. */
-enum exit_action handle_init(struct vcpu *v, const struct vmexit *e)
-{
-    pr_info("vmx", "INIT received: vCPU waits for SIPI");
-    vmcs_write32(GUEST_ACTIVITY_STATE, GUEST_ACTIVITY_WAIT_SIPI);
-    return EXIT_RESUME;
-}
-
 #define SEG_REAL(SEG, sel, base, ar)                                                               \
     do {                                                                                           \
         vmcs_write16(GUEST_##SEG##_SELECTOR, sel);                                                 \
@@ -49,11 +41,10 @@ enum exit_action handle_init(struct vcpu *v, const struct vmexit *e)
         vmcs_write32(GUEST_##SEG##_AR_BYTES, ar);                                                  \
     } while (0)
 
-/* SIPI: real-mode start at vector << 12 (unrestricted guest allows PE = PG = 0) */
-enum exit_action handle_sipi(struct vcpu *v, const struct vmexit *e)
+/* the architectural state after INIT (SDM Vol. 3A 9.1.1, table 9-1), starting at
+ * CS:IP = sel:rip with CS.base = base, in real mode (unrestricted guest) */
+static void vcpu_reset_real_mode(struct vcpu *v, uint16_t sel, uint64_t base, uint64_t rip)
 {
-    uint32_t vec = e->qual & 0xff;
-    pr_info("vmx", "SIPI vector %#x: vCPU starts in real mode at %#x", vec, vec << 12);
     for (unsigned i = 0; i < NR_GPRS; i++)
         v->regs.gpr[i] = 0;
     vmcs_writel(CR0_READ_SHADOW, 0x60000010);
@@ -63,7 +54,7 @@ enum exit_action handle_sipi(struct vcpu *v, const struct vmexit *e)
     vmcs_writel(GUEST_CR3, 0);
     vmcs_write64(GUEST_IA32_EFER, 0);
     vmcs_write32(VM_ENTRY_CONTROLS, vmcs_read32(VM_ENTRY_CONTROLS) & ~VM_ENTRY_IA32E_MODE);
-    SEG_REAL(CS, vec << 8, (uint64_t)vec << 12, 0x9b);
+    SEG_REAL(CS, sel, base, 0x9b);
     SEG_REAL(DS, 0, 0, 0x93);
     SEG_REAL(ES, 0, 0, 0x93);
     SEG_REAL(SS, 0, 0, 0x93);
@@ -75,12 +66,31 @@ enum exit_action handle_sipi(struct vcpu *v, const struct vmexit *e)
     vmcs_write32(GUEST_GDTR_LIMIT, 0xffff);
     vmcs_writel(GUEST_IDTR_BASE, 0);
     vmcs_write32(GUEST_IDTR_LIMIT, 0xffff);
-    vmcs_writel(GUEST_RIP, 0);
+    vmcs_writel(GUEST_RIP, rip);
     vmcs_writel(GUEST_RSP, 0);
     vmcs_writel(GUEST_RFLAGS, 0x2);
     vmcs_writel(GUEST_DR7, 0x400);
     vmcs_write32(GUEST_INTERRUPTIBILITY_INFO, 0);
     vmcs_write32(GUEST_ACTIVITY_STATE, GUEST_ACTIVITY_ACTIVE);
+    vmx_invept_all();
+}
+
+/* INIT (pt-facts G.4): the only virtualized CPU is the BSP, which restarts at the
+ * reset vector after INIT (an AP would wait for SIPI instead). */
+enum exit_action handle_init(struct vcpu *v, const struct vmexit *e)
+{
+    pr_info("vmx", "INIT received: the BSP restarts at the reset vector");
+    vcpu_reset_real_mode(v, 0xf000, 0xffff0000ull, 0xfff0);
+    return EXIT_RESUME;
+}
+
+/* SIPI (only delivered in wait-for-SIPI, which this release never enters): real-mode
+ * start at vector << 12 */
+enum exit_action handle_sipi(struct vcpu *v, const struct vmexit *e)
+{
+    uint32_t vec = e->qual & 0xff;
+    pr_info("vmx", "SIPI vector %#x: vCPU starts in real mode at %#x", vec, vec << 12);
+    vcpu_reset_real_mode(v, (uint16_t)(vec << 8), (uint64_t)vec << 12, 0);
     return EXIT_RESUME;
 }
 

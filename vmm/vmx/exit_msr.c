@@ -16,6 +16,7 @@
 #include "pt/rtit.h"
 #include "vmx/pt_vmx.h"
 #include "vmx/guest_policy.h"
+#include "vmx/vmcs.h"
 
 static void intercept(uint8_t *bm, uint32_t msr)
 {
@@ -61,6 +62,24 @@ static enum exit_action msr_access(struct vcpu *v, bool write)
     case MSR_GP:
         vcpu_inject_gp(v);
         return EXIT_INJECT;
+    case MSR_PERF_GLOBAL:
+        if (vmx_ctls.exit & VM_EXIT_LOAD_IA32_PERF_GLOBAL_CTRL) {
+            if (!write) {
+                val = vmcs_read64(GUEST_IA32_PERF_GLOBAL_CTRL);
+                break;
+            }
+            /* let the CPU judge the value, then keep it for the next entry */
+            int bad = wrmsr_safe(msr, val);
+            wrmsr(msr, 0);
+            if (bad) {
+                vcpu_inject_gp(v);
+                return EXIT_INJECT;
+            }
+            vmcs_write64(GUEST_IA32_PERF_GLOBAL_CTRL, val);
+            break;
+        }
+        /* no load controls: the guest owns the real MSR */
+        __attribute__((fallthrough));
     case MSR_PASS_THROUGH:
         if (write ? wrmsr_safe(msr, val) : rdmsr_safe(msr, &val)) {
             vcpu_inject_gp(v);

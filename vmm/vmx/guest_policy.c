@@ -4,18 +4,23 @@
 #include "pt/pt_msr.h"
 #include "vmx/vmx.h"
 
-#define CPUID_1_ECX_VMX        (1u << 5)
-#define CPUID_1_ECX_OSXSAVE    (1u << 27)
-#define CPUID_1_ECX_HYPERVISOR (1u << 31)
-#define CPUID_7_ECX_OSPKE      (1u << 4)
-#define CR4_OSXSAVE            (1ull << 18)
-#define CR4_PKE                (1ull << 22)
-#define XFEATURE_FP            (1ull << 0)
-#define XFEATURE_SSE           (1ull << 1)
-#define XFEATURE_YMM           (1ull << 2)
+#define CPUID_1_ECX_VMX           (1u << 5)
+#define CPUID_1_ECX_OSXSAVE       (1u << 27)
+#define CPUID_1_ECX_HYPERVISOR    (1u << 31)
+#define CPUID_7_ECX_OSPKE         (1u << 4)
+#define CPUID_7_EBX_INVPCID       (1u << 10)
+#define CPUID_7_ECX_WAITPKG       (1u << 5)
+#define CPUID_7_ECX_RDPID         (1u << 22)
+#define CPUID_D_1_EAX_XSAVES      (1u << 3)
+#define CPUID_80000001_EDX_RDTSCP (1u << 27)
+#define CR4_OSXSAVE               (1ull << 18)
+#define CR4_PKE                   (1ull << 22)
+#define XFEATURE_FP               (1ull << 0)
+#define XFEATURE_SSE              (1ull << 1)
+#define XFEATURE_YMM              (1ull << 2)
 
-void cpuid_policy(const struct pt_decision *d, uint32_t leaf, uint32_t sub, uint64_t guest_cr4,
-                  uint32_t r[4])
+void cpuid_policy(const struct pt_decision *d, uint32_t features, uint32_t leaf, uint32_t sub,
+                  uint64_t guest_cr4, uint32_t r[4])
 {
     if (cpuid_is_hypervisor_leaf(leaf)) {
         r[0] = r[1] = r[2] = r[3] = 0;
@@ -38,6 +43,18 @@ void cpuid_policy(const struct pt_decision *d, uint32_t leaf, uint32_t sub, uint
         r[2] &= ~CPUID_7_ECX_OSPKE;
         if (guest_cr4 & CR4_PKE)
             r[2] |= CPUID_7_ECX_OSPKE;
+        if (!(features & GUEST_FEAT_INVPCID))
+            r[1] &= ~CPUID_7_EBX_INVPCID;
+        if (!(features & GUEST_FEAT_RDTSCP))
+            r[2] &= ~CPUID_7_ECX_RDPID;
+        if (!(features & GUEST_FEAT_WAITPKG))
+            r[2] &= ~CPUID_7_ECX_WAITPKG;
+    } else if (leaf == 0xd && sub == 1) {
+        if (!(features & GUEST_FEAT_XSAVES))
+            r[0] &= ~CPUID_D_1_EAX_XSAVES;
+    } else if (leaf == 0x80000001) {
+        if (!(features & GUEST_FEAT_RDTSCP))
+            r[3] &= ~CPUID_80000001_EDX_RDTSCP;
     }
     pt_cpuid_filter(d, leaf, sub, r); /* CPUID.7:EBX[25], leaf 0x14 */
 }
@@ -57,6 +74,8 @@ enum msr_verdict msr_policy(uint32_t msr)
 {
     if (pt_msr_is_rtit(msr))
         return MSR_PT_ENGINE;
+    if (msr == MSR_CORE_PERF_GLOBAL_CTRL)
+        return MSR_PERF_GLOBAL;
     if (msr >= MSR_IA32_VMX_FIRST && msr <= MSR_IA32_VMX_LAST)
         return MSR_GP; /* VMX is not offered to the guest */
     return MSR_PASS_THROUGH;

@@ -19,10 +19,18 @@ static inline int cpuid_is_hypervisor_leaf(uint32_t leaf)
     return leaf >= PTV_CPUID_BASE && leaf <= PTV_CPUID_HV_LAST;
 }
 
+/* Instructions that #UD in VMX non-root operation unless a secondary control
+ * enables them: their CPUID bits are shown only with the control on. */
+#define GUEST_FEAT_RDTSCP  (1u << 0) /* "enable RDTSCP": RDTSCP, RDPID */
+#define GUEST_FEAT_INVPCID (1u << 1) /* "enable INVPCID" */
+#define GUEST_FEAT_XSAVES  (1u << 2) /* "enable XSAVES/XRSTORS" */
+#define GUEST_FEAT_WAITPKG (1u << 3) /* "enable user wait and pause": TPAUSE/UMWAIT/UMONITOR */
+
 /* r[] = EAX..EDX: in, what the CPU returned (ignored for hypervisor leaves);
- * out, what the guest sees.  guest_cr4 is the guest's view of CR4. */
-void cpuid_policy(const struct pt_decision *d, uint32_t leaf, uint32_t subleaf, uint64_t guest_cr4,
-                  uint32_t r[4]);
+ * out, what the guest sees.  features: GUEST_FEAT_* the VMCS enables;
+ * guest_cr4 is the guest's view of CR4. */
+void cpuid_policy(const struct pt_decision *d, uint32_t features, uint32_t leaf, uint32_t subleaf,
+                  uint64_t guest_cr4, uint32_t r[4]);
 
 enum xsetbv_verdict {
     XSETBV_OK,
@@ -37,6 +45,7 @@ enum msr_verdict {
     MSR_PASS_THROUGH, /* the real MSR (an access that faults becomes the guest's #GP) */
     MSR_PT_ENGINE,    /* the PT engine's virtual RTIT MSR file */
     MSR_GP,           /* hidden from the guest: #GP */
+    MSR_PERF_GLOBAL,  /* IA32_PERF_GLOBAL_CTRL: kept in the VMCS, 0 while the VMM runs */
 };
 enum msr_verdict msr_policy(uint32_t msr);
 

@@ -220,8 +220,10 @@ void pt_vmx_before_entry(struct vcpu *v)
             p->hw.ctl = p->sh->h_topa ? p->hw.ctl | RTIT_CTL_TOPA : p->hw.ctl & ~RTIT_CTL_TOPA;
         }
     }
-    /* the VMM itself never traces: the host's RTIT_CTL is 0 (cleared at every exit) */
-    if (!pt_switch_entry(&p->sw, &pt_decision, &p->hw, 0, &p->plan))
+    /* the VMM itself never traces: after an exit the host's RTIT_CTL is 0 (cleared by
+     * the exit); before the first entry nobody vouches for what the firmware left */
+    uint64_t host_ctl = v->launched ? 0 : PT_HOST_CTL_UNKNOWN;
+    if (!pt_switch_entry(&p->sw, &pt_decision, &p->hw, host_ctl, &p->plan))
         panic("PT switching plan refused for this entry");
     run_plan(p);
     vmcs_write32(VM_ENTRY_MSR_LOAD_COUNT, p->plan.n_entry_load);

@@ -38,6 +38,8 @@ static struct seg_state seg_from_gdt(const struct desc_ptr *gdtr, uint16_t sel)
     bool system = !(d & (1ull << 44));
     if (system) /* 16-byte system descriptor: base 63:32 in the next slot */
         s.base |= gdt[idx + 1] << 32;
+    else
+        s.ar |= 1; /* loaded code/data segments are accessed (SDM Vol. 3C 27.3.1.2) */
     return s;
 }
 
@@ -156,7 +158,8 @@ static void host_state_setup(uint64_t host_cr3, uint64_t stack_top)
 {
     vmcs_writel(HOST_CR0, read_cr0());
     vmcs_writel(HOST_CR3, host_cr3);
-    uint64_t cr4 = read_cr4() | X86_CR4_VMXE;
+    /* what the VMM needs, not what the firmware had (no LA57, PCIDE, CET, PKS, SMAP...) */
+    uint64_t cr4 = X86_CR4_PAE | X86_CR4_VMXE | vmx_caps.cr4_fixed0;
     if (cpuid_count(1, 0).ecx & (1u << 26)) /* XSAVE: the XSETBV exit runs XSETBV here */
         cr4 |= X86_CR4_OSXSAVE;
     vmcs_writel(HOST_CR4, cr4);
@@ -215,6 +218,15 @@ int vmcs_setup(struct vcpu *v, const void *caller)
     vmcs_writel(CR0_GUEST_HOST_MASK, v->cr0_mask);
     vmcs_writel(CR4_GUEST_HOST_MASK, v->cr4_mask);
     vmcs_write64(TSC_OFFSET, 0);
+    if (vmx_ctls.proc2 & SECONDARY_EXEC_XSAVES)
+        vmcs_write64(XSS_EXIT_BITMAP, 0); /* XSAVES/XRSTORS never exit */
+    if (vmx_ctls.exit & VM_EXIT_LOAD_IA32_PERF_GLOBAL_CTRL) {
+        uint64_t pgc = 0;
+        if (rdmsr_safe(MSR_CORE_PERF_GLOBAL_CTRL, &pgc))
+            pgc = 0;
+        vmcs_write64(GUEST_IA32_PERF_GLOBAL_CTRL, pgc);
+        vmcs_write64(HOST_IA32_PERF_GLOBAL_CTRL, 0);
+    }
     if (vmx_ctls.proc2 & SECONDARY_EXEC_ENABLE_VPID)
         vmcs_write16(VIRTUAL_PROCESSOR_ID, 1);
     if (vmx_msr_bitmap_setup(v) || vmx_ept_setup(v))

@@ -30,6 +30,7 @@
 #define MSR_IA32_VMX_VMFUNC              0x491
 #define MSR_IA32_VMX_FIRST               MSR_IA32_VMX_BASIC
 #define MSR_IA32_VMX_LAST                0x492
+#define MSR_CORE_PERF_GLOBAL_CTRL        0x38f
 
 #define VMX_BASIC_REVISION(b)    ((uint32_t)(b)&0x7fffffffu)
 #define VMX_BASIC_REGION_SIZE(b) ((uint32_t)((b) >> 32) & 0x1fffu)
@@ -51,25 +52,28 @@
 #define CPU_BASED_USE_MSR_BITMAPS             (1u << 28)
 #define CPU_BASED_ACTIVATE_SECONDARY_CONTROLS (1u << 31)
 /* secondary processor-based controls */
-#define SECONDARY_EXEC_ENABLE_EPT         (1u << 1)
-#define SECONDARY_EXEC_ENABLE_RDTSCP      (1u << 3)
-#define SECONDARY_EXEC_ENABLE_VPID        (1u << 5)
-#define SECONDARY_EXEC_WBINVD_EXITING     (1u << 6)
-#define SECONDARY_EXEC_UNRESTRICTED_GUEST (1u << 7)
-#define SECONDARY_EXEC_ENABLE_INVPCID     (1u << 12)
-#define SECONDARY_EXEC_XSAVES             (1u << 20)
+#define SECONDARY_EXEC_ENABLE_EPT            (1u << 1)
+#define SECONDARY_EXEC_ENABLE_RDTSCP         (1u << 3)
+#define SECONDARY_EXEC_ENABLE_VPID           (1u << 5)
+#define SECONDARY_EXEC_WBINVD_EXITING        (1u << 6)
+#define SECONDARY_EXEC_UNRESTRICTED_GUEST    (1u << 7)
+#define SECONDARY_EXEC_ENABLE_INVPCID        (1u << 12)
+#define SECONDARY_EXEC_XSAVES                (1u << 20)
+#define SECONDARY_EXEC_ENABLE_USR_WAIT_PAUSE (1u << 26)
 /* VM-exit controls */
-#define VM_EXIT_SAVE_DEBUG_CONTROLS  (1u << 2)
-#define VM_EXIT_HOST_ADDR_SPACE_SIZE (1u << 9)
-#define VM_EXIT_SAVE_IA32_PAT        (1u << 18)
-#define VM_EXIT_LOAD_IA32_PAT        (1u << 19)
-#define VM_EXIT_SAVE_IA32_EFER       (1u << 20)
-#define VM_EXIT_LOAD_IA32_EFER       (1u << 21)
+#define VM_EXIT_SAVE_DEBUG_CONTROLS        (1u << 2)
+#define VM_EXIT_HOST_ADDR_SPACE_SIZE       (1u << 9)
+#define VM_EXIT_LOAD_IA32_PERF_GLOBAL_CTRL (1u << 12)
+#define VM_EXIT_SAVE_IA32_PAT              (1u << 18)
+#define VM_EXIT_LOAD_IA32_PAT              (1u << 19)
+#define VM_EXIT_SAVE_IA32_EFER             (1u << 20)
+#define VM_EXIT_LOAD_IA32_EFER             (1u << 21)
 /* VM-entry controls */
-#define VM_ENTRY_LOAD_DEBUG_CONTROLS (1u << 2)
-#define VM_ENTRY_IA32E_MODE          (1u << 9)
-#define VM_ENTRY_LOAD_IA32_PAT       (1u << 14)
-#define VM_ENTRY_LOAD_IA32_EFER      (1u << 15)
+#define VM_ENTRY_LOAD_DEBUG_CONTROLS        (1u << 2)
+#define VM_ENTRY_IA32E_MODE                 (1u << 9)
+#define VM_ENTRY_LOAD_IA32_PERF_GLOBAL_CTRL (1u << 13)
+#define VM_ENTRY_LOAD_IA32_PAT              (1u << 14)
+#define VM_ENTRY_LOAD_IA32_EFER             (1u << 15)
 
 /* EPT/VPID capabilities (IA32_VMX_EPT_VPID_CAP) */
 #define VMX_EPT_PAGE_WALK_4_BIT           (1ull << 6)

@@ -78,15 +78,30 @@ int vmx_choose_controls(const char **why)
              &k->proc, "primary processor-based", why) ||
         need(c->proc2, SECONDARY_EXEC_ENABLE_EPT | SECONDARY_EXEC_UNRESTRICTED_GUEST,
              SECONDARY_EXEC_ENABLE_RDTSCP | SECONDARY_EXEC_ENABLE_INVPCID | SECONDARY_EXEC_XSAVES |
-                 SECONDARY_EXEC_ENABLE_VPID,
+                 SECONDARY_EXEC_ENABLE_VPID | SECONDARY_EXEC_ENABLE_USR_WAIT_PAUSE,
              &k->proc2, "secondary processor-based (EPT, unrestricted guest)", why) ||
         need(c->exit,
              VM_EXIT_HOST_ADDR_SPACE_SIZE | VM_EXIT_SAVE_IA32_EFER | VM_EXIT_LOAD_IA32_EFER |
                  VM_EXIT_SAVE_IA32_PAT | VM_EXIT_LOAD_IA32_PAT,
-             VM_EXIT_SAVE_DEBUG_CONTROLS, &k->exit, "VM-exit", why) ||
+             VM_EXIT_SAVE_DEBUG_CONTROLS | VM_EXIT_LOAD_IA32_PERF_GLOBAL_CTRL, &k->exit, "VM-exit",
+             why) ||
         need(c->entry, VM_ENTRY_LOAD_IA32_EFER | VM_ENTRY_LOAD_IA32_PAT,
-             VM_ENTRY_LOAD_DEBUG_CONTROLS, &k->entry, "VM-entry", why))
+             VM_ENTRY_LOAD_DEBUG_CONTROLS | VM_ENTRY_LOAD_IA32_PERF_GLOBAL_CTRL, &k->entry,
+             "VM-entry", why))
         return PTV_ENTRY_MISSING_CONTROL;
+    /* Performance counters must not run in VMX root: a guest-programmed PEBS/DS area
+     * would be written through the VMM's page tables, past EPT.  Load 0 into
+     * IA32_PERF_GLOBAL_CTRL at every exit (and the guest's value at entry) when the
+     * CPU has the MSR (architectural PMU v2+, CPUID.0xA) and both controls. */
+    bool pmu2 = cpuid_count(0, 0).eax >= 0xa && (cpuid_count(0xa, 0).eax & 0xff) >= 2;
+    if (!pmu2 || !(k->exit & VM_EXIT_LOAD_IA32_PERF_GLOBAL_CTRL) ||
+        !(k->entry & VM_ENTRY_LOAD_IA32_PERF_GLOBAL_CTRL)) {
+        k->exit &= ~VM_EXIT_LOAD_IA32_PERF_GLOBAL_CTRL;
+        k->entry &= ~VM_ENTRY_LOAD_IA32_PERF_GLOBAL_CTRL;
+        if (pmu2)
+            pr_warn("vmx", "no load-PERF_GLOBAL_CTRL controls: guest-programmed counters keep "
+                           "running in the VMM (PEBS could write VMM memory)");
+    }
     /* the PT controls are only turned on by the PT engine when it owns them */
     k->proc2 &= ~(SECONDARY_EXEC_PT_USE_GPA | SECONDARY_EXEC_PT_CONCEAL_VMX);
     uint64_t ev = c->ept_vpid;

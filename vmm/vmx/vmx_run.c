@@ -30,6 +30,9 @@ void vmcs_access_failed(uint32_t field, bool write, uint64_t val)
 
 void vcpu_inject_exception(struct vcpu *v, unsigned vector, bool has_error, uint32_t error)
 {
+    /* real-mode guests (unrestricted guest, CR0.PE = 0) take no error codes (SDM 27.2.1.3) */
+    if (has_error && !(vmcs_readl(GUEST_CR0) & X86_CR0_PE))
+        has_error = false;
     v->inject = (struct pending_event){
         .valid = true,
         .info = INTR_INFO_VALID | INTR_TYPE_HARD_EXCEPTION | vector |
@@ -62,7 +65,9 @@ int vmx_run(struct vcpu *v, struct vmexit *e)
         v->inject.valid = false;
     } else if (host_nmi_pending) {
         /* an NMI hit the VMM while in root operation: it was meant for the guest */
-        if (!(vmcs_read32(GUEST_INTERRUPTIBILITY_INFO) &
+        uint32_t act = vmcs_read32(GUEST_ACTIVITY_STATE);
+        if ((act == GUEST_ACTIVITY_ACTIVE || act == GUEST_ACTIVITY_HLT) &&
+            !(vmcs_read32(GUEST_INTERRUPTIBILITY_INFO) &
               (GUEST_INTR_STATE_NMI | GUEST_INTR_STATE_STI | GUEST_INTR_STATE_MOV_SS))) {
             vmcs_write32(VM_ENTRY_INTR_INFO_FIELD,
                          INTR_INFO_VALID | INTR_TYPE_NMI_INTR | NMI_VECTOR);
