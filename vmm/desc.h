@@ -42,7 +42,7 @@ extern volatile uint32_t exc_fixup_hit;
 extern volatile uint32_t host_nmi_pending;
 
 #define EXTABLE_ENTRY(insn, fixup)                                                                 \
-    ".pushsection .extable,\"a\"\n\t.balign 4\n\t.long " #insn " - ., " #fixup              \
+    ".pushsection .extable,\"a\"\n\t.balign 4\n\t.long " #insn " - ., " #fixup                     \
     " - .\n\t.popsection\n\t"
 
 #endif
