@@ -28,7 +28,7 @@ vmm: $(VMM_ELF)
 ALL_TARGETS += $(VMM_ELF)
 
 # host tests of vmm/vmx pure parts
-HOST_TESTS += test_vmcs_fields test_vmx_controls test_guest_policy
+HOST_TESTS += test_vmcs_fields test_vmx_controls test_guest_policy test_guest_check
 test_vmcs_fields_SRCS := tests/unit/test_vmcs_fields.c vmm/vmx/vmcs_table.c
 test_vmx_controls_SRCS := tests/unit/test_vmx_controls.c vmm/vmx/vmx_controls.c
 test_guest_policy_SRCS := tests/unit/test_guest_policy.c vmm/vmx/guest_policy.c vmm/pt/pt_caps.c \
@@ -36,3 +36,4 @@ test_guest_policy_SRCS := tests/unit/test_guest_policy.c vmm/vmx/guest_policy.c 
 FUZZERS += fuzz_guest_policy
 fuzz_guest_policy_SRCS := tests/fuzz/fuzz_guest_policy.c vmm/vmx/guest_policy.c vmm/pt/pt_caps.c \
                           vmm/pt/pt_msr.c vmm/pt/pt_ctl_policy.c
+test_guest_check_SRCS := tests/unit/test_guest_check.c vmm/vmx/guest_check.c

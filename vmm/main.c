@@ -132,9 +132,9 @@ static int vmm_setup(struct ptv_handoff *h, struct caller_state *cs, struct desc
     if (vmx_on(v, &st))
         return st;
     fixup_selftest();
-    if (vmcs_setup(v, cs)) {
+    if (vmcs_setup(v, cs)) { /* out of pool, or a guest state VM entry would refuse */
         vmx_off();
-        return PTV_ENTRY_NO_MEMORY;
+        return PTV_ENTRY_VMX_FAILED;
     }
     pr_info("vmm", "pool: %lu KiB used, %lu KiB free", (h->pool_size - palloc_free_bytes()) >> 10,
             palloc_free_bytes() >> 10);

@@ -11,20 +11,15 @@
 #include "desc.h"
 #include "log.h"
 #include "palloc.h"
+#include "vmx/guest_check.h"
 #include "vmx/pt_vmx.h"
 
 extern char vmx_exit_stub[];
 
-struct seg_state {
-    uint16_t sel;
-    uint64_t base;
-    uint32_t limit, ar;
-};
-
 /* Decode a GDT descriptor into VMCS form (SDM Vol. 3C 25.4.1 access rights). */
-static struct seg_state seg_from_gdt(const struct desc_ptr *gdtr, uint16_t sel)
+static struct vmx_seg seg_from_gdt(const struct desc_ptr *gdtr, uint16_t sel)
 {
-    struct seg_state s = {.sel = sel, .ar = VMX_AR_UNUSABLE};
+    struct vmx_seg s = {.sel = sel, .ar = VMX_AR_UNUSABLE};
     unsigned idx = sel >> 3;
     if ((sel & ~3u) == 0 || (sel & 4) || idx * 8 + 7 > gdtr->limit)
         return s; /* null or LDT selector: unusable */
@@ -83,14 +78,14 @@ static uint16_t read_sel(int which)
     return v;
 }
 
-static void guest_state_setup(struct vcpu *v, const struct caller_state *cs)
+static int guest_state_setup(struct vcpu *v, const struct caller_state *cs)
 {
     struct desc_ptr gdtr, idtr = v->guest_idtr; /* the VMM's IDT is loaded by now */
     asm volatile("sgdt %0" : "=m"(gdtr));
-    struct seg_state es = seg_from_gdt(&gdtr, read_sel(0)), csg = seg_from_gdt(&gdtr, read_sel(1));
-    struct seg_state ss = seg_from_gdt(&gdtr, read_sel(2)), ds = seg_from_gdt(&gdtr, read_sel(3));
-    struct seg_state fs = seg_from_gdt(&gdtr, read_sel(4)), gs = seg_from_gdt(&gdtr, read_sel(5));
-    struct seg_state ldtr = seg_from_gdt(&gdtr, read_sel(6)), tr = seg_from_gdt(&gdtr, read_sel(7));
+    struct vmx_seg es = seg_from_gdt(&gdtr, read_sel(0)), csg = seg_from_gdt(&gdtr, read_sel(1));
+    struct vmx_seg ss = seg_from_gdt(&gdtr, read_sel(2)), ds = seg_from_gdt(&gdtr, read_sel(3));
+    struct vmx_seg fs = seg_from_gdt(&gdtr, read_sel(4)), gs = seg_from_gdt(&gdtr, read_sel(5));
+    struct vmx_seg ldtr = seg_from_gdt(&gdtr, read_sel(6)), tr = seg_from_gdt(&gdtr, read_sel(7));
     fs.base = rdmsr(MSR_FS_BASE);
     gs.base = rdmsr(MSR_GS_BASE);
     if (tr.ar & VMX_AR_UNUSABLE) {
@@ -98,13 +93,36 @@ static void guest_state_setup(struct vcpu *v, const struct caller_state *cs)
          * (SDM 27.3.1.2).  The TSS is never consulted at CPL 0 without IST, so a
          * null-selector, zero-base TR is a faithful stand-in.  The loader normally
          * installs a real one. */
-        tr = (struct seg_state){.sel = 0, .base = 0, .limit = 0x67, .ar = 0x8b};
+        tr = (struct vmx_seg){.sel = 0, .base = 0, .limit = 0x67, .ar = 0x8b};
         pr_warn("vmx", "caller has no TR: giving the guest a placeholder busy TSS");
     } else {
         tr.ar = (tr.ar & ~0xfu) | 0xb; /* LTR marked it busy */
     }
     if (ss.ar & VMX_AR_UNUSABLE)
         ss.ar = VMX_AR_UNUSABLE | 0x3; /* SS may be null in 64-bit mode; type must stay RW data */
+    uint64_t cr0 = read_cr0(), cr4 = read_cr4() & ~X86_CR4_VMXE;
+    uint64_t efer = rdmsr(MSR_EFER);
+    struct vmx_guest_state chk = {
+        .seg = {es, csg, ss, ds, fs, gs, ldtr, tr},
+        .cr0 = (cr0 | v->cr0_fixed0) & v->cr0_fixed1,
+        .cr4 = (cr4 | v->cr4_fixed0) & v->cr4_fixed1,
+        .efer = efer,
+        .rflags = cs->rflags,
+        .ia32e = efer & EFER_LMA,
+        .unrestricted = vmx_ctls.proc2 & SECONDARY_EXEC_UNRESTRICTED_GUEST,
+        .cr0_fixed0 = vmx_caps.cr0_fixed0,
+        .cr0_fixed1 = vmx_caps.cr0_fixed1,
+        .cr4_fixed0 = vmx_caps.cr4_fixed0,
+        .cr4_fixed1 = vmx_caps.cr4_fixed1,
+    };
+    const char *why = vmx_guest_state_check(&chk);
+    if (why) {
+        pr_err("vmx",
+               "the caller's state cannot be a VMX guest: %s (CS %#x AR %#x, SS %#x AR %#x, "
+               "TR %#x AR %#x)",
+               why, csg.sel, csg.ar, ss.sel, ss.ar, tr.sel, tr.ar);
+        return -1;
+    }
     SEG_WRITE(ES, es);
     SEG_WRITE(CS, csg);
     SEG_WRITE(SS, ss);
@@ -118,17 +136,15 @@ static void guest_state_setup(struct vcpu *v, const struct caller_state *cs)
     vmcs_writel(GUEST_IDTR_BASE, idtr.base);
     vmcs_write32(GUEST_IDTR_LIMIT, idtr.limit);
 
-    uint64_t cr0 = read_cr0(), cr4 = read_cr4() & ~X86_CR4_VMXE;
-    vmcs_writel(GUEST_CR0, (cr0 | v->cr0_fixed0) & v->cr0_fixed1);
+    vmcs_writel(GUEST_CR0, chk.cr0);
     vmcs_writel(CR0_READ_SHADOW, cr0);
     vmcs_writel(GUEST_CR3, read_cr3());
-    vmcs_writel(GUEST_CR4, (cr4 | v->cr4_fixed0) & v->cr4_fixed1);
+    vmcs_writel(GUEST_CR4, chk.cr4);
     vmcs_writel(CR4_READ_SHADOW, cr4);
     vmcs_writel(GUEST_DR7, read_dr7());
     vmcs_writel(GUEST_RSP, cs->rsp);
     vmcs_writel(GUEST_RIP, cs->rip);
     vmcs_writel(GUEST_RFLAGS, cs->rflags);
-    uint64_t efer = rdmsr(MSR_EFER);
     vmcs_write64(GUEST_IA32_EFER, efer);
     vmcs_write64(GUEST_IA32_PAT, rdmsr(MSR_IA32_CR_PAT));
     uint64_t dbgctl = 0;
@@ -152,6 +168,7 @@ static void guest_state_setup(struct vcpu *v, const struct caller_state *cs)
     v->regs.gpr[GPR_R13] = cs->r13;
     v->regs.gpr[GPR_R14] = cs->r14;
     v->regs.gpr[GPR_R15] = cs->r15;
+    return 0;
 }
 
 static void host_state_setup(uint64_t host_cr3, uint64_t stack_top)
@@ -197,7 +214,8 @@ int vmcs_setup(struct vcpu *v, const void *caller)
     v->cr0_mask = v->cr0_fixed0 | ~v->cr0_fixed1;
     v->cr4_mask = v->cr4_fixed0 | ~v->cr4_fixed1;
 
-    guest_state_setup(v, cs);
+    if (guest_state_setup(v, cs))
+        return -1;
     if (pt_vmx_setup(v)) /* before the controls are written: it adds the PT controls */
         return -1;
     host_state_setup(vmm_host_cr3, vmm_stack_top);
