@@ -192,7 +192,8 @@ static bool call_vmm(struct ptv_handoff *h, ptv_entry_fn entry, void **tss_page)
     if (rc == PTV_ENTRY_OK) {
         if (!vmm_signature_present())
             say("VMM returned PTV_ENTRY_OK but CPUID 0x40000000 does not say \"ptvisor\"");
-        say("VMM active on the BSP; APs are not virtualized (this release): keep the guest on the BSP (nosmp)");
+        say("VMM active on the BSP; APs are not virtualized (this release): keep the guest on the "
+            "BSP (nosmp)");
         return true;
     }
     ptv_fmt_init(&f, msg, sizeof(msg));
