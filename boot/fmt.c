@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Bounded message building (see fmt.h). */
 #include "fmt.h"
+#include "lib/fmt.h"
 
 #define QUOTE_MAX 40
 
@@ -42,29 +43,17 @@ void ptv_fmt_quoted(struct ptv_fmt *f, const char *s, size_t n)
     put(f, '\'');
 }
 
+/* numbers through the VMM's formatter (vmm/lib/fmt.c): one number printer in the tree */
 void ptv_fmt_dec(struct ptv_fmt *f, uint64_t v)
 {
-    char tmp[20];
-    int n = 0;
-
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    while (n)
-        put(f, tmp[--n]);
+    char tmp[24];
+    ptv_snprintf(tmp, sizeof(tmp), "%lu", v);
+    ptv_fmt_str(f, tmp);
 }
 
 void ptv_fmt_hex(struct ptv_fmt *f, uint64_t v)
 {
-    char tmp[16];
-    int n = 0;
-
-    do {
-        tmp[n++] = "0123456789abcdef"[v & 0xf];
-        v >>= 4;
-    } while (v);
-    ptv_fmt_str(f, "0x");
-    while (n)
-        put(f, tmp[--n]);
+    char tmp[24];
+    ptv_snprintf(tmp, sizeof(tmp), "%#lx", v);
+    ptv_fmt_str(f, tmp);
 }

@@ -21,18 +21,9 @@
 #define MiB(x) ((uint64_t)(x) << 20)
 #define GiB(x) ((uint64_t)(x) << 30)
 
-struct fx {
-    struct fakemem fm;
-    struct ept e;
-};
-
 static void fx_init(struct fx *f, size_t npages, bool has_1g, bool has_2m)
 {
-    struct ept_ops ops;
-
-    fakemem_init(&f->fm, npages);
-    ops = fakemem_ops(&f->fm);
-    assert_int_equal(ept_init(&f->e, &ops, has_1g, has_2m), 0);
+    assert_int_equal(fx_setup(f, npages, has_1g, has_2m), 0);
 }
 
 static void fx_fini(struct fx *f)

@@ -48,4 +48,18 @@ void tree_dump_free(struct tree_dump *d);
 /* true if the table page holding 'slot' is reachable from the root */
 bool slot_reachable(const struct ept *e, const uint64_t *slot);
 
+/* a fixture: fake memory of npages and an empty EPT over it */
+struct fx {
+    struct fakemem fm;
+    struct ept e;
+};
+
+/* 0, or ept_init()'s error */
+static inline int fx_setup(struct fx *f, size_t npages, bool has_1g, bool has_2m)
+{
+    fakemem_init(&f->fm, npages);
+    struct ept_ops ops = fakemem_ops(&f->fm);
+    return ept_init(&f->e, &ops, has_1g, has_2m);
+}
+
 #endif

@@ -172,18 +172,9 @@ static void check_map(const struct ept *e, const struct expect *x)
     assert_int_equal(ept_translate(e, x->top + GiB(1), NULL, NULL, NULL, NULL), EPT_ENOENT);
 }
 
-struct fx {
-    struct fakemem fm;
-    struct ept e;
-};
-
 static void fx_init(struct fx *f, size_t npages, bool has_1g, bool has_2m)
 {
-    struct ept_ops ops;
-
-    fakemem_init(&f->fm, npages);
-    ops = fakemem_ops(&f->fm);
-    assert_int_equal(ept_init(&f->e, &ops, has_1g, has_2m), 0);
+    assert_int_equal(fx_setup(f, npages, has_1g, has_2m), 0);
 }
 
 static void run_layout(const struct ptv_mem_range *mem, unsigned n, const struct mtrr_state *m,

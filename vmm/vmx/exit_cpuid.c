@@ -16,12 +16,7 @@ enum exit_action handle_cpuid(struct vcpu *v, const struct vmexit *e)
     }
     /* the guest's CR4 matters for leaves 1 and 7 only: read it only then */
     uint64_t cr4 = leaf == 1 || leaf == 7 ? vcpu_guest_cr4(v) : 0;
-    uint32_t p2 = vmx_ctls.proc2;
-    uint32_t features = (p2 & SECONDARY_EXEC_ENABLE_RDTSCP ? GUEST_FEAT_RDTSCP : 0) |
-                        (p2 & SECONDARY_EXEC_ENABLE_INVPCID ? GUEST_FEAT_INVPCID : 0) |
-                        (p2 & SECONDARY_EXEC_XSAVES ? GUEST_FEAT_XSAVES : 0) |
-                        (p2 & SECONDARY_EXEC_ENABLE_USR_WAIT_PAUSE ? GUEST_FEAT_WAITPKG : 0);
-    cpuid_policy(&pt_decision, features, leaf, sub, cr4, r);
+    cpuid_policy(&pt_decision, vmx_ctls.guest_features, leaf, sub, cr4, r);
     v->regs.gpr[GPR_RAX] = r[0];
     v->regs.gpr[GPR_RBX] = r[1];
     v->regs.gpr[GPR_RCX] = r[2];

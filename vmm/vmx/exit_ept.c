@@ -86,6 +86,14 @@ void vmx_invept_all(void)
         pr_err("ept", "INVEPT failed");
 }
 
+void vmx_ept_sync(struct ept *e)
+{
+    if (ept_flush_needed(e)) {
+        vmx_invept_all();
+        ept_flush_done(e);
+    }
+}
+
 static bool in_vmm(uint64_t gpa)
 {
     return gpa - vmm_span.base < vmm_span.size;
@@ -114,10 +122,7 @@ enum exit_action handle_ept_violation(struct vcpu *v, const struct vmexit *e)
             pr_err("ept", "cannot map the sink page");
             return EXIT_STOP_GUEST;
         }
-        if (ept_flush_needed(&v->ept)) {
-            vmx_invept_all();
-            ept_flush_done(&v->ept);
-        }
+        vmx_ept_sync(&v->ept);
         return EXIT_RESUME;
     }
     if (e->qual & EPT_VIOLATION_ASYNC)

@@ -37,6 +37,7 @@ struct pt_vcpu {
     struct pt_shadow *sh;
     struct pt_shadow_scratch *scr;
     struct pt_shadow_env env;
+    struct pt_mem_ops mem; /* the engine's view of guest memory (below) */
 };
 
 static struct pt_vcpu *bsp_pt;
@@ -105,10 +106,7 @@ static bool mem_set_wp(void *ctx, uint64_t gpa_page, bool protect)
     bool narrowed = false;
     if (ept_protect(&v->ept, gpa_page, PT_PAGE_SIZE, protect ? EPT_R | EPT_X : EPT_RWX, &narrowed))
         return false;
-    if (ept_flush_needed(&v->ept)) {
-        vmx_invept_all();
-        ept_flush_done(&v->ept);
-    }
+    vmx_ept_sync(&v->ept);
     return true;
 }
 
@@ -126,7 +124,6 @@ static void pt_free(void *ctx, void *va, uint64_t hpa)
 
 int pt_vmx_setup(struct vcpu *v)
 {
-    static struct pt_mem_ops mem;
     static const struct pt_page_alloc alloc = {.alloc = pt_alloc, .free = pt_free};
     if (!pt_guest_owns())
         return 0;
@@ -135,6 +132,8 @@ int pt_vmx_setup(struct vcpu *v)
     if (!p || !(p->entry_list = palloc_page(&p->entry_list_pa)) ||
         !(p->exit_list = palloc_page(&p->exit_list_pa)))
         return -1;
+    p->mem = (struct pt_mem_ops){
+        .ctx = v, .translate = mem_translate, .read64 = mem_read64, .set_wp = mem_set_wp};
     p->shadow_mode = pt_decision.mode == PT_ENGINE_HOST_GUEST_SHADOW;
     if (p->shadow_mode) {
         size_t shp = (sizeof(struct pt_shadow) + PAGE_SIZE - 1) / PAGE_SIZE;
@@ -144,11 +143,9 @@ int pt_vmx_setup(struct vcpu *v)
         if (!p->sh || !p->scr)
             return -1;
         pt_shadow_init(p->sh);
-        mem = (struct pt_mem_ops){
-            .ctx = v, .translate = mem_translate, .read64 = mem_read64, .set_wp = mem_set_wp};
         uint32_t ecx = pt_host_caps.leaf14[0][PT_ECX];
         p->env = (struct pt_shadow_env){
-            .mem = &mem,
+            .mem = &p->mem,
             .alloc = &alloc,
             .host_topa = ecx & PT_CAP_ECX_TOPA,
             .host_topa_multi = ecx & PT_CAP_ECX_TOPA_MULTI,
@@ -292,10 +289,8 @@ bool pt_vmx_ept_violation(struct vcpu *v, uint64_t gpa, uint64_t qual)
         return false;
     if (p->shadow_mode)
         return pt_shadow_table_write(p->sh, &p->env, gpa) == PT_SHADOW_WP_RETRY;
-    static struct pt_mem_ops mem = {.translate = mem_translate, .read64 = mem_read64};
-    mem.ctx = v;
     struct pt_eptv_decision d;
-    pt_eptv_decide(qual, gpa, v->pt_msrs.ctl & RTIT_CTL_TRACEEN, v->pt_msrs.status, &mem, &d);
+    pt_eptv_decide(qual, gpa, v->pt_msrs.ctl & RTIT_CTL_TRACEEN, v->pt_msrs.status, &p->mem, &d);
     switch (d.action) {
     case PT_EPTV_MAP_RESUME:
         return mem_set_wp(v, gpa & PT_PAGE_MASK, false);

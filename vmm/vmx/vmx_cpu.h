@@ -18,6 +18,7 @@ extern struct vmx_caps vmx_caps;
 /* the controls chosen for every VMCS */
 struct vmx_controls {
     uint32_t pin, proc, proc2, exit, entry;
+    uint32_t guest_features; /* GUEST_FEAT_* these controls let run (vmx/guest_policy.h) */
 };
 extern struct vmx_controls vmx_ctls;
 
@@ -29,6 +30,8 @@ int vmcs_setup(struct vcpu *v, const void *caller_state) __attribute__((warn_unu
 int vmx_msr_bitmap_setup(struct vcpu *v) __attribute__((warn_unused_result));
 int vmx_ept_setup(struct vcpu *v) __attribute__((warn_unused_result));
 void vmx_invept_all(void);
+/* INVEPT if an EPT change since the last sync requires it (ept_flush_needed) */
+void vmx_ept_sync(struct ept *e);
 /* read the PT capabilities and let the engine decide the mode (pt_probe.c) */
 void pt_probe(uint32_t requested);
 void vmcs_dump(void);

@@ -7,6 +7,7 @@
 #include "palloc.h"
 #include "pt/rtit.h"
 #include "lib/fmt.h"
+#include "vmx/guest_policy.h"
 #include <ptv/handoff.h>
 
 struct vmx_caps vmx_caps;
@@ -116,6 +117,10 @@ int vmx_choose_controls(const char **why)
     }
     if ((k->proc2 & SECONDARY_EXEC_ENABLE_VPID) && !(ev & VMX_VPID_INVVPID_BIT))
         k->proc2 &= ~SECONDARY_EXEC_ENABLE_VPID;
+    k->guest_features = (k->proc2 & SECONDARY_EXEC_ENABLE_RDTSCP ? GUEST_FEAT_RDTSCP : 0) |
+                        (k->proc2 & SECONDARY_EXEC_ENABLE_INVPCID ? GUEST_FEAT_INVPCID : 0) |
+                        (k->proc2 & SECONDARY_EXEC_XSAVES ? GUEST_FEAT_XSAVES : 0) |
+                        (k->proc2 & SECONDARY_EXEC_ENABLE_USR_WAIT_PAUSE ? GUEST_FEAT_WAITPKG : 0);
     return 0;
 }
 
