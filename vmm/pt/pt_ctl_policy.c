@@ -141,7 +141,9 @@ static bool mtc_freq(const struct rule_def *r, const struct wctx *c)
 {
     unsigned f = field(c->v, RTIT_CTL_MTC_RANGE_SHIFT);
 
-    return has(c->g, PT_EBX, PT_CAP_EBX_MTC) && (c->v & RTIT_CTL_MTC_EN) &&
+    /* SDM Vol. 3C RTIT_CTL "MTCFreq": an encoding CPUID.14.1:EAX[31:16] does not list
+     * #GPs on write whatever MTCEn is (pt-facts B.3 rule 4, corrected) */
+    return has(c->g, PT_EBX, PT_CAP_EBX_MTC) &&
            !(pt_cap_mtc_periods(c->g->leaf14) & (1u << f));
 }
 
@@ -254,7 +256,7 @@ static const struct rule_def rules[] = {
          "pt-facts B.3 rule 6"),
     RULE(PT_RULE_CTL_ADDR_ENCODING, M_CTL, addr_encoding, "ADDRn_CFG encoding > 2 is reserved",
          "pt-facts B.2 (3-15 reserved), B.3 rule 6"),
-    RULE(PT_RULE_CTL_MTC_FREQ, M_CTL, mtc_freq, "MTCFreq not in CPUID.14.1:EAX[31:16] (MTCEn=1)",
+    RULE(PT_RULE_CTL_MTC_FREQ, M_CTL, mtc_freq, "MTCFreq not in CPUID.14.1:EAX[31:16] (any MTCEn)",
          "pt-facts B.3 rule 4"),
     RULE(PT_RULE_CTL_CYC_THRESH, M_CTL, cyc_thresh, "CycThresh not in CPUID.14.1:EBX[15:0]",
          "pt-facts B.3 rule 5"),

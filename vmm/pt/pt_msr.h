@@ -56,7 +56,7 @@ enum pt_rule {
     PT_RULE_CTL_INJ_PSB_PMI,   /* InjectPsbPmiOnEnable without PSB/PMI preservation */
     PT_RULE_CTL_ADDR_RANGE,    /* ADDRn_CFG != 0 for n >= number of ranges */
     PT_RULE_CTL_ADDR_ENCODING, /* ADDRn_CFG > 2 */
-    PT_RULE_CTL_MTC_FREQ,      /* MTCFreq not in the CPUID bitmap (MTCEn=1) */
+    PT_RULE_CTL_MTC_FREQ,      /* MTCFreq not in the CPUID bitmap (whatever MTCEn is) */
     PT_RULE_CTL_CYC_THRESH,    /* CycThresh not in the CPUID bitmap */
     PT_RULE_CTL_PSB_FREQ,      /* PSBFreq not in the CPUID bitmap */
     PT_RULE_CTL_SINGLE_RANGE,  /* TraceEn=1, ToPA=0, FabricEn=0 without single-range output */
