@@ -228,6 +228,28 @@ static void one_build(struct input *in, const struct pt_shadow_env *env, bool mu
     }
     if (!err.reason)
         abort();
+    if (st == PT_SHADOW_OPERR) {
+        /* a refusal replaces the old shadow by a record (pt_shadow.h): no host pages kept,
+         * exactly the record's guest tables protected, and a retry is refused without a walk */
+        const char *why = err.reason;
+        unsigned nwp = 0;
+        for (int i = 0; i < POOL; i++)
+            if (pool_used[i])
+                abort();
+        for (int g = 0; g < GPAGES; g++)
+            nwp += wp[g];
+        if (sh.mode == PT_SHADOW_REFUSED) {
+            if (nwp != sh.ntables || !sh.protected == !!sh.ntables)
+                abort();
+            scr.walk.entries_read = 12345;
+            if (pt_shadow_prepare(&sh, &scr, env, &cfg, &err) != PT_SHADOW_OPERR ||
+                scr.walk.entries_read != 12345 || strcmp(why, err.reason))
+                abort();
+        } else if (sh.mode != PT_SHADOW_NONE || nwp) {
+            abort();
+        }
+        return;
+    }
     if (memcmp(&copy, &sh, sizeof(sh)) || memcmp(pool_before, pool_used, sizeof(pool_used)) ||
         memcmp(wp_before, wp, sizeof(wp)))
         abort();

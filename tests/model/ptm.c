@@ -92,13 +92,19 @@ static bool topa_resolve(struct ptm *m)
                 operr(m, "END in entry 0"); /* D.3 (pt-facts unconfirmed #7) */
                 return false;
             }
+            if (!m->topa_multi && (e & TOPA_BASE_MASK(m->maxphyaddr)) != m->output_base) {
+                /* SDM "ToPA Errors": single-output-entry, entry 1 base != table base */
+                operr(m, "single-entry: END base != table base");
+                return false;
+            }
             m->output_base = e & TOPA_BASE_MASK(m->maxphyaddr);
             set_ptrs(m, 0, 0);
             continue;
         }
         if (!m->topa_multi) {
             /* D.2: entry 0 output, entry 1 END */
-            if (idx != 0 || !load64(m, m->output_base + 8, &next) || !(next & TOPA_END)) {
+            if (idx != 0 || !load64(m, m->output_base + 8, &next) || !(next & TOPA_END) ||
+                (next & TOPA_BASE_MASK(m->maxphyaddr)) != m->output_base) {
                 operr(m, "single-entry layout");
                 return false;
             }

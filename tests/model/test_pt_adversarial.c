@@ -170,7 +170,11 @@ static void run_case(const struct bad_case *c, bool protect_table)
         free(after);
     }
     assert_int_equal(h->fw->pool_in_use, 0);
-    assert_int_equal(fw_wp_count(h->fw), 0);
+    /* only the refusal record's guest tables stay protected (pt_shadow.h) */
+    assert_int_equal(h->sh.mode, PT_SHADOW_REFUSED);
+    assert_int_equal(fw_wp_count(h->fw), h->sh.ntables);
+    for (uint16_t t = 0; t < h->sh.ntables; t++)
+        assert_true(h->fw->wp[h->sh.table_gpa[t] >> 12]);
     free(before);
     h_free(h);
 }

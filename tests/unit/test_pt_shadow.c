@@ -148,10 +148,11 @@ static void test_single_entry_host(void **state)
     check_layout();
     for (unsigned i = 0; i < sh.npages; i++)
         assert_int_equal(sh.pages[i].n, 2);
-    /* too fragmented for one-entry host tables: over the page bound */
+    /* not one piece in host memory: a single-entry host never chains tables (issue 6 #5) */
     set(T0 + 0, ent(0x400000, 10, 0));
     assert_int_equal(build(RTIT_CTL_TOPA, T0, 0), PT_SHADOW_OPERR);
-    assert_string_equal(err.reason, "too fragmented in host memory to shadow (VMM bound)");
+    assert_string_equal(err.reason,
+                        "output region not contiguous in host memory (single-entry ToPA host)");
 }
 
 static void snapshot(struct pt_shadow *copy, uint8_t *pages)
@@ -204,9 +205,26 @@ static void test_failures_keep_previous(void **state)
         assert_unchanged(&copy, pages, in_use, wp);
     }
     fw->wp_fail_after = UINT32_MAX;
+    /* a refused set-up replaces the (unused) old shadow by a refusal record: its pages are
+     * freed, the refused tables protected, and a retry is refused without a walk */
     set(0x21000, ent(0x300000, 4, PTV_BIT(1)));
     assert_int_equal(build(RTIT_CTL_TOPA, 0x20000, 0), PT_SHADOW_OPERR);
-    assert_unchanged(&copy, pages, in_use, wp);
+    assert_int_equal(sh.mode, PT_SHADOW_REFUSED);
+    assert_int_equal(fw->pool_in_use, 0);
+    assert_false(fw->wp[T0 >> 12]);
+    assert_true(fw->wp[0x20] && fw->wp[0x21]);
+    {
+        uint32_t changes = fw->wp_changes;
+        struct pt_out_cfg cfg = {
+            .ctl = RTIT_CTL_TOPA, .output_base = 0x20000, .topa_multi = true, .maxphyaddr = MAXPA};
+        scr->walk.entries_read = 0;
+        assert_int_equal(pt_shadow_prepare(&sh, scr, &env, &cfg, &err), PT_SHADOW_OPERR);
+        assert_string_equal(err.reason, "ToPA entry reserved bits set");
+        assert_int_equal(scr->walk.entries_read, 0); /* no walk */
+        assert_int_equal(fw->wp_changes, changes);
+    }
+    /* the guest's edit of a refused table lifts the record */
+    assert_int_equal(pt_shadow_table_write(&sh, &env, 0x21000), PT_SHADOW_WP_RETRY);
     set(0x21000, ent(0x300000, 4, 0));
     assert_int_equal(build(RTIT_CTL_TOPA, 0x20000, 0), PT_SHADOW_OK);
     assert_false(fw->wp[T0 >> 12]); /* old tables released */

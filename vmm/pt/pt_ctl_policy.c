@@ -143,8 +143,7 @@ static bool mtc_freq(const struct rule_def *r, const struct wctx *c)
 
     /* SDM Vol. 3C RTIT_CTL "MTCFreq": an encoding CPUID.14.1:EAX[31:16] does not list
      * #GPs on write whatever MTCEn is (pt-facts B.3 rule 4, corrected) */
-    return has(c->g, PT_EBX, PT_CAP_EBX_MTC) &&
-           !(pt_cap_mtc_periods(c->g->leaf14) & (1u << f));
+    return has(c->g, PT_EBX, PT_CAP_EBX_MTC) && !(pt_cap_mtc_periods(c->g->leaf14) & (1u << f));
 }
 
 static bool cyc_thresh(const struct rule_def *r, const struct wctx *c)

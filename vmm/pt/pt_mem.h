@@ -38,6 +38,7 @@ enum pt_mem_kind {
     PT_MEM_MMIO,
     PT_MEM_UNMAPPED,
     PT_MEM_PROTECTED,
+    PT_MEM_COUNT, /* not a kind: "work bound reached" in the walker's reasons */
 };
 
 /* Result of one translation. */

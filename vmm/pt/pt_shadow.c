@@ -229,6 +229,14 @@ static enum pt_shadow_status plan(struct pt_shadow_scratch *scr, const struct pt
         scr->run_first[ri] = (uint32_t)sum;
         scr->run_pages[ri] = (uint32_t)((pieces + host_cap(env) - 1) / host_cap(env));
         sum += scr->run_pages[ri];
+        /*
+         * A single-entry host (no CPUID.14.0:ECX[1]) takes only [region, END back to the same
+         * table] (SDM "ToPA Errors"): one host piece, never a chain of tables.
+         */
+        if (!env->host_topa_multi && (sum > 1 || pieces > 1)) {
+            err->reason = "output region not contiguous in host memory (single-entry ToPA host)";
+            return PT_SHADOW_OPERR;
+        }
         if (sum > PT_SHADOW_MAX_PAGES) {
             err->reason = "too fragmented in host memory to shadow (VMM bound)";
             return PT_SHADOW_OPERR;
@@ -295,21 +303,64 @@ void pt_shadow_destroy(struct pt_shadow *sh, const struct pt_shadow_env *env)
     pt_shadow_init(sh);
 }
 
+/* Remember a refused set-up: see pt_shadow.h.  Without memory for the protection: no record. */
+static void remember_refusal(struct pt_shadow *sh, struct pt_shadow_scratch *scr,
+                             const struct pt_shadow_env *env, const struct pt_out_cfg *cfg,
+                             const struct pt_topa_err *err)
+{
+    struct pt_shadow *next = &scr->next;
+
+    free_pages(env, next);
+    pt_shadow_destroy(sh, env);
+    pt_shadow_init(next);
+    next->mode = PT_SHADOW_REFUSED;
+    next->g_base = cfg->output_base;
+    next->g_mask = cfg->output_mask_ptrs | RTIT_MASK_LOWER;
+    next->g_ctl_topa = cfg->ctl & RTIT_CTL_TOPA;
+    next->g_ctl_fabric = cfg->ctl & RTIT_CTL_FABRIC_EN;
+    next->g_stopped = cfg->status & RTIT_STATUS_STOPPED;
+    next->refusal = *err;
+    next->ntables = scr->walk.ntables;
+    for (uint16_t i = 0; i < next->ntables; i++)
+        next->table_gpa[i] = scr->walk.tables[i].gpa;
+    if (next->ntables && !protect_new(sh, next, env))
+        return;
+    *sh = *next;
+}
+
+static enum pt_shadow_status build(struct pt_shadow *sh, struct pt_shadow_scratch *scr,
+                                   const struct pt_shadow_env *env, const struct pt_out_cfg *cfg,
+                                   struct pt_topa_err *err);
+
 enum pt_shadow_status pt_shadow_build(struct pt_shadow *sh, struct pt_shadow_scratch *scr,
                                       const struct pt_shadow_env *env, const struct pt_out_cfg *cfg,
                                       struct pt_topa_err *err)
+{
+    enum pt_shadow_status st = build(sh, scr, env, cfg, err);
+
+    if (st == PT_SHADOW_OPERR)
+        remember_refusal(sh, scr, env, cfg, err);
+    return st;
+}
+
+static enum pt_shadow_status build(struct pt_shadow *sh, struct pt_shadow_scratch *scr,
+                                   const struct pt_shadow_env *env, const struct pt_out_cfg *cfg,
+                                   struct pt_topa_err *err)
 {
     struct pt_shadow *next = &scr->next;
     enum pt_shadow_status st;
     uint32_t total = 0;
 
     /* 1. validate */
+    next->npages = 0;
     if (pt_out_walk(cfg, env->mem, &scr->walk, err) != PT_TOPA_OK)
         return PT_SHADOW_OPERR;
     pt_shadow_init(next);
     next->g_base = cfg->output_base;
     next->g_mask = cfg->output_mask_ptrs | RTIT_MASK_LOWER; /* bits 6:0 read as 1 (B.5) */
     next->g_ctl_topa = cfg->ctl & RTIT_CTL_TOPA;
+    next->g_ctl_fabric = cfg->ctl & RTIT_CTL_FABRIC_EN;
+    next->g_stopped = cfg->status & RTIT_STATUS_STOPPED;
     next->ntables = scr->walk.ntables;
     for (uint16_t i = 0; i < next->ntables; i++)
         next->table_gpa[i] = scr->walk.tables[i].gpa;

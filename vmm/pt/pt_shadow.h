@@ -5,8 +5,16 @@
  * must see in OUTPUT_BASE / OUTPUT_MASK_PTRS.  ARCHITECTURE.md section 3.
  *
  * Build = walk + validate (pt_topa.c), plan, allocate, fill, write-protect the
- * guest table pages, and only then commit (free the previous shadow).  Any
- * failure before the commit leaves the previous shadow exactly as it was.
+ * guest table pages, and only then commit (free the previous shadow).  A
+ * failure for want of VMM memory (NOMEM) leaves the previous shadow exactly as
+ * it was.  A refused set-up (OPERR) replaces the previous shadow, which no CPU
+ * uses at that point (builds run at guest TraceEn 0->1, or with the guest's
+ * hardware trace stopped), by a *refusal record* (PT_SHADOW_REFUSED): the
+ * guest registers and the reason, with the guest table pages the walk read
+ * write-protected.  Until the guest writes one of those pages, the memory map
+ * changes (pt_shadow_mem_changed) or its registers differ, another TraceEn
+ * 0->1 is refused again at once, without a walk (issue 6: a hostile set-up
+ * costs its bounded walk once, not at every retry).
  *
  * Host layout:
  *  - a guest region contiguous in GPA but not in HPA is split into several
@@ -75,16 +83,20 @@ enum pt_shadow_mode {
     PT_SHADOW_TOPA,           /* guest ToPA -> host ToPA */
     PT_SHADOW_SINGLE,         /* guest single-range -> host single-range */
     PT_SHADOW_SINGLE_AS_TOPA, /* guest single-range -> host circular ToPA */
+    PT_SHADOW_REFUSED,        /* no shadow: a refused set-up, remembered (below) */
 };
 
 struct pt_shadow {
-    uint8_t mode;            /* enum pt_shadow_mode */
-    bool protected;          /* the guest table pages below are write-protected */
-    bool stale;              /* a guest table page was written since the build */
-    uint64_t g_base, g_mask; /* guest OUTPUT_BASE / MASK_PTRS the shadow was built from */
-    uint64_t g_ctl_topa;     /* guest RTIT_CTL.ToPA at build */
-    bool h_topa;             /* load host RTIT_CTL.ToPA = h_topa */
-    uint64_t h_base, h_mask; /* host OUTPUT_BASE / MASK_PTRS to load */
+    uint8_t mode;               /* enum pt_shadow_mode */
+    bool protected;             /* the guest table pages below are write-protected */
+    bool stale;                 /* a guest table page was written since the build */
+    uint64_t g_base, g_mask;    /* guest OUTPUT_BASE / MASK_PTRS the shadow was built from */
+    uint64_t g_ctl_topa;        /* guest RTIT_CTL.ToPA at build */
+    uint64_t g_ctl_fabric;      /* guest RTIT_CTL.FabricEn at build */
+    uint64_t g_stopped;         /* guest RTIT_STATUS.Stopped at build */
+    struct pt_topa_err refusal; /* PT_SHADOW_REFUSED: why */
+    bool h_topa;                /* load host RTIT_CTL.ToPA = h_topa */
+    uint64_t h_base, h_mask;    /* host OUTPUT_BASE / MASK_PTRS to load */
     uint16_t ntables;
     uint16_t npages;
     uint64_t table_gpa[PT_TOPA_MAX_TABLES];
@@ -141,6 +153,14 @@ void pt_shadow_destroy(struct pt_shadow *sh, const struct pt_shadow_env *env);
  */
 bool pt_shadow_guest_view(const struct pt_shadow *sh, uint64_t h_base, uint64_t h_mask,
                           uint64_t *g_base, uint64_t *g_mask);
+
+/*
+ * The EPT mapping of some guest memory changed (remap, unmap, kind change): host addresses in
+ * the shadow may be stale.  Marks the shadow (or refusal record) stale; the next
+ * pt_shadow_prepare() rebuilds.  A caller whose CPU is tracing through the shadow must rebuild
+ * before the next VM entry (pt_ctrl does).
+ */
+void pt_shadow_mem_changed(struct pt_shadow *sh);
 
 enum pt_shadow_wp_action {
     PT_SHADOW_WP_NOT_OURS = 0, /* not a page of this shadow: someone else's violation */

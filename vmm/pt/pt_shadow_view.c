@@ -124,7 +124,8 @@ static bool reusable(const struct pt_shadow *sh, const struct pt_out_cfg *cfg, u
 {
     uint64_t off = topa_offset(cfg->output_mask_ptrs);
 
-    if (sh->mode == PT_SHADOW_NONE || sh->stale || (sh->ntables && !sh->protected))
+    if (sh->mode == PT_SHADOW_NONE || sh->mode == PT_SHADOW_REFUSED || sh->stale ||
+        (sh->ntables && !sh->protected))
         return false;
     if ((cfg->ctl & RTIT_CTL_TOPA) != sh->g_ctl_topa || (cfg->ctl & RTIT_CTL_FABRIC_EN))
         return false;
@@ -155,11 +156,32 @@ static bool reusable(const struct pt_shadow *sh, const struct pt_out_cfg *cfg, u
     }
 }
 
+void pt_shadow_mem_changed(struct pt_shadow *sh)
+{
+    if (sh->mode != PT_SHADOW_NONE)
+        sh->stale = true;
+}
+
+/* The registers the walk depends on are those of the refused set-up, and nothing changed. */
+static bool refused_again(const struct pt_shadow *sh, const struct pt_out_cfg *cfg)
+{
+    return sh->mode == PT_SHADOW_REFUSED && !sh->stale && (sh->protected || !sh->ntables) &&
+           (cfg->ctl & RTIT_CTL_TOPA) == sh->g_ctl_topa &&
+           (cfg->ctl & RTIT_CTL_FABRIC_EN) == sh->g_ctl_fabric &&
+           (cfg->status & RTIT_STATUS_STOPPED) == sh->g_stopped && cfg->output_base == sh->g_base &&
+           (cfg->output_mask_ptrs | RTIT_MASK_LOWER) == sh->g_mask;
+}
+
 enum pt_shadow_status pt_shadow_prepare(struct pt_shadow *sh, struct pt_shadow_scratch *scr,
                                         const struct pt_shadow_env *env,
                                         const struct pt_out_cfg *cfg, struct pt_topa_err *err)
 {
     uint64_t h_base, h_mask;
+
+    if (refused_again(sh, cfg)) {
+        *err = sh->refusal;
+        return PT_SHADOW_OPERR;
+    }
 
     if (reusable(sh, cfg, &h_base, &h_mask)) {
         sh->g_base = cfg->output_base;

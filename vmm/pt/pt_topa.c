@@ -15,8 +15,9 @@
  *  - region base not aligned to its size: operational error (D.1).
  *  - OutputOffset >= region size while STATUS.Stopped = 0: operational error.
  *  - single-entry ToPA (no CPUID.14.0:ECX[1]): entry 0 is an output region,
- *    entry 1 is END, the table offset is 0; anything else is an operational
- *    error (D.2).
+ *    entry 1 is END back to the same table, the table offset is 0 or 1 (the
+ *    pointer may rest on the END after a fill); anything else is an
+ *    operational error (D.2; SDM "ToPA Errors": entry 1 base != table base).
  *  - the END size field is ignored (only its base is used).
  * VMM rules on top (the guest sees them as operational errors too):
  *  - every byte of every table page and output region is guest RAM
@@ -55,15 +56,20 @@ static const char *kind_reason(enum pt_mem_kind kind, bool table)
     case PT_MEM_PROTECTED:
         return table ? "ToPA table in a VMM-protected page"
                      : "output region in a VMM-protected page";
+    case PT_MEM_COUNT:
+        return "ToPA set-up too large to validate (VMM bound)";
     case PT_MEM_UNMAPPED:
     default:
         return table ? "ToPA table not in guest RAM" : "output region not in guest RAM";
     }
 }
 
-/* Every byte of [gpa, gpa + size) is guest RAM.  size > 0, no wrap (checked by callers). */
-static bool range_is_ram(const struct pt_mem_ops *mem, uint64_t gpa, uint64_t size,
-                         enum pt_mem_kind *bad)
+/*
+ * Every byte of [gpa, gpa + size) is guest RAM.  size > 0, no wrap (checked by callers).
+ * *bad = PT_MEM_COUNT when the walk's translation budget ran out.
+ */
+static bool range_is_ram(const struct pt_mem_ops *mem, struct pt_topa_walk *w, uint64_t gpa,
+                         uint64_t size, enum pt_mem_kind *bad)
 {
     uint64_t end = gpa + size;
 
@@ -71,6 +77,11 @@ static bool range_is_ram(const struct pt_mem_ops *mem, uint64_t gpa, uint64_t si
         struct pt_mem_xlate x = {.kind = PT_MEM_UNMAPPED};
         uint64_t page_left = PT_PAGE_SIZE - (gpa & (PT_PAGE_SIZE - 1));
 
+        if (w->xlates >= PT_TOPA_MAX_XLATE) {
+            *bad = PT_MEM_COUNT;
+            return false;
+        }
+        w->xlates++;
         mem->translate(mem->ctx, gpa, &x);
         if (x.kind != PT_MEM_GUEST_RAM) {
             *bad = x.kind;
@@ -98,7 +109,7 @@ static enum pt_topa_status add_table(const struct pt_out_cfg *cfg, const struct 
         return fail(err, "too many ToPA tables (VMM bound)", gpa, -1);
     if (gpa >> cfg->maxphyaddr)
         return fail(err, "ToPA table beyond MAXPHYADDR", gpa, -1);
-    if (!range_is_ram(mem, gpa, PT_PAGE_SIZE, &bad))
+    if (!range_is_ram(mem, w, gpa, PT_PAGE_SIZE, &bad))
         return fail(err, kind_reason(bad, true), gpa, -1);
     w->tables[w->ntables].gpa = gpa;
     w->tables[w->ntables].run0 = -1;
@@ -148,6 +159,10 @@ static enum pt_topa_status read_entry(const struct pt_out_cfg *cfg, const struct
             return fail(err, "single-entry ToPA: entry 0 must be an output region", tgpa, 0);
         if (e == 1 && !(*val & TOPA_END))
             return fail(err, "single-entry ToPA: entry 1 must be END", tgpa, 1);
+        /* SDM Vol. 3C "ToPA Errors": with single-output-entry ToPA, table entry 1 with a base
+         * address not matching the table base is an operational error (pt-facts D.2) */
+        if (e == 1 && (*val & TOPA_BASE_MASK(cfg->maxphyaddr)) != tgpa)
+            return fail(err, "single-entry ToPA: END base does not match the table base", tgpa, 1);
     }
     return PT_TOPA_OK;
 }
@@ -167,8 +182,13 @@ static enum pt_topa_status add_region(const struct pt_out_cfg *cfg, const struct
         return fail(err, "ToPA output region not aligned to its size", tgpa, (int32_t)e);
     if ((base + size - 1) >> cfg->maxphyaddr)
         return fail(err, "ToPA output region beyond MAXPHYADDR", tgpa, (int32_t)e);
-    if (!range_is_ram(mem, base, size, &bad))
-        return fail(err, kind_reason(bad, false), tgpa, (int32_t)e);
+    uint64_t key = base | log2size; /* base is 4 KiB aligned, log2size < 4096 */
+    uint64_t *slot = &w->rcache[((base >> 12) ^ log2size) % PT_TOPA_RCACHE];
+    if (*slot != key) {
+        if (!range_is_ram(mem, w, base, size, &bad))
+            return fail(err, kind_reason(bad, false), tgpa, (int32_t)e);
+        *slot = key;
+    }
     if (w->nregions >= w->max_regions)
         return fail(err, "too many ToPA output regions (VMM bound)", tgpa, (int32_t)e);
     r = &w->regions[w->nregions++];
@@ -244,8 +264,10 @@ static enum pt_topa_status walk_topa(const struct pt_out_cfg *cfg, const struct 
         return fail(err, "OUTPUT_BASE bits 11:7 not 0 in ToPA mode", base, -1);
     if (base >> cfg->maxphyaddr)
         return fail(err, "OUTPUT_BASE beyond MAXPHYADDR", base, -1);
-    if (!cfg->topa_multi && cur != 0)
-        return fail(err, "single-entry ToPA: table offset must be 0", base, (int32_t)cur);
+    /* single-output-entry ToPA: the pointer is on entry 0, or rests on entry 1 (the END back to
+     * this table) after the region filled; output goes on at entry 0, as hardware does */
+    if (!cfg->topa_multi && cur > 1)
+        return fail(err, "single-entry ToPA: table offset must be 0 or 1", base, (int32_t)cur);
     st = add_table(cfg, mem, w, base, &start_table, err);
     if (st != PT_TOPA_OK)
         return st;
@@ -304,7 +326,7 @@ static enum pt_topa_status walk_single(const struct pt_out_cfg *cfg, const struc
         return fail(err, "single-range offset > mask", base, -1);
     if ((base + mask) >> cfg->maxphyaddr)
         return fail(err, "single-range buffer beyond MAXPHYADDR", base, -1);
-    if (!range_is_ram(mem, base, mask + 1, &bad))
+    if (!range_is_ram(mem, w, base, mask + 1, &bad))
         return fail(err, kind_reason(bad, false), base, -1);
     if (w->max_regions < 1)
         return fail(err, "too many output regions (VMM bound)", base, -1);
@@ -325,7 +347,10 @@ enum pt_topa_status pt_out_walk(const struct pt_out_cfg *cfg, const struct pt_me
     w->nruns = 0;
     w->nregions = 0;
     w->entries_read = 0;
+    w->xlates = 0;
     w->start_offset = 0;
+    for (unsigned i = 0; i < PT_TOPA_RCACHE; i++)
+        w->rcache[i] = 0; /* base 0 | log2size 0 is never a region key (log2size >= 12) */
     err->reason = NULL;
     err->gpa = 0;
     err->entry = -1;

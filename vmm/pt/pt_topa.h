@@ -34,6 +34,14 @@
 #define PT_TOPA_MAX_TABLES        64  /* VMM bound on distinct guest tables */
 #define PT_TOPA_MAX_RUNS          (PT_TOPA_MAX_TABLES + 1)
 #define PT_TOPA_MAX_ENTRIES_READ  (PT_TOPA_MAX_RUNS * PT_TOPA_ENTRIES_PER_TABLE)
+/*
+ * VMM bound on the work of one walk: EPT translations spent checking that tables and output
+ * regions are guest RAM.  An output region already checked in this walk (same base and size:
+ * a ToPA may name one region many times) costs none (a small cache).  A set-up that needs more
+ * is refused as an operational error, so a hostile ToPA costs a bounded amount per WRMSR.
+ */
+#define PT_TOPA_MAX_XLATE 65536
+#define PT_TOPA_RCACHE    64 /* checked regions remembered per walk (direct-mapped) */
 
 /* What the walker needs to know: raw RTIT values and the guest's capabilities. */
 struct pt_out_cfg {
@@ -91,7 +99,9 @@ struct pt_topa_walk {
     uint16_t nruns;
     uint32_t nregions;
     uint32_t entries_read;
-    uint64_t start_offset; /* OutputOffset inside runs[0]'s first region */
+    uint32_t xlates;                 /* EPT translations spent (bounded by PT_TOPA_MAX_XLATE) */
+    uint64_t start_offset;           /* OutputOffset inside runs[0]'s first region */
+    uint64_t rcache[PT_TOPA_RCACHE]; /* base | log2size of regions found to be guest RAM */
     struct pt_topa_table tables[PT_TOPA_MAX_TABLES];
     struct pt_topa_run runs[PT_TOPA_MAX_RUNS];
 };
