@@ -3,6 +3,10 @@
 
 PT_TOPA_SRCS := vmm/pt/pt_topa.c vmm/pt/pt_shadow.c vmm/pt/pt_shadow_view.c vmm/pt/pt_eptv.c
 
+# The PT controller (guest RTIT MSRs, shadow, entry/exit switching): everything PT in vmm.elf
+# but the thin shim vmm/vmx/pt_vmx.c.
+PT_CTRL_SRCS := vmm/pt/pt_ctrl.c
+
 PT_MODEL_SRCS := tests/model/fake_world.c tests/model/ptm.c tests/model/ptgen.c
 
 HOST_TESTS += test_pt_topa test_pt_shadow test_pt_eptv test_ptm test_pt_e2e test_pt_adversarial
@@ -32,7 +36,7 @@ bench-pt-shadow: $(BUILD)/host/bench_shadow
 TEST_TARGETS += test-pt-topa-freestanding
 .PHONY: test-pt-topa-freestanding
 test-pt-topa-freestanding:
-	$(Q)for f in $(PT_TOPA_SRCS); do \
+	$(Q)for f in $(PT_TOPA_SRCS) $(PT_CTRL_SRCS); do \
 	    tests/step.sh $(BUILD)/results freestanding:$$f \
 	        $(VMM_CC) $(filter-out -MMD -MP,$(VMM_CFLAGS)) -Werror -c $$f -o /dev/null; done
 

@@ -211,3 +211,17 @@ uint32_t fw_wp_count(const struct fake_world *fw)
         n += fw->wp[i];
     return n;
 }
+
+void fw_swap_pages(struct fake_world *fw, uint32_t g1, uint32_t g2)
+{
+    uint8_t tmp[PT_PAGE_SIZE];
+    uint8_t *a = fw->hmem + ((uint64_t)fw->gpage_to_hpage[g1] << 12);
+    uint8_t *b = fw->hmem + ((uint64_t)fw->gpage_to_hpage[g2] << 12);
+    uint32_t h = fw->gpage_to_hpage[g1];
+
+    memcpy(tmp, a, PT_PAGE_SIZE);
+    memcpy(a, b, PT_PAGE_SIZE);
+    memcpy(b, tmp, PT_PAGE_SIZE);
+    fw->gpage_to_hpage[g1] = fw->gpage_to_hpage[g2];
+    fw->gpage_to_hpage[g2] = h;
+}

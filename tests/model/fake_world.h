@@ -70,5 +70,8 @@ bool fw_canaries_ok(const struct fake_world *fw);
 /* hpa in [FW_BACKING_BASE, +FW_GRAM_SIZE): guest RAM backing. */
 bool fw_hpa_is_guest_ram(uint64_t hpa);
 uint32_t fw_wp_count(const struct fake_world *fw);
+/* Remap: guest pages g1 and g2 exchange their host pages, contents moving along (the guest
+ * sees the same bytes; the host addresses behind both GPAs change). */
+void fw_swap_pages(struct fake_world *fw, uint32_t g1, uint32_t g2);
 
 #endif

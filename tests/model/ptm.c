@@ -32,8 +32,19 @@ static void operr(struct ptm *m, const char *why)
     m->cached = false;
 }
 
+static bool xlate(struct ptm *m, uint64_t *addr)
+{
+    if (!m->xlate || m->xlate(m->xlate_ctx, *addr, addr))
+        return true;
+    m->eptv = true;
+    m->eptv_gpa = *addr;
+    return false;
+}
+
 static bool load64(struct ptm *m, uint64_t pa, uint64_t *v)
 {
+    if (!xlate(m, &pa))
+        return false;
     if (pa + 8 > m->mem_size) {
         m->wild += 8;
         return false;
@@ -76,7 +87,8 @@ static bool topa_resolve(struct ptm *m)
             return false;
         }
         if (!load64(m, m->output_base + 8ull * idx, &e)) {
-            operr(m, "table outside memory");
+            if (!m->eptv) /* an EPT violation exits instead (twin.c) */
+                operr(m, "table outside memory");
             return false;
         }
         if (e & rsvd) {
@@ -140,6 +152,8 @@ static void raise_pmi(struct ptm *m)
 
 static void put_byte(struct ptm *m, uint64_t pa, uint8_t b)
 {
+    if (!xlate(m, &pa))
+        return;
     if (pa >= m->mem_size)
         m->wild++;
     else
@@ -211,6 +225,12 @@ void ptm_enable(struct ptm *m, uint64_t ctl, uint64_t status, uint64_t base, uin
         m->status |= RTIT_STATUS_TRIGGEREN; /* no filters in the model */
     if (!(ctl & RTIT_CTL_TOPA))
         single_check(m);
+}
+
+void ptm_touch(struct ptm *m)
+{
+    if (ptm_active(m) && (m->ctl & RTIT_CTL_TOPA) && !m->cached)
+        topa_resolve(m);
 }
 
 void ptm_disable(struct ptm *m)

@@ -49,6 +49,15 @@ struct ptm {
     uint64_t wild;     /* bytes the model was told to write outside mem[] */
     const char *error; /* reason of the last operational error */
     bool cached;       /* current region resolved */
+    /*
+     * "Intel PT uses guest physical addresses" (twin.c): every output and ToPA address goes
+     * through xlate; a failed translation is a PT-caused EPT violation (SDM Vol. 3C 28.2.1,
+     * pt-facts D.5): recorded in eptv/eptv_gpa, the access is not made.  NULL: physical.
+     */
+    bool (*xlate)(void *ctx, uint64_t addr, uint64_t *pa);
+    void *xlate_ctx;
+    bool eptv;
+    uint64_t eptv_gpa;
     uint64_t rbase, rsize;
     uint64_t rflags;
 };
@@ -60,5 +69,8 @@ void ptm_disable(struct ptm *m);
 /* Packet generation: one packet; psb = it is a PSB (resets PacketByteCnt). */
 void ptm_packet(struct ptm *m, const uint8_t *bytes, size_t n, bool psb);
 bool ptm_active(const struct ptm *m);
+/* Resolve the current output region now (hardware writes PSB+ right at TraceEn 0->1, so it
+ * reads the current ToPA entry at once; errors there appear at enable, not later). */
+void ptm_touch(struct ptm *m);
 
 #endif

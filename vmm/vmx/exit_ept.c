@@ -102,8 +102,11 @@ static bool in_vmm(uint64_t gpa)
 enum exit_action handle_ept_violation(struct vcpu *v, const struct vmexit *e)
 {
     uint64_t page = e->gpa & ~0xfffull;
-    if (pt_vmx_ept_violation(v, e->gpa, e->qual)) /* guest ToPA edit, PT output (GPA mode) */
+    /* guest ToPA edit (shadow), PT output (hardware-GPA mode) */
+    if (pt_ctrl_ept_violation(&v->pt, e->gpa, e->qual) == PT_CTRL_EPTV_RESUME) {
+        pt_vmx_log(v);
         return EXIT_RESUME;
+    }
     if (in_vmm(e->gpa)) {
         v->ept_blocked++;
         if (v->ept_blocked <= 16 || !(v->ept_blocked & (v->ept_blocked - 1)))
@@ -123,6 +126,7 @@ enum exit_action handle_ept_violation(struct vcpu *v, const struct vmexit *e)
             return EXIT_STOP_GUEST;
         }
         vmx_ept_sync(&v->ept);
+        pt_ctrl_mem_changed(&v->pt, page, 4096);
         return EXIT_RESUME;
     }
     if (e->qual & EPT_VIOLATION_ASYNC)
@@ -140,6 +144,7 @@ enum exit_action handle_ept_violation(struct vcpu *v, const struct vmexit *e)
                 type = EPT_MT_UC;
         }
         if (!ept_map(&v->ept, base, base, size, EPT_RWX, type)) {
+            pt_ctrl_mem_changed(&v->pt, base, size);
             pr_info("ept", "mapped device memory [%#lx, %#lx) on demand (memory type %u)", base,
                     base + size, type);
             return EXIT_RESUME;

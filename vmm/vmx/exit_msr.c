@@ -2,7 +2,8 @@
 /*
  * RDMSR/WRMSR exits and the MSR bitmap (pt-facts G.7).  Everything passes
  * through except: the RTIT MSRs (virtualized by the PT engine; #GP when the
- * guest has no PT) and the VMX capability MSRs (VMX is hidden: #GP).  MSRs
+ * guest has no PT), IA32_XSS (never the PT state component: guest_policy.h) and
+ * the VMX capability MSRs (VMX is hidden: #GP).  MSRs
  * outside the bitmap ranges always exit: they are tried on the real CPU and
  * a fault becomes the guest's #GP.
  */
@@ -35,7 +36,6 @@ int vmx_msr_bitmap_setup(struct vcpu *v)
     for (uint32_t m = 0; m < 0x2000; m++)
         if (msr_policy(m) != MSR_PASS_THROUGH)
             intercept(v->msr_bitmap, m);
-    pt_msr_file_init(&v->pt_msrs);
     return 0;
 }
 
@@ -46,22 +46,37 @@ static enum exit_action msr_access(struct vcpu *v, bool write)
     switch (msr_policy(msr)) {
     case MSR_PT_ENGINE: {
         struct pt_msr_result res;
-        enum pt_msr_status st = write
-                                    ? pt_msr_write(&pt_decision.guest, &v->pt_msrs, msr, val, &res)
-                                    : pt_msr_read(&pt_decision.guest, &v->pt_msrs, msr, &val, &res);
+        enum pt_msr_status st = write ? pt_ctrl_wrmsr(&v->pt, msr, val, &res)
+                                      : pt_ctrl_rdmsr(&v->pt, msr, &val, &res);
+        pt_vmx_log(v);
         if (st != PT_MSR_OK) {
             pr_debug("pt", "guest %s MSR %#x: #GP (%s)", write ? "WRMSR" : "RDMSR", msr,
                      res.reason);
             vcpu_inject_gp(v);
             return EXIT_INJECT;
         }
-        if (write)
-            pt_vmx_msr_written(v, msr, &res);
         break;
     }
     case MSR_GP:
         vcpu_inject_gp(v);
         return EXIT_INJECT;
+    case MSR_XSS:
+        if (write) {
+            static uint64_t host_xss; /* CPUID.(0xD,1):EDX:ECX, read once */
+            if (!host_xss) {
+                struct cpuid_regs r = cpuid_count(0xd, 1);
+                host_xss = ((uint64_t)r.edx << 32 | r.ecx) | (1ull << 63);
+            }
+            if (!xss_policy(val, host_xss & ~(1ull << 63))) {
+                vcpu_inject_gp(v);
+                return EXIT_INJECT;
+            }
+        }
+        if (write ? wrmsr_safe(msr, val) : rdmsr_safe(msr, &val)) {
+            vcpu_inject_gp(v);
+            return EXIT_INJECT;
+        }
+        break;
     case MSR_PERF_GLOBAL:
         if (vmx_ctls.exit & VM_EXIT_LOAD_IA32_PERF_GLOBAL_CTRL) {
             if (!write) {

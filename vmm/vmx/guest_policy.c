@@ -52,6 +52,10 @@ void cpuid_policy(const struct pt_decision *d, uint32_t features, uint32_t leaf,
     } else if (leaf == 0xd && sub == 1) {
         if (!(features & GUEST_FEAT_XSAVES))
             r[0] &= ~CPUID_D_1_EAX_XSAVES;
+        r[2] &= ~(uint32_t)GUEST_XSS_HIDDEN; /* IA32_XSS[8] (PT state) is never the guest's */
+        r[3] &= ~(uint32_t)(GUEST_XSS_HIDDEN >> 32);
+    } else if (leaf == 0xd && sub < 64 && ((1ull << sub) & GUEST_XSS_HIDDEN)) {
+        r[0] = r[1] = r[2] = r[3] = 0; /* the hidden component's size/offset leaf */
     } else if (leaf == 0x80000001) {
         if (!(features & GUEST_FEAT_RDTSCP))
             r[3] &= ~CPUID_80000001_EDX_RDTSCP;
@@ -76,7 +80,14 @@ enum msr_verdict msr_policy(uint32_t msr)
         return MSR_PT_ENGINE;
     if (msr == MSR_CORE_PERF_GLOBAL_CTRL)
         return MSR_PERF_GLOBAL;
+    if (msr == MSR_IA32_XSS)
+        return MSR_XSS;
     if (msr >= MSR_IA32_VMX_FIRST && msr <= MSR_IA32_VMX_LAST)
         return MSR_GP; /* VMX is not offered to the guest */
     return MSR_PASS_THROUGH;
+}
+
+bool xss_policy(uint64_t value, uint64_t host_supported)
+{
+    return !(value & ~(host_supported & ~GUEST_XSS_HIDDEN));
 }

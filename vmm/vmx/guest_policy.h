@@ -7,6 +7,7 @@
 #ifndef PTV_VMX_GUEST_POLICY_H
 #define PTV_VMX_GUEST_POLICY_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include "pt/pt_caps.h"
 
@@ -46,7 +47,19 @@ enum msr_verdict {
     MSR_PT_ENGINE,    /* the PT engine's virtual RTIT MSR file */
     MSR_GP,           /* hidden from the guest: #GP */
     MSR_PERF_GLOBAL,  /* IA32_PERF_GLOBAL_CTRL: kept in the VMCS, 0 while the VMM runs */
+    MSR_XSS,          /* IA32_XSS: checked by xss_policy(), then the real MSR */
 };
 enum msr_verdict msr_policy(uint32_t msr);
+
+/*
+ * IA32_XSS supervisor state components the guest may enable: what the CPU supports
+ * (CPUID.(0xD,1):EDX:ECX) minus PT state (component 8), which would let XRSTORS load the RTIT
+ * MSRs behind the PT engine's back (SDM Vol. 1 13.5.6).  CPUID hides component 8 to match.
+ */
+#define MSR_IA32_XSS       0xda0
+#define XFEATURE_PT        (1ull << 8)
+#define GUEST_XSS_HIDDEN   XFEATURE_PT
+/* A guest WRMSR IA32_XSS of value: true = allowed, false = #GP (SDM Vol. 4: unsupported bits) */
+bool xss_policy(uint64_t value, uint64_t host_supported);
 
 #endif

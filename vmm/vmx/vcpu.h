@@ -10,7 +10,7 @@
 #include "cpu.h"
 #include "ept/ept.h"
 #include "pt/pt_caps.h"
-#include "pt/pt_msr.h"
+#include "pt/pt_ctrl.h"
 
 /* guest GPRs in the instruction-encoding order (0 = RAX ... 15 = R15); the
  * RSP slot is unused: the guest RSP lives in the VMCS (GUEST_RSP) */
@@ -90,7 +90,7 @@ struct vcpu {
     const struct ptv_handoff *handoff;
     uint64_t canary_pa;
     struct desc_ptr guest_idtr; /* the caller's IDTR, saved before the VMM loads its own */
-    struct pt_msr_file pt_msrs; /* the guest's virtual RTIT MSRs */
+    struct pt_ctrl pt; /* the guest's PT: RTIT MSRs, shadow ToPA, switching (vmm/pt/pt_ctrl.h) */
 };
 
 extern struct pt_decision pt_decision; /* chosen once at boot (vmx/pt_probe.c) */

@@ -74,16 +74,18 @@ int vmx_run(struct vcpu *v, struct vmexit *e)
             host_nmi_pending = 0;
         }
     }
-    if (pt_vmx_active)
-        pt_vmx_before_entry(v);
+    if (v->pt.active)
+        pt_ctrl_before_entry(&v->pt);
     int r = vmx_enter(&v->regs, v->launched);
     if (r == 1)
         return (int)vmx_insn_error();
     if (r)
         return -1;
     v->launched = true;
-    if (pt_vmx_active)
-        pt_vmx_after_exit(v);
+    if (v->pt.active) {
+        pt_ctrl_after_exit(&v->pt);
+        pt_vmx_log(v);
+    }
     e->raw_reason = vmcs_read32(VM_EXIT_REASON);
     e->reason = e->raw_reason & 0xffff;
     e->qual = vmcs_readl(EXIT_QUALIFICATION);

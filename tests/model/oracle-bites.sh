@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Prove the differential can fail: rebuild test_pt_diff with issue 6's defects 1 (shadow
+# region capacity never set) and 2 (output rewinds at every entry) put back into a scratch copy
+# of vmm/pt/pt_ctrl.c; each build must FAIL.  Usage: oracle-bites.sh BUILD_DIR "SRCS" CC CFLAGS
+set -u
+out=$1/bites srcs=$2 cc=$3 cflags=$4
+mkdir -p "$out"
+mutate() { # name sed-expression
+    cp vmm/pt/pt_ctrl.c "$out/pt_ctrl_$1.c"
+    sed -i "$2" "$out/pt_ctrl_$1.c"
+    if cmp -s vmm/pt/pt_ctrl.c "$out/pt_ctrl_$1.c"; then echo "oracle-bites: $1: mutation did not apply"; return 1; fi
+    # shellcheck disable=SC2086
+    $cc $cflags -o "$out/test_$1" ${srcs//vmm\/pt\/pt_ctrl.c/$out\/pt_ctrl_$1.c} -lcmocka || return 1
+    if ASAN_OPTIONS=detect_leaks=0 "$out/test_$1" >"$out/$1.log" 2>&1; then
+        echo "oracle-bites: $1 reintroduced and the differential still PASSES"; return 1
+    fi
+    echo "oracle-bites: $1 reintroduced -> $(grep -c 'FAILED  \]' "$out/$1.log") failing test lines ($(grep -m1 '^ERROR' "$out/$1.log"))"
+}
+rc=0
+mutate defect1-no-region-capacity 's|    c->scr->walk.max_regions = m->max_regions;|    /* defect 1 */|' || rc=1
+mutate defect2-rewind 's|c->want.output_base = c->hpos_base;|c->want.output_base = c->sh->h_base;|; s|c->want.output_mask = c->hpos_mask;|c->want.output_mask = c->sh->h_mask;|' || rc=1
+exit $rc

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Bare-metal reference for RDMSR/WRMSR of the Intel PT (RTIT) MSRs (test code only).
+ *
+ * What a real Intel CPU does on RDMSR/WRMSR of IA32_RTIT_* given the CPUID it shows, written
+ * from the SDM alone (Vol. 3C "Intel Processor Trace": the MSR tables and CPUID leaf 14H; see
+ * ptm_cpu.c for the citations).  It is the oracle of the differential test against the engine
+ * (vmm/pt/pt_msr.c, pt_ctl_policy.c), so it shares no rule code with them: only the MSR and bit
+ * names of pt/rtit.h.  The output side (ctl, status, output_base, output_mask_ptrs, trace
+ * bytes) lives in the output model struct ptm (ptm.h).
+ */
+#ifndef PTV_TESTS_PTM_CPU_H
+#define PTV_TESTS_PTM_CPU_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "model/ptm.h"
+
+struct ptm_cpu_caps {      /* what CPUID shows this CPU */
+    bool pt;               /* CPUID.(7,0):EBX[25] */
+    uint32_t leaf14[2][4]; /* CPUID.(14H, 0/1): EAX, EBX, ECX, EDX */
+    unsigned maxphyaddr;   /* CPUID.80000008H:EAX[7:0] */
+    unsigned vaddr_bits;   /* linear-address width (48 or 57) for canonical checks */
+};
+
+struct ptm_cpu {
+    struct ptm *pt; /* the output model (ctl, status, output_base, output_mask_ptrs live there) */
+    struct ptm_cpu_caps caps;
+    uint64_t cr3_match;
+    uint64_t addr[4][2]; /* ADDRn_A, ADDRn_B */
+};
+
+/* Cold reset: every RTIT MSR 0 (OUTPUT_MASK_PTRS reads 0x7f); pt must be ptm_init()ed. */
+void ptm_cpu_init(struct ptm_cpu *c, struct ptm *pt, const struct ptm_cpu_caps *caps);
+
+/*
+ * WRMSR: 0, or -1 for #GP (then nothing changed).  RTIT_CTL TraceEn 0->1 calls
+ * ptm_enable(pt, val, pt->status, pt->output_base, pt->output_mask_ptrs); 1->0 calls ptm_disable
+ * and then stores the rest of the value.
+ */
+int ptm_cpu_wrmsr(struct ptm_cpu *c, uint32_t msr, uint64_t val);
+
+/* RDMSR: 0 with *val, or -1 for #GP. */
+int ptm_cpu_rdmsr(const struct ptm_cpu *c, uint32_t msr, uint64_t *val);
+
+#endif
