@@ -27,3 +27,14 @@ FUZZ_TARGETS += fuzz-pt-diff-long
 .PHONY: fuzz-pt-diff-long
 fuzz-pt-diff-long: $(BUILD)/host/diff_long
 	$(Q)$(BUILD)/host/diff_long $(or $(DIFF_OPS),10000000)
+
+# make bench: the controller's figures (instructions, callgrind).
+BENCH_TARGETS += bench-pt-ctrl
+.PHONY: bench-pt-ctrl
+$(BUILD)/host/bench_ctrl: tests/model/bench_ctrl.c tests/model/fake_world.c $(PT_CTRL_SRCS) \
+                          $(PT_TOPA_SRCS) vmm/pt/pt_msr.c vmm/pt/pt_ctl_policy.c vmm/pt/pt_caps.c \
+                          vmm/pt/pt_switch.c
+	@mkdir -p $(@D)
+	$(Q)$(HOST_CC) -std=gnu11 -O2 -g -Iinclude -Ivmm -Itests -DPTV_HOST=1 -o $@ $^
+bench-pt-ctrl: $(BUILD)/host/bench_ctrl
+	$(Q)tests/model/bench_ctrl.sh $<

@@ -25,12 +25,19 @@
 #define HOST_XSS    0x0000000000019d00ull /* a Skylake-SP-like CPUID.(0xD,1):EDX:ECX incl. PT */
 #define CTL_GOOD    (RTIT_CTL_BRANCH_EN | RTIT_CTL_OS | RTIT_CTL_USR | RTIT_CTL_TSC_EN)
 
-static const uint32_t rtit_msrs[] = {
-    MSR_IA32_RTIT_OUTPUT_BASE, MSR_IA32_RTIT_OUTPUT_MASK_PTRS, MSR_IA32_RTIT_CTL,
-    MSR_IA32_RTIT_STATUS,      MSR_IA32_RTIT_CR3_MATCH,        0x580,
-    0x581,                     0x582,                          0x583,
-    0x584,                     0x585,                          0x586,
-    0x587};
+static const uint32_t rtit_msrs[] = {MSR_IA32_RTIT_OUTPUT_BASE,
+                                     MSR_IA32_RTIT_OUTPUT_MASK_PTRS,
+                                     MSR_IA32_RTIT_CTL,
+                                     MSR_IA32_RTIT_STATUS,
+                                     MSR_IA32_RTIT_CR3_MATCH,
+                                     0x580,
+                                     0x581,
+                                     0x582,
+                                     0x583,
+                                     0x584,
+                                     0x585,
+                                     0x586,
+                                     0x587};
 #define NMSRS (sizeof(rtit_msrs) / sizeof(rtit_msrs[0]))
 
 struct diff {
@@ -38,6 +45,7 @@ struct diff {
     uint64_t rng;
     /* (a) bare metal */
     uint8_t *flat;
+    uint8_t *now; /* scratch for RAM comparisons */
     struct ptm ref;
     struct ptm_cpu rcpu;
     struct ptgen gref;
@@ -53,8 +61,8 @@ struct diff {
     struct pt_topa_region *regions;
     struct ptgen ghw;
     /* the program */
-    bool checked;   /* the current set-up must run identically on both */
-    bool built;     /* output registers and tables come from build_topa() */
+    bool checked; /* the current set-up must run identically on both */
+    bool built;   /* output registers and tables come from build_topa() */
     uint64_t ops, exits, bytes, episodes;
     char why[512];
 };
@@ -99,8 +107,8 @@ static bool twin_ok(struct diff *x)
     if (t->entry_failures || t->vmx_aborts || t->root_tracing || t->list_overflows)
         return failf(x, "CPU twin: %s", t->why);
     if (t->pt.wild || (x->ref.wild > 0 && x->checked))
-        return failf(x, "trace bytes outside memory (vmm %lu, bare %lu)",
-                     (unsigned long)t->pt.wild, (unsigned long)x->ref.wild);
+        return failf(x, "trace bytes outside memory (vmm %lu, bare %lu)", (unsigned long)t->pt.wild,
+                     (unsigned long)x->ref.wild);
     return true;
 }
 
@@ -186,8 +194,8 @@ static bool both_wrmsr(struct diff *x, uint32_t msr, uint64_t val, bool shaped)
     if (now && !was) {
         x->episodes++;
         /* a documented VMM limit (not a hardware rule) refused the set-up: unchecked */
-        if (x->c.last_refusal && (strstr(x->c.last_refusal, "VMM") ||
-                                  strstr(x->c.last_refusal, "host memory")))
+        if (x->c.last_refusal &&
+            (strstr(x->c.last_refusal, "VMM") || strstr(x->c.last_refusal, "host memory")))
             x->checked = false;
     }
     if (was && !now && !x->checked)
@@ -210,7 +218,8 @@ static bool compare_msrs(struct diff *x)
             return failf(x, "RDMSR %#x: bare metal %#lx, VMM %#lx (RTIT_CTL %#lx)", msr,
                          (unsigned long)a, (unsigned long)b, (unsigned long)x->ref.ctl);
     }
-    if (x->checked && (x->ref.pmis != x->tw.pt.pmis || x->ref.global_status != x->tw.pt.global_status))
+    if (x->checked &&
+        (x->ref.pmis != x->tw.pt.pmis || x->ref.global_status != x->tw.pt.global_status))
         return failf(x, "PMIs: bare metal %u (GLOBAL_STATUS %#lx), VMM %u (%#lx)", x->ref.pmis,
                      (unsigned long)x->ref.global_status, x->tw.pt.pmis,
                      (unsigned long)x->tw.pt.global_status);
@@ -219,7 +228,7 @@ static bool compare_msrs(struct diff *x)
 
 static bool compare_ram(struct diff *x)
 {
-    uint8_t *now = malloc(FW_GRAM_SIZE);
+    uint8_t *now = x->now;
     bool same;
 
     fw_guest_snapshot(x->fw, now);
@@ -227,13 +236,12 @@ static bool compare_ram(struct diff *x)
     if (!same && x->checked) {
         for (uint64_t i = 0; i < FW_GRAM_SIZE; i++) {
             if (now[i] != x->flat[i]) {
-                failf(x, "guest RAM differs at GPA %#lx: bare metal %#x, VMM %#x",
-                      (unsigned long)i, x->flat[i], now[i]);
+                failf(x, "guest RAM differs at GPA %#lx: bare metal %#x, VMM %#x", (unsigned long)i,
+                      x->flat[i], now[i]);
                 break;
             }
         }
     }
-    free(now);
     if (!fw_canaries_ok(x->fw))
         return failf(x, "host memory outside guest RAM changed");
     return same || !x->checked ? twin_ok(x) : false;
@@ -316,8 +324,7 @@ static bool build_topa(struct diff *x, uint64_t a)
                 flags |= TOPA_STOP;
             guest_store(x, tg + 8ull * k, topa_entry(base, code, flags));
         }
-        guest_store(x, tg + 8ull * k,
-                    (TABLE_GPA + 4096ull * (first + (t + 1) % ntab)) | TOPA_END);
+        guest_store(x, tg + 8ull * k, (TABLE_GPA + 4096ull * (first + (t + 1) % ntab)) | TOPA_END);
     }
     x->checked = true;
     x->built = true;
@@ -369,7 +376,10 @@ bool diff_step(struct diff *x, uint8_t op, uint64_t a, uint64_t b)
 
     x->ops++;
     switch (op % 16) {
-    case 0: case 1: case 2: case 3: /* a traced burst, split by exits */
+    case 0:
+    case 1:
+    case 2:
+    case 3: /* a traced burst, split by exits */
         if (tracing) {
             uint64_t n = 1 + a % (64 << 10);
             ptgen_run(&x->gref, &x->ref, n);
@@ -378,7 +388,8 @@ bool diff_step(struct diff *x, uint8_t op, uint64_t a, uint64_t b)
             deliver_eptv(x);
         }
         break;
-    case 4: case 5: /* an exit of another kind (CPUID, HLT, an interrupt...) */
+    case 4:
+    case 5: /* an exit of another kind (CPUID, HLT, an interrupt...) */
         vm_exit(x);
         vm_entry(x);
         break;
@@ -386,7 +397,8 @@ bool diff_step(struct diff *x, uint8_t op, uint64_t a, uint64_t b)
         if (!compare_msrs(x))
             return false;
         break;
-    case 7: case 8: { /* a guest WRMSR, shaped or raw */
+    case 7:
+    case 8: { /* a guest WRMSR, shaped or raw */
         uint32_t msr = rtit_msrs[a % NMSRS];
         uint64_t v = b & 4 ? b : shaped_value(x, msr, a >> 8, b >> 3);
         if (!both_wrmsr(x, msr, v, false))
@@ -397,7 +409,8 @@ bool diff_step(struct diff *x, uint8_t op, uint64_t a, uint64_t b)
         if (!build_topa(x, a))
             return false;
         break;
-    case 10: case 11: /* TraceEn 0->1 with a plain RTIT_CTL, or 1->0 */
+    case 10:
+    case 11: /* TraceEn 0->1 with a plain RTIT_CTL, or 1->0 */
         if (!both_wrmsr(x, MSR_IA32_RTIT_CTL,
                         tracing ? 0 : (CTL_GOOD | RTIT_CTL_TOPA | RTIT_CTL_TRACEEN), x->built))
             return false;
@@ -429,8 +442,8 @@ bool diff_step(struct diff *x, uint8_t op, uint64_t a, uint64_t b)
         } else {
             int ra = !(x->ref_xss & XFEATURE_PT), rb = twin_xrstors_pt(&x->tw, area) != 0;
             if (ra != rb)
-                return failf(x, "XRSTORS of PT state: bare metal %s, VMM %s",
-                             ra ? "#GP" : "ok", rb ? "#GP" : "ok");
+                return failf(x, "XRSTORS of PT state: bare metal %s, VMM %s", ra ? "#GP" : "ok",
+                             rb ? "#GP" : "ok");
             if (!ra)
                 return failf(x, "XRSTORS loaded PT state behind the VMM");
         }
@@ -514,6 +527,7 @@ struct diff *diff_new(enum diff_mode mode, uint64_t seed)
         failf(x, "pt_ctrl_init failed");
     /* bare metal: the guest's CPUID view, guest RAM as it is now */
     x->flat = malloc(FW_GRAM_SIZE);
+    x->now = malloc(FW_GRAM_SIZE);
     fw_guest_snapshot(x->fw, x->flat);
     ptm_init(&x->ref, x->flat, FW_GRAM_SIZE, gc.maxphyaddr,
              gc.leaf14[0][PT_ECX] & PT_CAP_ECX_TOPA_MULTI);
@@ -535,6 +549,7 @@ void diff_free(struct diff *x)
     free(x->scr);
     free(x->regions);
     free(x->flat);
+    free(x->now);
     fw_free(x->fw);
     free(x);
 }

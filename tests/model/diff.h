@@ -22,10 +22,10 @@
 #include <stdint.h>
 
 enum diff_mode {
-    DIFF_SHADOW,      /* Skylake: shadow ToPA, MSR-load lists (no load/clear controls) */
-    DIFF_SHADOW_LC,   /* shadow ToPA with the load/clear RTIT_CTL controls */
-    DIFF_HW_GPA,      /* Ice Lake-SP+: PT uses guest physical addresses, load/clear */
-    DIFF_SHADOW_1E,   /* shadow on a single-output-entry ToPA host (first generation) */
+    DIFF_SHADOW,    /* Skylake: shadow ToPA, MSR-load lists (no load/clear controls) */
+    DIFF_SHADOW_LC, /* shadow ToPA with the load/clear RTIT_CTL controls */
+    DIFF_HW_GPA,    /* Ice Lake-SP+: PT uses guest physical addresses, load/clear */
+    DIFF_SHADOW_1E, /* shadow on a single-output-entry ToPA host (first generation) */
 };
 
 struct diff;

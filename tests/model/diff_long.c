@@ -17,8 +17,8 @@ int main(int argc, char **argv)
         struct diff *x = diff_new(mode, seed);
         uint64_t o, e, t, b, ep;
         if (!diff_run(x, 20000) || !diff_finish(x)) {
-            fprintf(stderr, "differential: mode %d seed %llu: %s\n", mode,
-                    (unsigned long long)seed, diff_why(x));
+            fprintf(stderr, "differential: mode %d seed %llu: %s\n", mode, (unsigned long long)seed,
+                    diff_why(x));
             return 1;
         }
         diff_counts(x, &o, &e, &t, &b, &ep);
@@ -27,9 +27,8 @@ int main(int argc, char **argv)
         if (done >= next) {
             printf("diff: %llu operations, %llu exits (%llu while tracing), %llu trace bytes, "
                    "%llu episodes, no difference\n",
-                   (unsigned long long)done, (unsigned long long)exits,
-                   (unsigned long long)traced, (unsigned long long)bytes,
-                   (unsigned long long)episodes);
+                   (unsigned long long)done, (unsigned long long)exits, (unsigned long long)traced,
+                   (unsigned long long)bytes, (unsigned long long)episodes);
             fflush(stdout);
             next += 1000000;
         }

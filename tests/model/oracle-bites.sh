@@ -11,7 +11,7 @@ mutate() { # name sed-expression
     if cmp -s vmm/pt/pt_ctrl.c "$out/pt_ctrl_$1.c"; then echo "oracle-bites: $1: mutation did not apply"; return 1; fi
     # shellcheck disable=SC2086
     $cc $cflags -o "$out/test_$1" ${srcs//vmm\/pt\/pt_ctrl.c/$out\/pt_ctrl_$1.c} -lcmocka || return 1
-    if ASAN_OPTIONS=detect_leaks=0 "$out/test_$1" >"$out/$1.log" 2>&1; then
+    if DIFF_SEEDS=2 ASAN_OPTIONS=detect_leaks=0 "$out/test_$1" >"$out/$1.log" 2>&1; then
         echo "oracle-bites: $1 reintroduced and the differential still PASSES"; return 1
     fi
     echo "oracle-bites: $1 reintroduced -> $(grep -c 'FAILED  \]' "$out/$1.log") failing test lines ($(grep -m1 '^ERROR' "$out/$1.log"))"

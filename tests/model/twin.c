@@ -110,8 +110,7 @@ void twin_entry(struct twin *t)
     t->in_guest = true;
     for (unsigned i = 0; i < t->n_entry; i++) {
         const struct vmx_msr_entry *e = &t->entry_list[i];
-        if (e->index == MSR_IA32_RTIT_CTL && (t->pt.ctl & RTIT_CTL_TRACEEN) &&
-            !t->load_clear) {
+        if (e->index == MSR_IA32_RTIT_CTL && (t->pt.ctl & RTIT_CTL_TRACEEN) && !t->load_clear) {
             fail(t, &t->entry_failures, "entry list loads RTIT_CTL with host TraceEn = 1");
             return;
         }

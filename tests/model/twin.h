@@ -38,15 +38,15 @@
 #define XSS_PT        (1ull << 8)
 
 struct twin {
-    struct ptm pt;       /* the CPU's trace unit, over host-physical memory */
-    struct ptm_cpu cpu;  /* its RTIT MSR rules, with the host's CPUID 0x14 */
+    struct ptm pt;      /* the CPU's trace unit, over host-physical memory */
+    struct ptm_cpu cpu; /* its RTIT MSR rules, with the host's CPUID 0x14 */
     struct fake_world *fw;
-    bool load_clear;     /* VM_ENTRY_LOAD_IA32_RTIT_CTL + VM_EXIT_CLEAR_IA32_RTIT_CTL */
-    bool use_gpa;        /* SECONDARY_EXEC_PT_USE_GPA */
+    bool load_clear; /* VM_ENTRY_LOAD_IA32_RTIT_CTL + VM_EXIT_CLEAR_IA32_RTIT_CTL */
+    bool use_gpa;    /* SECONDARY_EXEC_PT_USE_GPA */
     uint64_t vmcs_rtit_ctl;
     struct vmx_msr_entry entry_list[TWIN_MAX_LIST], exit_list[TWIN_MAX_LIST];
     unsigned n_entry, n_exit;
-    uint64_t xss; /* IA32_XSS as the CPU holds it */
+    uint64_t xss;              /* IA32_XSS as the CPU holds it */
     uint32_t inject_fault_msr; /* test hook: the VMM's WRMSR of this MSR faults (0: none) */
     bool in_guest;
     /* what went wrong (all must stay 0) */

@@ -89,8 +89,8 @@ static bool start_trace(struct pt_ctrl *c)
         c->stats.builds++;
         if (st != PT_SHADOW_OK) {
             guest_operr(c, st == PT_SHADOW_NOMEM ? "VMM out of memory for the shadow ToPA"
-                           : c->err.reason      ? c->err.reason
-                                                : "illegal output set-up");
+                           : c->err.reason       ? c->err.reason
+                                                 : "illegal output set-up");
             return true;
         }
         c->hpos_base = c->sh->h_base;
@@ -133,7 +133,10 @@ enum pt_msr_status pt_ctrl_wrmsr(struct pt_ctrl *c, uint32_t msr, uint64_t val,
     uint64_t old_ctl = c->guest.ctl;
     enum pt_msr_status st = pt_msr_write(&c->d->guest, &c->guest, msr, val, res);
 
-    if (st != PT_MSR_OK || !c->active || msr != MSR_IA32_RTIT_CTL || !res->trace_start)
+    if (st != PT_MSR_OK || !c->active)
+        return st;
+    c->dirty = true;
+    if (msr != MSR_IA32_RTIT_CTL || !res->trace_start)
         return st;
     if (!start_trace(c)) {
         c->guest.ctl = old_ctl; /* nothing changed: the write #GPs */
@@ -158,6 +161,13 @@ static int run_plan(struct pt_ctrl *c)
             (void)c->cpu.wrmsr(c->cpu.ctx, s->msr, s->value); /* RTIT_CTL = 0 or host value */
             break;
         case PT_OP_SAVE_MSRS:
+            if (s->area == PT_AREA_GUEST && c->hw_known) {
+                /* only these can have moved while the guest traced */
+                c->hw.status = c->cpu.rdmsr(c->cpu.ctx, MSR_IA32_RTIT_STATUS);
+                c->hw.output_base = c->cpu.rdmsr(c->cpu.ctx, MSR_IA32_RTIT_OUTPUT_BASE);
+                c->hw.output_mask = c->cpu.rdmsr(c->cpu.ctx, MSR_IA32_RTIT_OUTPUT_MASK_PTRS);
+                break;
+            }
             for (unsigned k = 0; k < pl->nmsrs; k++) {
                 uint32_t msr = pl->msrs[k];
                 if (s->area == PT_AREA_HOST) {
@@ -171,6 +181,10 @@ static int run_plan(struct pt_ctrl *c)
                 c->hw_known = true;
             break;
         case PT_OP_LOAD_MSRS:
+            if (s->area == PT_AREA_GUEST && c->hw_known && !c->dirty &&
+                c->hw.status == c->want.status && c->hw.output_base == c->want.output_base &&
+                c->hw.output_mask == c->want.output_mask)
+                break; /* the CPU holds exactly the guest's values already */
             for (unsigned k = 0; k < pl->nmsrs; k++) {
                 uint32_t msr = pl->msrs[k];
                 uint64_t v =
@@ -186,6 +200,8 @@ static int run_plan(struct pt_ctrl *c)
             }
             /* every MSR of the set now holds a known value */
             c->hw_known = true;
+            if (s->area == PT_AREA_GUEST)
+                c->dirty = false;
             break;
         case PT_OP_VMWRITE_RTIT_CTL:
             c->cpu.vmwrite_rtit_ctl(c->cpu.ctx, s->value);
@@ -202,6 +218,21 @@ void pt_ctrl_before_entry(struct pt_ctrl *c)
 
     if (!c->active)
         return;
+    /*
+     * Steady state: the last entry loaded the guest's trace, the exit read its progress back,
+     * and nothing changed since (no guest WRMSR, no rebuild, no error).  The CPU holds exactly
+     * what this entry needs (the plan would be empty): enter as is.
+     */
+    if (c->steady && !c->dirty && c->hw_ok && c->hw_known &&
+        !(c->guest.status & (RTIT_STATUS_ERROR | RTIT_STATUS_STOPPED)) &&
+        c->hw.status == c->guest.status &&
+        c->hw.output_base == (c->shadow_mode ? c->hpos_base : c->guest.output_base) &&
+        c->hw.output_mask == (c->shadow_mode ? c->hpos_mask : c->guest.output_mask)) {
+        c->sw.guest_loaded = true;
+        c->traced = true;
+        return;
+    }
+    c->steady = false;
     c->want = c->guest;
     if (!c->hw_ok || (c->guest.status & (RTIT_STATUS_ERROR | RTIT_STATUS_STOPPED)))
         c->want.ctl &= ~RTIT_CTL_TRACEEN; /* nothing would be traced: keep the CPU out of it */
@@ -237,6 +268,7 @@ void pt_ctrl_before_entry(struct pt_ctrl *c)
         c->lists_ctl = pl->n_entry_load ? pl->entry_load[0].value : 0;
     }
     c->traced = c->sw.guest_loaded;
+    c->steady = c->traced && c->sw.host_ctl == 0 && !c->dirty;
 }
 
 void pt_ctrl_after_exit(struct pt_ctrl *c)
@@ -244,8 +276,16 @@ void pt_ctrl_after_exit(struct pt_ctrl *c)
     if (!c->active)
         return;
     c->launched = true;
-    pt_switch_exit(&c->sw, c->d, &c->plan);
-    (void)run_plan(c); /* saves and host restores only: no guest-derived WRMSR */
+    if (c->steady && c->traced) {
+        /* steady state: the exit stopped the trace; only these three moved */
+        c->hw.status = c->cpu.rdmsr(c->cpu.ctx, MSR_IA32_RTIT_STATUS);
+        c->hw.output_base = c->cpu.rdmsr(c->cpu.ctx, MSR_IA32_RTIT_OUTPUT_BASE);
+        c->hw.output_mask = c->cpu.rdmsr(c->cpu.ctx, MSR_IA32_RTIT_OUTPUT_MASK_PTRS);
+        c->sw.guest_loaded = false;
+    } else {
+        pt_switch_exit(&c->sw, c->d, &c->plan);
+        (void)run_plan(c); /* saves and host restores only: no guest-derived WRMSR */
+    }
     if (!c->traced)
         return;
     c->traced = false;
@@ -277,9 +317,8 @@ enum pt_ctrl_eptv pt_ctrl_ept_violation(struct pt_ctrl *c, uint64_t gpa, uint64_
     pt_eptv_decide(qual, gpa, c->guest.ctl & RTIT_CTL_TRACEEN, c->guest.status, c->env.mem, &dd);
     switch (dd.action) {
     case PT_EPTV_MAP_RESUME:
-        return c->env.mem->set_wp(c->env.mem->ctx, gpa & PT_PAGE_MASK, false)
-                   ? PT_CTRL_EPTV_RESUME
-                   : PT_CTRL_EPTV_NOT_PT;
+        return c->env.mem->set_wp(c->env.mem->ctx, gpa & PT_PAGE_MASK, false) ? PT_CTRL_EPTV_RESUME
+                                                                              : PT_CTRL_EPTV_NOT_PT;
     case PT_EPTV_OPERR_RESUME:
         c->guest.status = dd.guest_status; /* TraceEn stays 1 for the guest, as on hardware */
         if (dd.stop_hw_trace)
@@ -319,6 +358,7 @@ void pt_ctrl_mem_changed(struct pt_ctrl *c, uint64_t gpa, uint64_t len)
 
 void pt_ctrl_reset(struct pt_ctrl *c)
 {
+    c->dirty = true;
     pt_msr_file_init(&c->guest);
     c->hw_ok = false;
     c->traced = false;

@@ -58,27 +58,29 @@ struct pt_ctrl_mem {
 };
 
 struct pt_ctrl_stats {
-    uint64_t traced_exits;  /* exits taken while the guest's trace ran */
-    uint64_t builds;        /* shadow (re)builds or reuses at TraceEn 0->1 */
-    uint64_t refusals;      /* set-ups answered with an operational error */
-    uint64_t rebuilds;      /* shadows rebuilt because the memory map changed */
-    uint64_t wrmsr_faults;  /* guest-derived WRMSRs the CPU refused while switching */
-    uint64_t msr_writes;    /* RTIT MSR WRMSRs executed while switching */
+    uint64_t traced_exits; /* exits taken while the guest's trace ran */
+    uint64_t builds;       /* shadow (re)builds or reuses at TraceEn 0->1 */
+    uint64_t refusals;     /* set-ups answered with an operational error */
+    uint64_t rebuilds;     /* shadows rebuilt because the memory map changed */
+    uint64_t wrmsr_faults; /* guest-derived WRMSRs the CPU refused while switching */
+    uint64_t msr_writes;   /* RTIT MSR WRMSRs executed while switching */
 };
 
 struct pt_ctrl {
     const struct pt_decision *d;
     struct pt_cpu_ops cpu;
-    bool active;      /* the guest owns PT (host-guest hardware or shadow mode) */
-    bool shadow_mode; /* PT_ENGINE_HOST_GUEST_SHADOW */
-    bool launched;    /* an entry happened: the host's RTIT_CTL is known to be 0 */
-    bool hw_ok;       /* the guest's trace may run on the CPU (else: operational error) */
-    bool traced;      /* the last entry loaded TraceEn = 1 */
+    bool active;              /* the guest owns PT (host-guest hardware or shadow mode) */
+    bool shadow_mode;         /* PT_ENGINE_HOST_GUEST_SHADOW */
+    bool launched;            /* an entry happened: the host's RTIT_CTL is known to be 0 */
+    bool hw_ok;               /* the guest's trace may run on the CPU (else: operational error) */
+    bool traced;              /* the last entry loaded TraceEn = 1 */
+    bool steady;              /* ... from a full plan, with nothing changed since (fast path) */
     struct pt_msr_file guest; /* what the guest reads (authoritative while the VMM runs) */
     /* What the CPU holds in the RTIT MSRs other than RTIT_CTL (valid when hw_known). */
     struct pt_msr_file hw;
     bool hw_known;
-    struct pt_msr_file want; /* the hardware view the next entry loads */
+    bool dirty; /* the guest (or a build) changed a non-volatile RTIT MSR since the last load */
+    struct pt_msr_file want;       /* the hardware view the next entry loads */
     uint64_t hpos_base, hpos_mask; /* shadow: where the CPU's output goes on */
     struct pt_switch sw;
     struct pt_plan plan;

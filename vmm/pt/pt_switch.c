@@ -29,6 +29,17 @@ unsigned pt_switch_msr_set(const struct pt_gcaps *g, uint32_t msrs[PT_SWITCH_MAX
     return n;
 }
 
+/* The guest view's SAVE/LOAD set into the plan; computed on first use (the view is fixed). */
+static void msr_set(struct pt_switch *sw, const struct pt_decision *d, struct pt_plan *p)
+{
+    if (!sw->set_valid) {
+        sw->nmsrs = pt_switch_msr_set(&d->guest, sw->msrs);
+        sw->set_valid = true;
+    }
+    p->nmsrs = sw->nmsrs;
+    memcpy(p->msrs, sw->msrs, sizeof(p->msrs));
+}
+
 static void step(struct pt_plan *p, enum pt_op op, enum pt_area area, uint32_t msr, uint64_t v)
 {
     /* PT_PLAN_MAX_STEPS is the longest plan below; pt_plan_check() catches an overflow. */
@@ -56,7 +67,7 @@ bool pt_switch_entry(struct pt_switch *sw, const struct pt_decision *d, const st
         return pt_plan_check(d, host_ctl, p); /* off/system: the guest's PT is not switched */
 
     p->output_via_shadow = d->mode == PT_ENGINE_HOST_GUEST_SHADOW;
-    p->nmsrs = pt_switch_msr_set(&d->guest, p->msrs);
+    msr_set(sw, d, p);
     /*
      * 1. Stop host tracing before anything else (pt-facts A.5: entry loading RTIT_CTL with host
      *    TraceEn=1 fails; A.6: the KVM bug).  Clearing TraceEn also flushes the host's packets,
@@ -94,7 +105,7 @@ void pt_switch_exit(struct pt_switch *sw, const struct pt_decision *d, struct pt
     if (!pt_mode_guest_owns(d->mode))
         return;
     p->output_via_shadow = d->mode == PT_ENGINE_HOST_GUEST_SHADOW;
-    p->nmsrs = pt_switch_msr_set(&d->guest, p->msrs);
+    msr_set(sw, d, p);
     /*
      * RTIT_CTL is 0 here: "clear IA32_RTIT_CTL" (pt-facts G.9), the exit MSR-load list entry,
      * or, when the guest did not trace, the host's stop before entry.  So the guest's packets

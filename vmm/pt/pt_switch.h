@@ -81,6 +81,10 @@ struct pt_switch {
     bool guest_loaded;   /* the guest's RTIT MSRs are in hardware (guest TraceEn was 1) */
     bool vmcs_ctl_valid; /* GUEST_IA32_RTIT_CTL holds vmcs_ctl */
     uint64_t vmcs_ctl;
+    /* the SAVE/LOAD set of the guest view (pt_switch_msr_set), computed once */
+    bool set_valid;
+    unsigned nmsrs;
+    uint32_t msrs[PT_SWITCH_MAX_MSRS];
 };
 
 void pt_switch_init(struct pt_switch *sw);

@@ -46,8 +46,8 @@ static enum exit_action msr_access(struct vcpu *v, bool write)
     switch (msr_policy(msr)) {
     case MSR_PT_ENGINE: {
         struct pt_msr_result res;
-        enum pt_msr_status st = write ? pt_ctrl_wrmsr(&v->pt, msr, val, &res)
-                                      : pt_ctrl_rdmsr(&v->pt, msr, &val, &res);
+        enum pt_msr_status st =
+            write ? pt_ctrl_wrmsr(&v->pt, msr, val, &res) : pt_ctrl_rdmsr(&v->pt, msr, &val, &res);
         pt_vmx_log(v);
         if (st != PT_MSR_OK) {
             pr_debug("pt", "guest %s MSR %#x: #GP (%s)", write ? "WRMSR" : "RDMSR", msr,

@@ -56,9 +56,9 @@ enum msr_verdict msr_policy(uint32_t msr);
  * (CPUID.(0xD,1):EDX:ECX) minus PT state (component 8), which would let XRSTORS load the RTIT
  * MSRs behind the PT engine's back (SDM Vol. 1 13.5.6).  CPUID hides component 8 to match.
  */
-#define MSR_IA32_XSS       0xda0
-#define XFEATURE_PT        (1ull << 8)
-#define GUEST_XSS_HIDDEN   XFEATURE_PT
+#define MSR_IA32_XSS     0xda0
+#define XFEATURE_PT      (1ull << 8)
+#define GUEST_XSS_HIDDEN XFEATURE_PT
 /* A guest WRMSR IA32_XSS of value: true = allowed, false = #GP (SDM Vol. 4: unsupported bits) */
 bool xss_policy(uint64_t value, uint64_t host_supported);
 

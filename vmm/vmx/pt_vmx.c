@@ -139,8 +139,8 @@ int pt_vmx_setup(struct vcpu *v)
     if (pt_decision.mode == PT_ENGINE_HOST_GUEST_SHADOW) {
         m.sh = palloc_pages(PAGES_OF(sizeof(struct pt_shadow)), NULL);
         m.scr = palloc_pages(PAGES_OF(sizeof(struct pt_shadow_scratch)), NULL);
-        m.regions = palloc_pages(PAGES_OF(PT_CTRL_MAX_REGIONS * sizeof(struct pt_topa_region)),
-                                 NULL);
+        m.regions =
+            palloc_pages(PAGES_OF(PT_CTRL_MAX_REGIONS * sizeof(struct pt_topa_region)), NULL);
         m.max_regions = PT_CTRL_MAX_REGIONS;
     }
     if (pt_ctrl_init(&v->pt, &pt_decision, &pt_host_caps, &cpu, &mem, &alloc, &m)) {
