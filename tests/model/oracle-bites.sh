@@ -18,5 +18,5 @@ mutate() { # name sed-expression
 }
 rc=0
 mutate defect1-no-region-capacity 's|    c->scr->walk.max_regions = m->max_regions;|    /* defect 1 */|' || rc=1
-mutate defect2-rewind 's|c->want.output_base = c->hpos_base;|c->want.output_base = c->sh->h_base;|; s|c->want.output_mask = c->hpos_mask;|c->want.output_mask = c->sh->h_mask;|' || rc=1
+mutate defect2-rewind 's|    c->hpos_base = c->hw.output_base;|    /* defect 2: the position of the last exit is dropped */|; s|    c->hpos_mask = c->hw.output_mask;||' || rc=1
 exit $rc
