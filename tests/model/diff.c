@@ -25,21 +25,6 @@
 #define HOST_XSS    0x0000000000019d00ull /* a Skylake-SP-like CPUID.(0xD,1):EDX:ECX incl. PT */
 #define CTL_GOOD    (RTIT_CTL_BRANCH_EN | RTIT_CTL_OS | RTIT_CTL_USR | RTIT_CTL_TSC_EN)
 
-static const uint32_t rtit_msrs[] = {MSR_IA32_RTIT_OUTPUT_BASE,
-                                     MSR_IA32_RTIT_OUTPUT_MASK_PTRS,
-                                     MSR_IA32_RTIT_CTL,
-                                     MSR_IA32_RTIT_STATUS,
-                                     MSR_IA32_RTIT_CR3_MATCH,
-                                     0x580,
-                                     0x581,
-                                     0x582,
-                                     0x583,
-                                     0x584,
-                                     0x585,
-                                     0x586,
-                                     0x587};
-#define NMSRS (sizeof(rtit_msrs) / sizeof(rtit_msrs[0]))
-
 struct diff {
     enum diff_mode mode;
     uint64_t rng;
@@ -205,8 +190,8 @@ static bool both_wrmsr(struct diff *x, uint32_t msr, uint64_t val, bool shaped)
 
 static bool compare_msrs(struct diff *x)
 {
-    for (unsigned i = 0; i < NMSRS; i++) {
-        uint32_t msr = rtit_msrs[i];
+    for (unsigned i = 0; i < PTM_NR_RTIT_MSRS; i++) {
+        uint32_t msr = ptm_rtit_msrs[i];
         uint64_t a = 0, b = 0;
         int ga = ptm_cpu_rdmsr(&x->rcpu, msr, &a) != 0, gb = vmm_rdmsr(x, msr, &b);
         bool moving = msr == MSR_IA32_RTIT_STATUS || msr == MSR_IA32_RTIT_OUTPUT_BASE ||
@@ -399,7 +384,7 @@ bool diff_step(struct diff *x, uint8_t op, uint64_t a, uint64_t b)
         break;
     case 7:
     case 8: { /* a guest WRMSR, shaped or raw */
-        uint32_t msr = rtit_msrs[a % NMSRS];
+        uint32_t msr = ptm_rtit_msrs[a % PTM_NR_RTIT_MSRS];
         uint64_t v = b & 4 ? b : shaped_value(x, msr, a >> 8, b >> 3);
         if (!both_wrmsr(x, msr, v, false))
             return false;

@@ -326,3 +326,10 @@ int ptm_cpu_rdmsr(const struct ptm_cpu *c, uint32_t msr, uint64_t *val)
     }
     return 0;
 }
+
+const uint32_t ptm_rtit_msrs[PTM_NR_RTIT_MSRS] = {
+    MSR_IA32_RTIT_OUTPUT_BASE, MSR_IA32_RTIT_OUTPUT_MASK_PTRS, MSR_IA32_RTIT_CTL,
+    MSR_IA32_RTIT_STATUS,      MSR_IA32_RTIT_CR3_MATCH,        MSR_IA32_RTIT_ADDR_A(0),
+    MSR_IA32_RTIT_ADDR_B(0),   MSR_IA32_RTIT_ADDR_A(1),        MSR_IA32_RTIT_ADDR_B(1),
+    MSR_IA32_RTIT_ADDR_A(2),   MSR_IA32_RTIT_ADDR_B(2),        MSR_IA32_RTIT_ADDR_A(3),
+    MSR_IA32_RTIT_ADDR_B(3)};

@@ -44,4 +44,9 @@ int ptm_cpu_wrmsr(struct ptm_cpu *c, uint32_t msr, uint64_t val);
 /* RDMSR: 0 with *val, or -1 for #GP. */
 int ptm_cpu_rdmsr(const struct ptm_cpu *c, uint32_t msr, uint64_t *val);
 
+/* Every RTIT MSR index a CPU may have (SDM Vol. 4 table 2-2): 0x560-0x561, 0x570-0x572,
+ * 0x580-0x587.  Tests iterate over it. */
+#define PTM_NR_RTIT_MSRS 13
+extern const uint32_t ptm_rtit_msrs[PTM_NR_RTIT_MSRS];
+
 #endif

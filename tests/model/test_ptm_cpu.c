@@ -41,21 +41,6 @@ static const struct ptm_cpu_caps v_srng = {
     true, {{1, 0xa, 0x4, 0}, {(0x9u << 16) | 1, (0x5u << 16) | 0x3, 0, 0}}, 52, 57};
 static const struct ptm_cpu_caps v_nopt = {false, {{1, 0xf, 0x7, 0}, {0}}, 39, 48};
 
-static const uint32_t all_msrs[] = {MSR_IA32_RTIT_OUTPUT_BASE,
-                                    MSR_IA32_RTIT_OUTPUT_MASK_PTRS,
-                                    MSR_IA32_RTIT_CTL,
-                                    MSR_IA32_RTIT_STATUS,
-                                    MSR_IA32_RTIT_CR3_MATCH,
-                                    0x580,
-                                    0x581,
-                                    0x582,
-                                    0x583,
-                                    0x584,
-                                    0x585,
-                                    0x586,
-                                    0x587};
-#define N_MSRS (sizeof(all_msrs) / sizeof(all_msrs[0]))
-
 static struct ptm pm;
 static struct ptm_cpu cpu;
 
@@ -74,10 +59,10 @@ static struct ptm_cpu_caps full_without(int reg, uint64_t bit)
 }
 
 /* Everything RDMSR shows (a #GP read is recorded as a marker), to prove a #GP changed nothing. */
-static void snapshot(uint64_t out[N_MSRS])
+static void snapshot(uint64_t out[PTM_NR_RTIT_MSRS])
 {
-    for (size_t i = 0; i < N_MSRS; i++)
-        if (ptm_cpu_rdmsr(&cpu, all_msrs[i], &out[i]) != 0)
+    for (size_t i = 0; i < PTM_NR_RTIT_MSRS; i++)
+        if (ptm_cpu_rdmsr(&cpu, ptm_rtit_msrs[i], &out[i]) != 0)
             out[i] = 0xdeadbeefdeadbeefull;
 }
 
@@ -89,7 +74,7 @@ static void wr_ok(uint32_t msr, uint64_t v)
 
 static void wr_gp(uint32_t msr, uint64_t v)
 {
-    uint64_t before[N_MSRS], after[N_MSRS];
+    uint64_t before[PTM_NR_RTIT_MSRS], after[PTM_NR_RTIT_MSRS];
 
     snapshot(before);
     if (ptm_cpu_wrmsr(&cpu, msr, v) != -1)
@@ -121,9 +106,9 @@ static void no_pt(void **state)
     wr_ok(MSR_IA32_RTIT_CTL, TOPA);
     c.pt = false; /* CPUID.(7,0):EBX[25] = 0 */
     boot(&c);
-    for (size_t i = 0; i < N_MSRS; i++) {
-        rd_gp(all_msrs[i]);
-        wr_gp(all_msrs[i], 0);
+    for (size_t i = 0; i < PTM_NR_RTIT_MSRS; i++) {
+        rd_gp(ptm_rtit_msrs[i]);
+        wr_gp(ptm_rtit_msrs[i], 0);
     }
     memset(c.leaf14, 0, sizeof(c.leaf14)); /* leaf 14H absent (all zero) */
     c.pt = true;
@@ -407,8 +392,9 @@ static void addr_canonical(void **state)
 static void reads(void **state)
 {
     boot(&v_full);
-    for (size_t i = 0; i < N_MSRS; i++)
-        assert_int_equal(rd(all_msrs[i]), all_msrs[i] == MSR_IA32_RTIT_OUTPUT_MASK_PTRS ? 0x7f : 0);
+    for (size_t i = 0; i < PTM_NR_RTIT_MSRS; i++)
+        assert_int_equal(rd(ptm_rtit_msrs[i]),
+                         ptm_rtit_msrs[i] == MSR_IA32_RTIT_OUTPUT_MASK_PTRS ? 0x7f : 0);
     wr_ok(MSR_IA32_RTIT_OUTPUT_BASE, 0x3000);
     wr_ok(MSR_IA32_RTIT_OUTPUT_MASK_PTRS, 0x500000000ull);
     wr_ok(MSR_IA32_RTIT_ADDR_A(2), 0x401000);
@@ -445,8 +431,8 @@ static bool one_in(unsigned n)
 
 static unsigned slot(uint32_t msr)
 {
-    for (unsigned i = 0; i < N_MSRS; i++)
-        if (all_msrs[i] == msr)
+    for (unsigned i = 0; i < PTM_NR_RTIT_MSRS; i++)
+        if (ptm_rtit_msrs[i] == msr)
             return i;
     return 0;
 }
@@ -590,7 +576,7 @@ static unsigned long run_view(const char *name, const struct ptm_cpu_caps *caps)
     pt_msr_file_init(&f);
 
     for (unsigned long step = 0; step < STEPS; step++) {
-        uint32_t msr = one_in(3) ? MSR_IA32_RTIT_CTL : all_msrs[rnd() % N_MSRS];
+        uint32_t msr = one_in(3) ? MSR_IA32_RTIT_CTL : ptm_rtit_msrs[rnd() % PTM_NR_RTIT_MSRS];
         uint64_t ctl = pm.ctl;
         uint64_t v = gen_value(caps, msr, ctl);
         struct ptm pm_save = pm;
@@ -642,10 +628,10 @@ static unsigned long run_view(const char *name, const struct ptm_cpu_caps *caps)
 
     printf("  view %-5s: %lu writes, %lu accepted by both, %lu disagreements\n", name,
            (unsigned long)STEPS, st.accepted, total);
-    for (unsigned i = 0; i < N_MSRS; i++)
+    for (unsigned i = 0; i < PTM_NR_RTIT_MSRS; i++)
         if (st.gp_model_only[i] || st.gp_engine_only[i] || st.read_diff[i])
             printf("    MSR 0x%03x: model-only #GP %lu, engine-only #GP %lu, read differs %lu\n",
-                   all_msrs[i], st.gp_model_only[i], st.gp_engine_only[i], st.read_diff[i]);
+                   ptm_rtit_msrs[i], st.gp_model_only[i], st.gp_engine_only[i], st.read_diff[i]);
     return total;
 }
 

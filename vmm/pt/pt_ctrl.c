@@ -77,6 +77,22 @@ static uint64_t hw_ctl(const struct pt_ctrl *c)
     return ctl;
 }
 
+/* The CPU holds these values in the three MSRs that move while tracing, and all the others
+ * as the controller last wrote them. */
+static bool cpu_holds(const struct pt_ctrl *c, uint64_t status, uint64_t base, uint64_t mask)
+{
+    return c->hw_known && !c->dirty && c->hw.status == status && c->hw.output_base == base &&
+           c->hw.output_mask == mask;
+}
+
+/* After an exit that stopped the guest's trace: only these can have moved (SDM 33.2.7). */
+static void read_progress(struct pt_ctrl *c)
+{
+    c->hw.status = c->cpu.rdmsr(c->cpu.ctx, MSR_IA32_RTIT_STATUS);
+    c->hw.output_base = c->cpu.rdmsr(c->cpu.ctx, MSR_IA32_RTIT_OUTPUT_BASE);
+    c->hw.output_mask = c->cpu.rdmsr(c->cpu.ctx, MSR_IA32_RTIT_OUTPUT_MASK_PTRS);
+}
+
 /* TraceEn 0->1 accepted by the MSR rules: make the set-up something the CPU can run.
  * Returns false when the CPU itself refuses the RTIT_CTL value (the guest gets #GP). */
 static bool start_trace(struct pt_ctrl *c)
@@ -162,10 +178,7 @@ static int run_plan(struct pt_ctrl *c)
             break;
         case PT_OP_SAVE_MSRS:
             if (s->area == PT_AREA_GUEST && c->hw_known) {
-                /* only these can have moved while the guest traced */
-                c->hw.status = c->cpu.rdmsr(c->cpu.ctx, MSR_IA32_RTIT_STATUS);
-                c->hw.output_base = c->cpu.rdmsr(c->cpu.ctx, MSR_IA32_RTIT_OUTPUT_BASE);
-                c->hw.output_mask = c->cpu.rdmsr(c->cpu.ctx, MSR_IA32_RTIT_OUTPUT_MASK_PTRS);
+                read_progress(c);
                 break;
             }
             for (unsigned k = 0; k < pl->nmsrs; k++) {
@@ -181,9 +194,8 @@ static int run_plan(struct pt_ctrl *c)
                 c->hw_known = true;
             break;
         case PT_OP_LOAD_MSRS:
-            if (s->area == PT_AREA_GUEST && c->hw_known && !c->dirty &&
-                c->hw.status == c->want.status && c->hw.output_base == c->want.output_base &&
-                c->hw.output_mask == c->want.output_mask)
+            if (s->area == PT_AREA_GUEST &&
+                cpu_holds(c, c->want.status, c->want.output_base, c->want.output_mask))
                 break; /* the CPU holds exactly the guest's values already */
             for (unsigned k = 0; k < pl->nmsrs; k++) {
                 uint32_t msr = pl->msrs[k];
@@ -223,11 +235,9 @@ void pt_ctrl_before_entry(struct pt_ctrl *c)
      * and nothing changed since (no guest WRMSR, no rebuild, no error).  The CPU holds exactly
      * what this entry needs (the plan would be empty): enter as is.
      */
-    if (c->steady && !c->dirty && c->hw_ok && c->hw_known &&
-        !(c->guest.status & (RTIT_STATUS_ERROR | RTIT_STATUS_STOPPED)) &&
-        c->hw.status == c->guest.status &&
-        c->hw.output_base == (c->shadow_mode ? c->hpos_base : c->guest.output_base) &&
-        c->hw.output_mask == (c->shadow_mode ? c->hpos_mask : c->guest.output_mask)) {
+    if (c->steady && c->hw_ok && !(c->guest.status & (RTIT_STATUS_ERROR | RTIT_STATUS_STOPPED)) &&
+        cpu_holds(c, c->guest.status, c->shadow_mode ? c->hpos_base : c->guest.output_base,
+                  c->shadow_mode ? c->hpos_mask : c->guest.output_mask)) {
         c->sw.guest_loaded = true;
         c->traced = true;
         return;
@@ -277,10 +287,7 @@ void pt_ctrl_after_exit(struct pt_ctrl *c)
         return;
     c->launched = true;
     if (c->steady && c->traced) {
-        /* steady state: the exit stopped the trace; only these three moved */
-        c->hw.status = c->cpu.rdmsr(c->cpu.ctx, MSR_IA32_RTIT_STATUS);
-        c->hw.output_base = c->cpu.rdmsr(c->cpu.ctx, MSR_IA32_RTIT_OUTPUT_BASE);
-        c->hw.output_mask = c->cpu.rdmsr(c->cpu.ctx, MSR_IA32_RTIT_OUTPUT_MASK_PTRS);
+        read_progress(c); /* steady state: the exit's plan would be exactly this */
         c->sw.guest_loaded = false;
     } else {
         pt_switch_exit(&c->sw, c->d, &c->plan);
@@ -354,15 +361,4 @@ void pt_ctrl_mem_changed(struct pt_ctrl *c, uint64_t gpa, uint64_t len)
     }
     c->hpos_base = c->sh->h_base;
     c->hpos_mask = c->sh->h_mask;
-}
-
-void pt_ctrl_reset(struct pt_ctrl *c)
-{
-    c->dirty = true;
-    pt_msr_file_init(&c->guest);
-    c->hw_ok = false;
-    c->traced = false;
-    c->last_refusal = NULL;
-    if (c->sh)
-        pt_shadow_destroy(c->sh, &c->env);
 }

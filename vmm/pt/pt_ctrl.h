@@ -130,7 +130,4 @@ enum pt_ctrl_eptv pt_ctrl_ept_violation(struct pt_ctrl *c, uint64_t gpa, uint64_
  */
 void pt_ctrl_mem_changed(struct pt_ctrl *c, uint64_t gpa, uint64_t len);
 
-/* INIT / reset: RTIT MSRs to their reset values, no shadow, nothing loaded. */
-void pt_ctrl_reset(struct pt_ctrl *c);
-
 #endif

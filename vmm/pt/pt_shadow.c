@@ -308,9 +308,8 @@ static void remember_refusal(struct pt_shadow *sh, struct pt_shadow_scratch *scr
                              const struct pt_shadow_env *env, const struct pt_out_cfg *cfg,
                              const struct pt_topa_err *err)
 {
-    struct pt_shadow *next = &scr->next;
+    struct pt_shadow *next = &scr->next; /* holds no pages: build() freed them on OPERR */
 
-    free_pages(env, next);
     pt_shadow_destroy(sh, env);
     pt_shadow_init(next);
     next->mode = PT_SHADOW_REFUSED;
@@ -352,7 +351,6 @@ static enum pt_shadow_status build(struct pt_shadow *sh, struct pt_shadow_scratc
     uint32_t total = 0;
 
     /* 1. validate */
-    next->npages = 0;
     if (pt_out_walk(cfg, env->mem, &scr->walk, err) != PT_TOPA_OK)
         return PT_SHADOW_OPERR;
     pt_shadow_init(next);

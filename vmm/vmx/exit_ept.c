@@ -126,7 +126,7 @@ enum exit_action handle_ept_violation(struct vcpu *v, const struct vmexit *e)
             return EXIT_STOP_GUEST;
         }
         vmx_ept_sync(&v->ept);
-        pt_ctrl_mem_changed(&v->pt, page, 4096);
+        /* no pt_ctrl_mem_changed(): VMM memory is never in a shadow (only guest RAM is) */
         return EXIT_RESUME;
     }
     if (e->qual & EPT_VIOLATION_ASYNC)
@@ -144,7 +144,7 @@ enum exit_action handle_ept_violation(struct vcpu *v, const struct vmexit *e)
                 type = EPT_MT_UC;
         }
         if (!ept_map(&v->ept, base, base, size, EPT_RWX, type)) {
-            pt_ctrl_mem_changed(&v->pt, base, size);
+            /* a new device mapping: no guest RAM changed, no shadow is affected */
             pr_info("ept", "mapped device memory [%#lx, %#lx) on demand (memory type %u)", base,
                     base + size, type);
             return EXIT_RESUME;

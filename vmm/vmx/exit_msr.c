@@ -27,8 +27,12 @@ static void intercept(uint8_t *bm, uint32_t msr)
     bm[0x800 + off + msr / 8] |= 1u << (msr % 8); /* write */
 }
 
+static uint64_t host_xss; /* CPUID.(0xD,1):EDX:ECX: the IA32_XSS bits this CPU supports */
+
 int vmx_msr_bitmap_setup(struct vcpu *v)
 {
+    struct cpuid_regs r = cpuid_count(0xd, 1);
+    host_xss = (uint64_t)r.edx << 32 | r.ecx;
     v->msr_bitmap = palloc_page(&v->msr_bitmap_pa);
     if (!v->msr_bitmap)
         return -1;
@@ -43,7 +47,12 @@ static enum exit_action msr_access(struct vcpu *v, bool write)
 {
     uint32_t msr = (uint32_t)v->regs.gpr[GPR_RCX];
     uint64_t val = (v->regs.gpr[GPR_RDX] << 32) | (uint32_t)v->regs.gpr[GPR_RAX];
-    switch (msr_policy(msr)) {
+    enum msr_verdict verdict = msr_policy(msr);
+    if (verdict == MSR_XSS && write && !xss_policy(val, host_xss)) {
+        vcpu_inject_gp(v);
+        return EXIT_INJECT;
+    }
+    switch (verdict) {
     case MSR_PT_ENGINE: {
         struct pt_msr_result res;
         enum pt_msr_status st =
@@ -60,23 +69,6 @@ static enum exit_action msr_access(struct vcpu *v, bool write)
     case MSR_GP:
         vcpu_inject_gp(v);
         return EXIT_INJECT;
-    case MSR_XSS:
-        if (write) {
-            static uint64_t host_xss; /* CPUID.(0xD,1):EDX:ECX, read once */
-            if (!host_xss) {
-                struct cpuid_regs r = cpuid_count(0xd, 1);
-                host_xss = ((uint64_t)r.edx << 32 | r.ecx) | (1ull << 63);
-            }
-            if (!xss_policy(val, host_xss & ~(1ull << 63))) {
-                vcpu_inject_gp(v);
-                return EXIT_INJECT;
-            }
-        }
-        if (write ? wrmsr_safe(msr, val) : rdmsr_safe(msr, &val)) {
-            vcpu_inject_gp(v);
-            return EXIT_INJECT;
-        }
-        break;
     case MSR_PERF_GLOBAL:
         if (vmx_ctls.exit & VM_EXIT_LOAD_IA32_PERF_GLOBAL_CTRL) {
             if (!write) {
@@ -95,6 +87,7 @@ static enum exit_action msr_access(struct vcpu *v, bool write)
         }
         /* no load controls: the guest owns the real MSR */
         __attribute__((fallthrough));
+    case MSR_XSS: /* checked above: an allowed value goes to the real MSR */
     case MSR_PASS_THROUGH:
         if (write ? wrmsr_safe(msr, val) : rdmsr_safe(msr, &val)) {
             vcpu_inject_gp(v);
