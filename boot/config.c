@@ -33,6 +33,7 @@ void ptv_config_defaults(struct ptv_config *cfg)
     cfg->on_no_vmx = PTV_NO_VMX_BOOT;
     cfg->crash_action = PTV_CRASH_HALT;
     cfg->start_vmm = 1;
+    cfg->vmcall_user = PTV_VMCALL_USER_NONE;
     memcpy(cfg->guest_path, DEFAULT_GUEST, sizeof(DEFAULT_GUEST));
     memcpy(cfg->cmdline, DEFAULT_CMDLINE, sizeof(DEFAULT_CMDLINE));
 }
@@ -286,6 +287,17 @@ static bool set_vmm(struct ptv_config *cfg, const char *v, size_t n, struct ptv_
     return true;
 }
 
+static const char *const vmcall_user_names[] = {"none", "stats"};
+
+static bool set_vmcall_user(struct ptv_config *cfg, const char *v, size_t n, struct ptv_fmt *err)
+{
+    int k = lookup(v, n, vmcall_user_names, COUNT(vmcall_user_names));
+    if (k < 0)
+        return fail(err, "expected none or stats", v, n);
+    cfg->vmcall_user = (uint32_t)k;
+    return true;
+}
+
 static bool set_guest(struct ptv_config *cfg, const char *v, size_t n, struct ptv_fmt *err)
 {
     if (n >= PTV_CFG_PATH_MAX)
@@ -325,6 +337,7 @@ static const struct key {
     {"on_no_vmx", set_on_no_vmx, false},
     {"on_crash", set_on_crash, false},
     {"vmm", set_vmm, false},
+    {"vmcall_user", set_vmcall_user, false},
     {"guest", set_guest, false},
     {"cmdline", set_cmdline, true},
 };

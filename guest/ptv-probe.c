@@ -6,7 +6,8 @@
  *
  *   ptv-probe                  CPUID view: hypervisor bit, 0x40000000 signature, PT, VMX
  *   ptv-probe vmcall-version   PTV_VMCALL_VERSION       (only when ptvisor is present)
- *   ptv-probe exit-stats       PTV_VMCALL_EXIT_STATS    (the VMM prints per-reason counts)
+ *   ptv-probe exit-stats       PTV_VMCALL_EXIT_STATS    (total and per-reason counts; CPL 3 needs
+ *                                                       vmcall_user = stats in ptvisor.cfg)
  *   ptv-probe tsc              RDTSC (Bochs: instructions retired since reset)
  *   ptv-probe cpuid-loop N [R] N x CPUID(0), R rounds (default 5), smallest RDTSC delta
  *
@@ -177,7 +178,16 @@ static int do_exit_stats(void)
     r = vmcall(PTV_VMCALL_EXIT_STATS, 0, 0, 0);
     printf("ptvisor-guest: exit-stats status=%s(%lld) total_exits=%llu\n", vmcall_status(r.rax),
            (long long)r.rax, (unsigned long long)r.rbx);
-    return r.rax == PTV_VMCALL_OK ? 0 : 1;
+    if (r.rax != PTV_VMCALL_OK)
+        return 1;
+    /* per basic exit reason (SDM Vol. 3C appendix C numbers them below 80) */
+    for (uint64_t reason = 0; reason < 80; reason++) {
+        struct vmcall_regs q = vmcall(PTV_VMCALL_EXIT_STATS, reason, 0, 0);
+        if (q.rax == PTV_VMCALL_OK && q.rcx)
+            printf("ptvisor-guest: exit-stats reason=%llu count=%llu\n",
+                   (unsigned long long)reason, (unsigned long long)q.rcx);
+    }
+    return 0;
 }
 
 static int parse_count(const char *s, unsigned long *out)

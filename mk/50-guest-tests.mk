@@ -4,17 +4,20 @@
 #   build/tests/guest/conformance.efi   the VMM seen from inside (started by the loader)
 #   build/tests/guest/selftest.efi      the report library and trap catcher themselves
 #   build/tests/guest/pt-selftest.efi   on-box PT self-test (make selftest-usb; SKIPs without PT)
+#   build/tests/guest/attack.efi        the adversarial suite (a hostile guest; issue 7)
 #
 #   make test-bochs-conformance   loader + VMM + conformance.efi in Bochs (real VMX/EPT)
 #   make test-qemu-guest-lib      selftest.efi and conformance.efi booted bare in QEMU TCG
 #   make test-guest-harness       the conformance verdict script against good and broken logs
 
 GUEST_OUT      := $(BUILD)/tests/guest
-GUEST_PROGS    := conformance selftest pt-selftest
+GUEST_PROGS    := conformance selftest pt-selftest attack
 GUEST_LIB_OBJS := $(addprefix $(GUEST_OUT)/,libtest.o trap.o trap_stubs.o) $(GUEST_OUT)/lib_fmt.o
 conformance_GUEST_OBJS := $(addprefix $(GUEST_OUT)/,conformance.o conf_memory.o user.o user_stubs.o)
 selftest_GUEST_OBJS    := $(addprefix $(GUEST_OUT)/,selftest.o)
 pt-selftest_GUEST_OBJS := $(GUEST_OUT)/pt_selftest.o
+attack_GUEST_OBJS      := $(addprefix $(GUEST_OUT)/,attack.o attack_rt_stubs.o attack_cpu.o \
+                            attack_msr.o attack_vmcall.o attack_mem.o attack_uart.o user.o user_stubs.o)
 GUEST_EFIS     := $(foreach p,$(GUEST_PROGS),$(GUEST_OUT)/$(p).efi)
 
 ALL_TARGETS  += $(GUEST_EFIS)
@@ -83,3 +86,14 @@ test-bochs-pt-selftest:
 	    tests/system/bochs-pt-selftest.sh $(SELFTEST_IMG) $(BUILD)/test/bochs-pt-selftest
 
 TEST_TARGETS += test-bochs-pt-selftest
+
+# The adversarial suite (issue 7): one Bochs boot of attack.efi as a hostile guest.
+.PHONY: test-bochs-attacks
+ATTACK_DEPS := $(GUEST_OUT)/attack.efi $(BUILD)/boot/BOOTX64.EFI $(BUILD)/vmm/vmm.elf
+test-bochs-attacks:
+	@mkdir -p $(BUILD)/test
+	$(Q)if $(MAKE) --no-print-directory $(ATTACK_DEPS) >$(BUILD)/test/attack-build.log 2>&1; \
+	then tests/step.sh $(BUILD)/results bochs:attacks tests/system/bochs-attacks.sh $(BUILD); \
+	else tests/step.sh $(BUILD)/results bochs:attacks \
+	    sh -c 'tail -n 20 $(BUILD)/test/attack-build.log; echo "build of $(ATTACK_DEPS) failed"; exit 1'; \
+	fi

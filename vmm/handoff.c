@@ -57,6 +57,8 @@ int ptv_config_check(const struct ptv_config *c, const char **why)
         return reject(why, "config: on_crash out of range");
     if (c->start_vmm > 1)
         return reject(why, "config: vmm out of range");
+    if (c->vmcall_user > PTV_VMCALL_USER_STATS)
+        return reject(why, "config: vmcall_user out of range");
     if (!has_nul(c->guest_path, PTV_CFG_PATH_MAX))
         return reject(why, "config: guest path not NUL-terminated");
     if (!has_nul(c->cmdline, PTV_CFG_CMDLINE_MAX))

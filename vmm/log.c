@@ -5,6 +5,7 @@
 #include "lib/fmt.h"
 
 static unsigned log_level = PTV_LOG_INFO;
+unsigned long log_lines;
 
 void log_set_level(unsigned level)
 {
@@ -27,6 +28,7 @@ void log_msg(unsigned level, const char *subsys, const char *fmt, ...)
     va_end(ap);
     size_t len = (size_t)n + ((size_t)m < sizeof(line) - n - 1 ? (size_t)m : sizeof(line) - n - 2);
     line[len++] = '\n';
+    log_lines++;
     serial_write(line, len);
 }
 

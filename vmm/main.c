@@ -132,6 +132,7 @@ static int vmm_setup(struct ptv_handoff *h, struct caller_state *cs, struct desc
     if (vmx_on(v, &st))
         return st;
     fixup_selftest();
+    vmm_selfcheck_boot();
     if (vmcs_setup(v, cs)) { /* out of pool, or a guest state VM entry would refuse */
         vmx_off();
         return PTV_ENTRY_VMX_FAILED;

@@ -41,3 +41,37 @@ uint64_t host_paging_build(uint64_t top)
     }
     return pml4_pa;
 }
+
+#define PTE_NX   (1ull << 63)
+#define PTE_ADDR 0x000ffffffffff000ull
+
+bool host_paging_checkable(void)
+{
+    return true;
+}
+
+/* a leaf is W+X when every level on its path allows writes and none sets NX */
+static bool wx_free(uint64_t table_pa, unsigned level, bool w, bool nx, bool nxe)
+{
+    const uint64_t *t = (const uint64_t *)(uintptr_t)table_pa;
+    for (unsigned i = 0; i < 512; i++) {
+        uint64_t e = t[i];
+        if (!(e & PTE_P))
+            continue;
+        bool ew = w && (e & PTE_W), enx = nx || (nxe && (e & PTE_NX));
+        if (level == 1 || (level < 4 && (e & PTE_PS))) {
+            if (ew && !enx)
+                return false;
+        } else if (!wx_free(e & PTE_ADDR, level - 1, ew, enx, nxe)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+bool host_paging_wx_free(void)
+{
+    /* NX bits only mean something with EFER.NXE; without it every page is executable */
+    bool nxe = rdmsr(MSR_EFER) & (1ull << 11);
+    return wx_free(read_cr3() & PTE_ADDR, 4, true, false, nxe);
+}

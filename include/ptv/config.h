@@ -61,6 +61,10 @@ enum ptv_log_level {
 #define PTV_CFG_TRACE_ALL       (PTV_TRACE_OS | PTV_TRACE_USER)
 #define PTV_CFG_DUMP_ALL        (PTV_DUMP_CRASH | PTV_DUMP_VMCALL)
 
+/* vmcall_user: which VMCALLs beyond VERSION a CPL 3 guest program may make */
+#define PTV_VMCALL_USER_NONE  0
+#define PTV_VMCALL_USER_STATS 1
+
 struct ptv_config {
     uint16_t serial_port; /* serial_port = 0x3f8 (0 = no serial output) */
     uint16_t _pad0;
@@ -75,7 +79,7 @@ struct ptv_config {
     uint32_t on_no_vmx;      /* enum ptv_on_no_vmx, on_no_vmx = boot */
     uint32_t crash_action;   /* enum ptv_crash_action, on_crash = halt */
     uint32_t start_vmm;      /* vmm = on|off (off: boot natively, for comparisons) */
-    uint32_t _pad1;
+    uint32_t vmcall_user;    /* PTV_VMCALL_USER_*, vmcall_user = none (stats: EXIT_STATS at CPL 3) */
     char guest_path[PTV_CFG_PATH_MAX]; /* guest = \ptvisor\vmlinuz.efi */
     char cmdline[PTV_CFG_CMDLINE_MAX]; /* cmdline = initrd=... console=ttyS0,115200 */
 };

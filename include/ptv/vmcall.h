@@ -5,9 +5,12 @@
  *   in:  RAX = PTV_VMCALL_* function, RBX, RCX, RDX = arguments
  *   out: RAX = PTV_VMCALL_OK or a negative PTV_VMCALL_E*, RBX/RCX/RDX = results
  *
- * VMCALL from CPL > 0 is refused with PTV_VMCALL_EPERM, except the informational
- * functions VERSION and EXIT_STATS, which any CPL may call.  Unknown functions
- * return PTV_VMCALL_ENOSYS.  The guest RIP always advances past VMCALL.
+ * VMCALL from CPL > 0 is refused with PTV_VMCALL_EPERM (as KVM answers), except
+ * VERSION, which tells nothing about the VMM's state.  (EXIT_STATS is open to
+ * CPL 3 only where the operator's config says `vmcall_user = stats`.)  Unknown
+ * functions return PTV_VMCALL_ENOSYS.  The guest RIP always advances past
+ * VMCALL.  No function prints on the guest's behalf: results come back in
+ * registers.
  */
 #ifndef PTV_VMCALL_H
 #define PTV_VMCALL_H
@@ -19,7 +22,7 @@
 
 /* RBX = ABI version (PTV_VMCALL_ABI_VERSION), RCX = "ptvisor" as 8 bytes, RDX = 0 */
 #define PTV_VMCALL_VERSION     0
-#define PTV_VMCALL_ABI_VERSION 1
+#define PTV_VMCALL_ABI_VERSION 2
 
 /*
  * RBX = physical base, RCX = size of the VMM's own memory (image + pool, one
@@ -36,10 +39,37 @@
 /* RBX = number of EPT violations the VMM blocked so far */
 #define PTV_VMCALL_EPT_BLOCKED 3
 
-/* print the exit statistics (per reason) on the serial console; RBX = total exits */
+/*
+ * Exit statistics, in registers (nothing is printed): in RBX = a basic exit
+ * reason; out RBX = total exits of this vCPU, RCX = exits with that reason (0
+ * for a reason out of range), RDX = 0.
+ */
 #define PTV_VMCALL_EXIT_STATS 4
 
 /* dump the VMM's PT trace window on the serial console (if tracing) */
 #define PTV_VMCALL_TRACE_DUMP 5
+
+/*
+ * VMM resource figures: RBX = free pages in the VMM pool, RCX = EPT table and
+ * on-demand pages in use, RDX = log lines the VMM has written so far (for the
+ * rate-limit checks of tests/guest/attack*.c).
+ */
+#define PTV_VMCALL_VMM_STATS 6
+
+/*
+ * The VMM checks its own invariants in VMX root and answers RBX = the
+ * PTV_SELFCHECK_* bits that do NOT hold (0 = all good), RCX = the bits it could
+ * check on this CPU (a bit absent from RCX was not checked: no such hardware).
+ */
+#define PTV_VMCALL_SELFCHECK       7
+#define PTV_SELFCHECK_CANARY       (1u << 0) /* canary pages intact */
+#define PTV_SELFCHECK_PERF_GLOBAL  (1u << 1) /* root runs with IA32_PERF_GLOBAL_CTRL = 0 */
+#define PTV_SELFCHECK_DEBUGCTL     (1u << 2) /* root runs with IA32_DEBUGCTL = 0 (no LBR/BTS) */
+#define PTV_SELFCHECK_HOST_WX      (1u << 3) /* no host page both writable and executable */
+#define PTV_SELFCHECK_APIC_BASE    (1u << 4) /* IA32_APIC_BASE as at boot */
+#define PTV_SELFCHECK_MTRR         (1u << 5) /* the host MTRRs as at boot */
+#define PTV_SELFCHECK_RTIT         (1u << 6) /* root does not trace (RTIT_CTL.TraceEn = 0) */
+#define PTV_SELFCHECK_XSS          (1u << 7) /* IA32_XSS never holds the PT state bit */
+#define PTV_SELFCHECK_UART         (1u << 8) /* the real UART is not in loopback */
 
 #endif

@@ -88,7 +88,7 @@ static void test_default_file(void **state)
     cfg.guest_path[0] = cfg.cmdline[0] = 0;
     ptv_config_parse(&cfg, text, len, "ptvisor.cfg", collect, &m);
     assert_int_equal(m.n, 0);
-    cfg._pad0 = cfg._pad1 = 0;
+    cfg._pad0 = 0;
     memset(cfg.guest_path + strlen(cfg.guest_path), 0,
            sizeof(cfg.guest_path) - strlen(cfg.guest_path));
     memset(cfg.cmdline + strlen(cfg.cmdline), 0, sizeof(cfg.cmdline) - strlen(cfg.cmdline));

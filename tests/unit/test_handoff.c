@@ -150,6 +150,7 @@ static void test_config(void **state)
         {F(on_no_vmx), PTV_NO_VMX_HALT + 1, "config: on_no_vmx out of range"},
         {F(crash_action), PTV_CRASH_POWEROFF + 1, "config: on_crash out of range"},
         {F(start_vmm), 2, "config: vmm out of range"},
+        {F(vmcall_user), PTV_VMCALL_USER_STATS + 1, "config: vmcall_user out of range"},
 #undef F
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

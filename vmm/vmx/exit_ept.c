@@ -16,6 +16,7 @@
 #include "ept/ept_identity.h"
 #include "ept/mtrr.h"
 #include "pt/pt_eptv.h"
+#include "lib/ptv_string.h"
 #include "vmx/pt_vmx.h"
 
 static void *ept_alloc(void *ctx, uint64_t *pa)
@@ -47,6 +48,13 @@ static void read_mtrrs(struct mtrr_state *m)
         m->var_base[i] = rdmsr(MTRRphysBase_MSR(i));
         m->var_mask[i] = rdmsr(MTRRphysMask_MSR(i));
     }
+}
+
+bool vmx_host_mtrrs_unchanged(void)
+{
+    struct mtrr_state now;
+    read_mtrrs(&now);
+    return !memcmp(&now, &host_mtrrs, sizeof(now));
 }
 
 int vmx_ept_setup(struct vcpu *v)

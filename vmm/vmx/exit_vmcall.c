@@ -1,23 +1,33 @@
 /* SPDX-License-Identifier: MIT */
-/* VMCALL: the small guest ABI of include/ptv/vmcall.h. */
+/*
+ * VMCALL: the small guest ABI of include/ptv/vmcall.h.  Results come back in
+ * registers; nothing here prints on the guest's behalf.  Everything but VERSION
+ * is CPL 0 only (EXIT_STATS also at CPL 3 where the operator configured
+ * vmcall_user = stats).
+ */
 #include "vmx/vcpu.h"
 #include "vmx/exits.h"
 #include "vmx/vmx_cpu.h"
 #include "vmx/vmcs.h"
 #include "vmm.h"
 #include "log.h"
+#include "palloc.h"
 #include "lib/ptv_string.h"
 #include <ptv/vmcall.h>
+
+static bool allowed_at_cpl3(uint64_t fn)
+{
+    if (fn == PTV_VMCALL_VERSION)
+        return true;
+    return fn == PTV_VMCALL_EXIT_STATS && vmm_cfg->vmcall_user == PTV_VMCALL_USER_STATS;
+}
 
 enum exit_action handle_vmcall(struct vcpu *v, const struct vmexit *e)
 {
     uint64_t *r = v->regs.gpr;
     unsigned cpl = (vmcs_read32(GUEST_SS_AR_BYTES) >> 5) & 3;
     int64_t ret = PTV_VMCALL_OK;
-    /* informational calls are open to every CPL (so user-space tools can use them);
-     * everything else needs CPL 0 */
-    bool info = r[GPR_RAX] == PTV_VMCALL_VERSION || r[GPR_RAX] == PTV_VMCALL_EXIT_STATS;
-    if (cpl != 0 && !info) {
+    if (cpl != 0 && !allowed_at_cpl3(r[GPR_RAX])) {
         r[GPR_RAX] = (uint64_t)(int64_t)PTV_VMCALL_EPERM;
         return EXIT_RESUME_SKIP_INSN;
     }
@@ -38,10 +48,24 @@ enum exit_action handle_vmcall(struct vcpu *v, const struct vmexit *e)
     case PTV_VMCALL_EPT_BLOCKED:
         r[GPR_RBX] = v->ept_blocked;
         break;
-    case PTV_VMCALL_EXIT_STATS:
-        exit_stats_print(v);
+    case PTV_VMCALL_EXIT_STATS: {
+        uint64_t reason = r[GPR_RBX];
         r[GPR_RBX] = v->exits_total;
+        r[GPR_RCX] = reason < EXIT_REASON_MAX ? v->exits_by_reason[reason] : 0;
+        r[GPR_RDX] = 0;
         break;
+    }
+    case PTV_VMCALL_VMM_STATS:
+        r[GPR_RBX] = palloc_free_bytes() / PAGE_SIZE;
+        r[GPR_RCX] = v->ept.nr_tables + v->ept_ondemand_pages;
+        r[GPR_RDX] = log_lines;
+        break;
+    case PTV_VMCALL_SELFCHECK: {
+        struct vmm_selfcheck c = vmm_selfcheck(v);
+        r[GPR_RBX] = c.failed;
+        r[GPR_RCX] = c.checked;
+        break;
+    }
     default:
         ret = PTV_VMCALL_ENOSYS;
     }

@@ -83,6 +83,7 @@ struct vcpu {
     struct ept ept;
     uint64_t sink_pa; /* where blocked guest accesses to VMM memory land */
     uint64_t ept_blocked;
+    uint64_t ept_ondemand_pages; /* pages holding on-demand maps above RAM (bounded) */
     uint64_t exits_total;
     uint64_t exits_by_reason[EXIT_REASON_MAX + 1];
     struct exit_record ring[EXIT_RING_SIZE];

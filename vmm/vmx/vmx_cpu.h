@@ -37,5 +37,14 @@ void pt_probe(uint32_t requested);
 void vmcs_dump(void);
 void exit_ring_dump(const struct vcpu *v);
 void exit_stats_print(const struct vcpu *v);
+/* the host MTRRs still hold what vmx_ept_setup() read (exit_ept.c) */
+bool vmx_host_mtrrs_unchanged(void);
+
+/* PTV_VMCALL_SELFCHECK (selfcheck.c): PTV_SELFCHECK_* bits */
+struct vmm_selfcheck {
+    uint32_t failed, checked;
+};
+void vmm_selfcheck_boot(void); /* snapshot what must not change, once at set-up */
+struct vmm_selfcheck vmm_selfcheck(const struct vcpu *v);
 
 #endif

@@ -1,0 +1,7 @@
+// SPDX-License-Identifier: MIT
+/* attack.efi group "vmcall" (attack.h). */
+#include "attack.h"
+
+const struct attack attacks_vmcall[] = {
+    {0},
+};

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The VMM's invariants, checked in VMX root on request (PTV_VMCALL_SELFCHECK):
+ * what a hostile guest must never be able to change about the VMM's own
+ * execution environment.  The adversarial suite (tests/guest/attack*.c) asks
+ * after every attack.  A bit is reported in `checked` only where this CPU has
+ * the feature; a bit in `failed` is an invariant that does not hold.
+ */
+#include "vmx/vcpu.h"
+#include "vmx/vmx_cpu.h"
+#include "vmm.h"
+#include "cpu.h"
+#include "paging.h"
+#include "pt/rtit.h"
+#include "vmx/guest_policy.h"
+#include <ptv/vmcall.h>
+
+#define CPUID_1_EDX_APIC       (1u << 9)
+#define CPUID_1_EDX_MTRR       (1u << 12)
+#define CPUID_A_EAX_VERSION(a) ((a)&0xff)
+#define UART_MCR               4
+#define UART_MCR_LOOP          0x10
+
+static uint64_t boot_apic_base;
+static bool have_apic;
+
+void vmm_selfcheck_boot(void)
+{
+    have_apic = cpuid_count(1, 0).edx & CPUID_1_EDX_APIC;
+    if (have_apic && rdmsr_safe(MSR_IA32_APICBASE, &boot_apic_base))
+        have_apic = false;
+}
+
+static void check(struct vmm_selfcheck *c, uint32_t bit, bool holds)
+{
+    c->checked |= bit;
+    if (!holds)
+        c->failed |= bit;
+}
+
+struct vmm_selfcheck vmm_selfcheck(const struct vcpu *v)
+{
+    struct vmm_selfcheck c = {0, 0};
+    uint64_t val;
+    check(&c, PTV_SELFCHECK_CANARY, vmm_canary_intact(v));
+    /* architectural perfmon v2+ has IA32_PERF_GLOBAL_CTRL (SDM Vol. 3B 20.2.2) */
+    if (cpuid_count(0, 0).eax >= 0xa && CPUID_A_EAX_VERSION(cpuid_count(0xa, 0).eax) >= 2 &&
+        !rdmsr_safe(MSR_CORE_PERF_GLOBAL_CTRL, &val))
+        check(&c, PTV_SELFCHECK_PERF_GLOBAL, val == 0);
+    /* VM exit clears IA32_DEBUGCTL (SDM Vol. 3C 28.5.1): no LBR/BTS record of root */
+    if (!rdmsr_safe(MSR_IA32_DEBUGCTLMSR, &val))
+        check(&c, PTV_SELFCHECK_DEBUGCTL, val == 0);
+    if (host_paging_checkable())
+        check(&c, PTV_SELFCHECK_HOST_WX, host_paging_wx_free());
+    if (have_apic && !rdmsr_safe(MSR_IA32_APICBASE, &val))
+        check(&c, PTV_SELFCHECK_APIC_BASE, val == boot_apic_base);
+    if (cpuid_count(1, 0).edx & CPUID_1_EDX_MTRR)
+        check(&c, PTV_SELFCHECK_MTRR, vmx_host_mtrrs_unchanged());
+    /* the VMM traces only the guest: root runs with TraceEn = 0 */
+    if (pt_host_caps.cpuid7_ebx & (1u << 25) && !rdmsr_safe(MSR_IA32_RTIT_CTL, &val))
+        check(&c, PTV_SELFCHECK_RTIT, !(val & RTIT_CTL_TRACEEN));
+    if (!rdmsr_safe(MSR_IA32_XSS, &val))
+        check(&c, PTV_SELFCHECK_XSS, !(val & GUEST_XSS_HIDDEN));
+    if (vmm_cfg->serial_port)
+        check(&c, PTV_SELFCHECK_UART, !(inb(vmm_cfg->serial_port + UART_MCR) & UART_MCR_LOOP));
+    return c;
+}
