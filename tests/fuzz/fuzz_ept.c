@@ -4,7 +4,8 @@
  * cut short, against a per-4K reference model of an 8 MiB window around a
  * 1 GiB boundary; ept_translate must agree with the model after every step.
  *
- * Input: byte 0 = CPU caps (bit 0: 1 GiB pages, bit 1: 2 MiB pages), then
+ * Input: byte 0 = CPU caps (bit 0: 1 GiB pages, bit 1: 2 MiB pages, bit 2:
+ * a 5-level walk), then
  * up to 32 6-byte records: op, first page (2), page count (2), argument.
  */
 #include <stdint.h>
@@ -61,6 +62,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ops = fakemem_ops(&fm);
     if (ept_init(&e, &ops, data[0] & 1, data[0] & 2))
         abort();
+    if ((data[0] & 4) && ept_set_levels(&e, 5))
+        abort();
     for (off = 1; off + 6 <= size && off < 1 + 6 * 32; off += 6) {
         const uint8_t *r = data + off;
         unsigned first = (r[1] | r[2] << 8) % WIN_PAGES;
@@ -93,8 +96,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 }
             break;
         }
-        case 1:
-            rc = ept_unmap(&e, gpa, len);
+        case 1: /* unmap; with arg bit 0 prune (and INVEPT with bit 1) */
+            rc = (arg & 1) ? ept_unmap_prune(&e, gpa, len) : ept_unmap(&e, gpa, len);
+            if (rc == 0 && (arg & 2))
+                ept_flush_done(&e);
             if (rc == 0)
                 for (p = first; p < first + cnt; p++)
                     ref[p].used = 0;

@@ -356,7 +356,127 @@ static void test_unmap_remap(void **state)
 
 /* ---- allocation failure at every point ---- */
 
-enum op_kind { OP_MAP, OP_UNMAP, OP_PROTECT };
+/* a retired page: unreachable, all zero but a not-present word 0 (the list link) */
+static void expect_retired_page(struct fx *f, uint64_t pa)
+{
+    const uint64_t *t = f->e.ops.pa_to_va(f->e.ops.ctx, pa);
+    unsigned i;
+
+    assert_false(slot_reachable(&f->e, t));
+    assert_int_equal(t[0] & (VMX_EPT_RWX_MASK | EPT_SW_USED | (1ull << 10)), 0);
+    for (i = 1; i < EPT_ENTRIES; i++)
+        assert_int_equal(t[i], 0);
+}
+
+static void test_unmap_prune(void **state)
+{
+    struct fx f;
+    uint64_t pa, pages[3];
+    unsigned i;
+
+    fx_init(&f, 64, true, true);
+    /* a 4 KiB page in a fresh 512 GiB region: PDPT, PD, PT */
+    assert_int_equal(ept_map(&f.e, GiB(513) + KiB(8), GiB(2), KiB(4), EPT_RWX, EPT_MT_UC), 0);
+    assert_int_equal(f.e.nr_tables, 4);
+    ept_flush_done(&f.e);
+    /* plain unmap keeps the tables */
+    assert_int_equal(ept_unmap(&f.e, GiB(513), GiB(1)), 0);
+    assert_int_equal(f.e.nr_tables, 4);
+    assert_int_equal(f.e.nr_retired, 0);
+    ept_flush_done(&f.e);
+    assert_int_equal(ept_map(&f.e, GiB(513) + KiB(8), GiB(2), KiB(4), EPT_RWX, EPT_MT_UC), 0);
+    ept_flush_done(&f.e);
+    /* prune: all three become empty, are unlinked and retired, INVEPT needed */
+    assert_int_equal(ept_unmap_prune(&f.e, GiB(512), GiB(512)), 0);
+    assert_int_equal(f.e.nr_tables, 1);
+    assert_int_equal(f.e.nr_retired, 3);
+    assert_int_equal(f.e.nr_spare, 0);
+    assert_int_equal(ept_pages_held(&f.e), 4);
+    assert_true(ept_flush_needed(&f.e));
+    assert_int_equal(f.e.root[1], 0);
+    assert_int_equal(xlate(&f.e, GiB(513) + KiB(8)).rc, EPT_ENOENT);
+    for (pa = f.e.retired_pa, i = 0; i < 3; i++) {
+        pages[i] = pa;
+        expect_retired_page(&f, pa);
+        pa = ((uint64_t *)f.e.ops.pa_to_va(f.e.ops.ctx, pa))[0];
+    }
+    /* before the INVEPT a retired page is never reused: a new map allocates */
+    f.fm.nallocs = 0;
+    assert_int_equal(ept_map(&f.e, GiB(1024), GiB(2), KiB(4), EPT_R, EPT_MT_WB), 0);
+    assert_int_equal(f.fm.nallocs, 3);
+    for (i = 0; i < 3; i++)
+        expect_retired_page(&f, pages[i]);
+    /* after it they are spare: the next map allocates nothing */
+    ept_flush_done(&f.e);
+    assert_int_equal(f.e.nr_retired, 0);
+    assert_int_equal(f.e.nr_spare, 3);
+    f.fm.nallocs = 0;
+    assert_int_equal(ept_map(&f.e, GiB(513), GiB(2), KiB(4), EPT_R, EPT_MT_WB), 0);
+    assert_int_equal(f.fm.nallocs, 0);
+    assert_int_equal(f.e.nr_spare, 0);
+    expect_map(&f.e, GiB(513), GiB(2), EPT_R, EPT_MT_WB, EPT_LEVEL_4K);
+    expect_map(&f.e, GiB(1024), GiB(2), EPT_R, EPT_MT_WB, EPT_LEVEL_4K);
+    assert_int_equal(ept_pages_held(&f.e), 7);
+    fx_fini(&f);
+
+    /* a table that keeps an entry in use stays, a protected-to-0 entry included */
+    fx_init(&f, 64, true, true);
+    assert_int_equal(ept_map(&f.e, GiB(1), GiB(1), MiB(4), EPT_RWX, EPT_MT_WB), 0);
+    assert_int_equal(ept_map(&f.e, GiB(1) + MiB(4), GiB(1), KiB(8), EPT_RWX, EPT_MT_WB), 0);
+    assert_int_equal(ept_protect(&f.e, GiB(1) + MiB(4), KiB(4), 0, NULL), 0);
+    assert_int_equal(f.e.nr_tables, 4);
+    assert_int_equal(ept_unmap_prune(&f.e, GiB(1), MiB(4)), 0);
+    assert_int_equal(ept_unmap_prune(&f.e, GiB(1) + MiB(4) + KiB(4), KiB(4)), 0);
+    assert_int_equal(f.e.nr_tables, 4); /* PT holds the protected page, PD the PT */
+    assert_int_equal(xlate(&f.e, GiB(1) + MiB(4)).perms, 0);
+    assert_int_equal(ept_unmap_prune(&f.e, GiB(1) + MiB(4), KiB(4)), 0);
+    assert_int_equal(f.e.nr_tables, 1);
+    assert_int_equal(f.e.nr_retired, 3);
+    /* a prune that splits at its ends: the split table stays, the rest goes */
+    ept_flush_done(&f.e);
+    assert_int_equal(ept_map(&f.e, GiB(3), GiB(3), GiB(1), EPT_RWX, EPT_MT_WB), 0);
+    assert_int_equal(ept_unmap_prune(&f.e, GiB(3), GiB(1) - KiB(4)), 0);
+    expect_map(&f.e, GiB(4) - KiB(4), GiB(4) - KiB(4), EPT_RWX, EPT_MT_WB, EPT_LEVEL_4K);
+    assert_int_equal(f.e.nr_leaves[0] + f.e.nr_leaves[1] + f.e.nr_leaves[2], 1);
+    assert_int_equal(f.e.nr_tables, 4);
+    fx_fini(&f);
+}
+
+static void test_five_levels(void **state)
+{
+    struct fx f;
+
+    fx_init(&f, 64, true, true);
+    assert_int_equal(ept_set_levels(&f.e, 3), EPT_EINVAL);
+    assert_int_equal(ept_set_levels(&f.e, 5), 0);
+    assert_int_equal(ept_eptp(&f.e), FAKEMEM_PA_BASE | (4 << 3) | 6);
+    assert_int_equal(ept_gpa_limit(&f.e), 1ull << 57);
+    /* above 2^48 and at 2^52 - 1 GiB: one PML4, one PDPT each for a 1 GiB page */
+    assert_int_equal(ept_map(&f.e, 1ull << 48, GiB(1), GiB(1), EPT_RWX, EPT_MT_UC), 0);
+    assert_int_equal(f.e.nr_tables, 3);
+    assert_int_equal(ept_map(&f.e, (1ull << 52) - GiB(1), GiB(2), MiB(2), EPT_R, EPT_MT_UC), 0);
+    assert_int_equal(f.e.nr_tables, 6);
+    expect_map(&f.e, (1ull << 48) + 5, GiB(1) + 5, EPT_RWX, EPT_MT_UC, EPT_LEVEL_1G);
+    expect_map(&f.e, (1ull << 52) - GiB(1), GiB(2), EPT_R, EPT_MT_UC, EPT_LEVEL_2M);
+    assert_int_equal(xlate(&f.e, 0).rc, EPT_ENOENT);
+    assert_int_equal(xlate(&f.e, 1ull << 57).rc, EPT_EINVAL);
+    assert_int_equal(ept_map(&f.e, 1ull << 57, 0, KiB(4), EPT_R, EPT_MT_UC), EPT_EINVAL);
+    /* refused once anything is mapped */
+    assert_int_equal(ept_set_levels(&f.e, 4), EPT_EINVAL);
+    /* prune below the root: PML4 and PDPT go, the PML5 stays */
+    assert_int_equal(ept_unmap_prune(&f.e, 1ull << 48, 1ull << 48), 0);
+    assert_int_equal(f.e.nr_tables, 4);
+    assert_int_equal(f.e.nr_retired, 2);
+    fx_fini(&f);
+
+    /* 4 levels: 2^48 is beyond the walk */
+    fx_init(&f, 16, true, true);
+    assert_int_equal(ept_map(&f.e, 1ull << 48, 0, KiB(4), EPT_R, EPT_MT_UC), EPT_EINVAL);
+    assert_int_equal(ept_gpa_limit(&f.e), 1ull << 48);
+    fx_fini(&f);
+}
+
+enum op_kind { OP_MAP, OP_UNMAP, OP_PROTECT, OP_UNMAP_PRUNE };
 struct op {
     enum op_kind kind;
     uint64_t gpa, hpa, size;
@@ -372,6 +492,8 @@ static int do_op(struct ept *e, const struct op *o, bool *narrowed)
         return ept_unmap(e, o->gpa, o->size);
     case OP_PROTECT:
         return ept_protect(e, o->gpa, o->size, o->perms, narrowed);
+    case OP_UNMAP_PRUNE:
+        return ept_unmap_prune(e, o->gpa, o->size);
     }
     return -1;
 }
@@ -547,6 +669,7 @@ static void test_no_torn_state(void **state)
     const struct op fresh = {OP_MAP, GiB(513), GiB(2), MiB(2) + KiB(4), EPT_RWX, EPT_MT_WB};
     const uint64_t w1[] = {GiB(1), GiB(1) + MiB(4), GiB(1)};
     const uint64_t w2[] = {GiB(513), GiB(513) + MiB(4), GiB(513)};
+    const struct op prune = {OP_UNMAP_PRUNE, GiB(512), 0, GiB(512), 0, 0};
 
     /* 1G -> 2M table -> 4K table, switched by a single reachable store */
     fx_init(&f, 64, true, true);
@@ -564,6 +687,11 @@ static void test_no_torn_state(void **state)
     /* a map into a new 512 GiB region: PDPT, PD, PT filled, then one store in the PML4 */
     fx_init(&f, 64, true, true);
     check_no_torn_state(&f, &fresh, w2, 1);
+    /* pruning it: the 4K leaf cleared, the PT unlinked, the 2M leaf cleared,
+     * the PD and the PDPT unlinked: one store each (the retired pages' list
+     * links land in pages no longer reachable) */
+    ept_flush_done(&f.e);
+    check_no_torn_state(&f, &prune, w2, 5);
     fx_fini(&f);
 }
 
@@ -616,7 +744,14 @@ static void test_random_vs_model(void **state)
             for (p = first; p < first + cnt; p++)
                 ref[p] = (struct ref_page){true, hpa + (uint64_t)(p - first) * 4096, pr, mt};
         } else if (kind == 1) {
-            assert_int_equal(ept_unmap(&f.e, gpa, size), 0);
+            /* half of them prune; INVEPT (flush_done) only now and then, so
+             * retired pages wait across later operations */
+            if (rnd() & 1)
+                assert_int_equal(ept_unmap_prune(&f.e, gpa, size), 0);
+            else
+                assert_int_equal(ept_unmap(&f.e, gpa, size), 0);
+            if (!(rnd() & 3))
+                ept_flush_done(&f.e);
             for (p = first; p < first + cnt; p++)
                 ref[p].used = false;
         } else {
@@ -662,6 +797,8 @@ int main(void)
         cmocka_unit_test(test_split_on_map),
         cmocka_unit_test(test_protect),
         cmocka_unit_test(test_unmap_remap),
+        cmocka_unit_test(test_unmap_prune),
+        cmocka_unit_test(test_five_levels),
         cmocka_unit_test(test_alloc_failure_every_point),
         cmocka_unit_test(test_no_torn_state),
         cmocka_unit_test(test_random_vs_model),

@@ -113,7 +113,7 @@ static void dump_push(struct tree_dump *d, uint64_t a, uint64_t b, uint64_t c)
 
 static bool is_table(uint64_t v, unsigned level)
 {
-    return (v & EPT_SW_USED) && level > 1 && (level == 4 || !(v & VMX_EPT_PAGE_SIZE_MASK));
+    return (v & EPT_SW_USED) && level > 1 && (level >= 4 || !(v & VMX_EPT_PAGE_SIZE_MASK));
 }
 
 static void dump_table(const struct ept *e, uint64_t pa, unsigned level, struct tree_dump *d,
@@ -137,7 +137,7 @@ static void dump_table(const struct ept *e, uint64_t pa, unsigned level, struct 
 void tree_dump(const struct ept *e, struct tree_dump *d)
 {
     d->n = 0;
-    dump_table(e, e->root_pa, 4, d, NULL, NULL);
+    dump_table(e, e->root_pa, e->levels, d, NULL, NULL);
 }
 
 bool tree_equal(const struct tree_dump *a, const struct tree_dump *b)
@@ -155,6 +155,6 @@ bool slot_reachable(const struct ept *e, const uint64_t *slot)
 {
     bool found = false;
 
-    dump_table(e, e->root_pa, 4, NULL, slot, &found);
+    dump_table(e, e->root_pa, e->levels, NULL, slot, &found);
     return found;
 }

@@ -23,6 +23,8 @@
 
 enum ept_op { EPT_OP_MAP, EPT_OP_UNMAP, EPT_OP_PROTECT };
 
+#define EPT_LEVEL_MAX 5u
+
 struct ept_req {
     enum ept_op op;
     bool commit;    /* false: plan pass, nothing is written */
@@ -32,6 +34,7 @@ struct ept_req {
     uint64_t attrs;     /* MAP: RWX | memory type | IPAT; PROTECT: RWX */
     unsigned long need; /* plan: table pages the commit will take */
     bool narrowed;      /* a permission was removed */
+    bool prune;         /* UNMAP: unlink tables left empty (ept_unmap_prune) */
     int err;
 };
 
@@ -61,10 +64,10 @@ static bool entry_used(uint64_t v)
     return (v & EPT_SW_USED) != 0;
 }
 
-/* a leaf maps memory: every PTE, a PDE/PDPTE with bit 7; a PML4E never is one */
+/* a leaf maps memory: every PTE, a PDE/PDPTE with bit 7; a PML4E/PML5E never is one */
 static bool entry_is_leaf(uint64_t v, unsigned level)
 {
-    if (!entry_used(v) || level == EPT_LEVELS)
+    if (!entry_used(v) || level >= 4)
         return false;
     return level == 1 || (v & VMX_EPT_PAGE_SIZE_MASK);
 }
@@ -166,6 +169,36 @@ static uint64_t *take_spare(struct ept *e, uint64_t *pa)
     return va;
 }
 
+static bool table_empty(const uint64_t *t)
+{
+    unsigned i;
+
+    for (i = 0; i < EPT_ENTRIES; i++)
+        if (entry_used(entry_read(&t[i])))
+            return false;
+    return true;
+}
+
+/*
+ * Unlink the empty table that entry 'cur' at 'level' points to: one store
+ * makes it unreachable, then the page waits on the retired list until the
+ * caller's INVEPT (ept_flush_done()) before it can be reused.  Its word 0 holds
+ * the list link: a 4 KiB aligned address has bits 2:0 (and bit 10) clear, so
+ * to a CPU that still walks the page through a stale paging-structure cache
+ * entry 0 is as not present as the other 511 (SDM Vol. 3C 28.2.2).
+ */
+static void retire(struct ept *e, unsigned level, uint64_t *slot, uint64_t cur)
+{
+    uint64_t pa = cur & EPT_ADDR_MASK;
+
+    entry_write(e, level, slot, cur, 0);
+    e->flush_needed = true; /* a present table entry went away */
+    e->nr_tables--;
+    word_store(e, &table_va(e, pa)[0], e->retired_pa);
+    e->retired_pa = pa;
+    e->nr_retired++;
+}
+
 /* What to do with entry 'cur' (covering [eb, eb + size)) for request r. */
 static enum ept_step decide(const struct ept *e, const struct ept_req *r, unsigned level,
                             uint64_t cur, uint64_t eb, uint64_t *want)
@@ -241,9 +274,14 @@ static void walk(struct ept *e, struct ept_req *r, unsigned level, uint64_t *tab
                 e->flush_needed = true; /* a present translation changed */
             entry_write(e, level, &table[i], cur, want);
             break;
-        case STEP_DESCEND:
-            walk(e, r, level - 1, table_va(e, cur & EPT_ADDR_MASK), 0, eb);
+        case STEP_DESCEND: {
+            uint64_t *t = table_va(e, cur & EPT_ADDR_MASK);
+
+            walk(e, r, level - 1, t, 0, eb);
+            if (r->commit && r->prune && table_empty(t))
+                retire(e, level, &table[i], cur);
             break;
+        }
         case STEP_SPLIT:
             if (!r->commit) {
                 r->need++;
@@ -274,7 +312,7 @@ static int run(struct ept *e, struct ept_req *r)
     int rc;
 
     r->commit = false;
-    walk(e, r, EPT_LEVELS, e->root, 0, 0);
+    walk(e, r, e->levels, e->root, 0, 0);
     if (r->err)
         return r->err;
     rc = ept_reserve(e, r->need);
@@ -282,14 +320,14 @@ static int run(struct ept *e, struct ept_req *r)
         return rc;
     r->commit = true;
     r->narrowed = false;
-    walk(e, r, EPT_LEVELS, e->root, 0, 0);
+    walk(e, r, e->levels, e->root, 0, 0);
     EPT_BUG_ON(r->err);
     return 0;
 }
 
 static int check_gpa_range(const struct ept *e, uint64_t gpa, uint64_t size)
 {
-    const uint64_t gpa_limit = 1ull << EPT_GPA_BITS;
+    const uint64_t gpa_limit = ept_gpa_limit(e);
 
     if (!e->root || size == 0 || ((gpa | size) & (EPT_PAGE_SIZE - 1)))
         return EPT_EINVAL;
@@ -311,6 +349,7 @@ int ept_init(struct ept *e, const struct ept_ops *ops, bool has_1g, bool has_2m)
     e->has_1g = has_1g && has_2m;
     e->has_2m = has_2m;
     e->maxphyaddr = 52;
+    e->levels = EPT_LEVELS;
     rc = ept_reserve(e, 1);
     if (rc)
         return rc;
@@ -336,6 +375,16 @@ int ept_set_maxphyaddr(struct ept *e, unsigned bits)
         pa = entry_read(&table_va(e, pa)[0]);
     }
     e->maxphyaddr = bits;
+    return 0;
+}
+
+int ept_set_levels(struct ept *e, unsigned levels)
+{
+    if (!e->root || (levels != 4 && levels != EPT_LEVEL_MAX))
+        return EPT_EINVAL;
+    if (e->nr_tables != 1 || e->nr_leaves[0] || e->nr_leaves[1] || e->nr_leaves[2])
+        return EPT_EINVAL;
+    e->levels = levels; /* the empty root is now a PML5 (or a PML4 again) */
     return 0;
 }
 
@@ -366,6 +415,30 @@ int ept_unmap(struct ept *e, uint64_t gpa, uint64_t size)
     return rc ? rc : run(e, &r);
 }
 
+int ept_unmap_prune(struct ept *e, uint64_t gpa, uint64_t size)
+{
+    struct ept_req r = {.op = EPT_OP_UNMAP, .start = gpa, .end = gpa + size, .prune = true};
+    int rc = check_gpa_range(e, gpa, size);
+
+    return rc ? rc : run(e, &r);
+}
+
+void ept_flush_done(struct ept *e)
+{
+    e->flush_needed = false;
+    /* the CPU has forgotten every unlinked table: they may be reused */
+    while (e->nr_retired) {
+        uint64_t pa = e->retired_pa;
+        uint64_t *va = table_va(e, pa);
+
+        e->retired_pa = entry_read(&va[0]);
+        e->nr_retired--;
+        word_store(e, &va[0], e->spare_pa);
+        e->spare_pa = pa;
+        e->nr_spare++;
+    }
+}
+
 int ept_protect(struct ept *e, uint64_t gpa, uint64_t size, unsigned perms, bool *narrowed)
 {
     struct ept_req r = {.op = EPT_OP_PROTECT, .start = gpa, .end = gpa + size, .attrs = perms};
@@ -386,9 +459,9 @@ int ept_translate(const struct ept *e, uint64_t gpa, uint64_t *hpa, unsigned *pe
     const uint64_t *t = e->root;
     unsigned level;
 
-    if (!t || gpa >= (1ull << EPT_GPA_BITS))
+    if (!t || gpa >= ept_gpa_limit(e))
         return EPT_EINVAL;
-    for (level = EPT_LEVELS; level >= 1; level--) {
+    for (level = e->levels; level >= 1; level--) {
         uint64_t v = entry_read(&t[EPT_INDEX(gpa, level)]);
 
         if (!entry_used(v))
@@ -413,5 +486,6 @@ int ept_translate(const struct ept *e, uint64_t gpa, uint64_t *hpa, unsigned *pe
 
 uint64_t ept_eptp(const struct ept *e)
 {
-    return e->root_pa | VMX_EPTP_PWL_4 | VMX_EPTP_MT_WB;
+    return e->root_pa | (e->levels == EPT_LEVEL_MAX ? VMX_EPTP_PWL_5 : VMX_EPTP_PWL_4) |
+           VMX_EPTP_MT_WB;
 }

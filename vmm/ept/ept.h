@@ -16,9 +16,14 @@
  *  - no EPT misconfiguration by construction (SDM Vol. 3C 28.2.3.1): W or X
  *    without R, reserved memory types, 1 GiB/2 MiB pages the CPU lacks and
  *    addresses above MAXPHYADDR are refused;
- *  - table pages are never freed: a table, once linked, stays (later maps
- *    into that range use it), so no page can be reused while the CPU's
- *    paging-structure caches may still point at it.
+ *  - a table, once linked, stays (later maps into that range use it), except
+ *    under ept_unmap_prune(): a table that call leaves with no entry in use
+ *    is unlinked by one store and put on a *retired* list.  A retired page is
+ *    never written again (but for its not-present word 0, the list link) and
+ *    is reused only after ept_flush_done(), i.e. after the caller's INVEPT
+ *    made the CPU forget every cached pointer to it (SDM Vol. 3C 28.4.3.1);
+ *    so no page can be reused while the CPU's paging-structure caches may
+ *    still point at it.  Table pages are never handed back to the allocator.
  * Errors are negative errno values (EPT_E*); 0 is success.
  */
 #ifndef PTV_EPT_H
@@ -69,10 +74,14 @@ struct ept {
     bool has_1g;         /* EPT_VPID_CAP bit 17 (and has_2m) */
     bool has_2m;         /* EPT_VPID_CAP bit 16 */
     unsigned maxphyaddr; /* CPUID 0x80000008 EAX[7:0]; 52 until ept_set_maxphyaddr() */
+    unsigned levels;     /* 4, or 5 after ept_set_levels() */
     bool flush_needed;   /* a translation was narrowed, changed or split: INVEPT */
     /* pages obtained by a reservation and not used yet, linked through word 0 */
     uint64_t spare_pa;
     unsigned nr_spare;
+    /* tables unlinked by ept_unmap_prune(), reusable after the next INVEPT */
+    uint64_t retired_pa;
+    unsigned nr_retired;
     /* counters */
     unsigned long nr_tables;    /* linked table pages, the PML4 included */
     unsigned long nr_leaves[3]; /* entries in use per page size: [0] 4K, [1] 2M, [2] 1G */
@@ -81,6 +90,11 @@ struct ept {
 /* Set up an empty EPT (allocates the PML4). */
 int ept_init(struct ept *e, const struct ept_ops *ops, bool has_1g, bool has_2m)
     __attribute__((warn_unused_result));
+/*
+ * Use a 5-level walk (levels 5; EPT_VPID_CAP bit 7): GPAs up to 2^57, EPTP
+ * page-walk length 5.  Refused once anything is mapped.  (4 = the default.)
+ */
+int ept_set_levels(struct ept *e, unsigned levels) __attribute__((warn_unused_result));
 /* Tell the builder the CPU's MAXPHYADDR (36..52); refused once anything is mapped. */
 int ept_set_maxphyaddr(struct ept *e, unsigned bits) __attribute__((warn_unused_result));
 
@@ -95,6 +109,12 @@ int ept_map(struct ept *e, uint64_t gpa, uint64_t hpa, uint64_t size, unsigned p
             unsigned memtype) __attribute__((warn_unused_result));
 /* Make [gpa, gpa+size) not present, splitting huge pages at the ends; holes are fine. */
 int ept_unmap(struct ept *e, uint64_t gpa, uint64_t size) __attribute__((warn_unused_result));
+/*
+ * ept_unmap(), then unlink every table below the root the call left with no
+ * entry in use; those pages are retired until ept_flush_done() (see the rules
+ * above).  INVEPT is then needed (ept_flush_needed()).
+ */
+int ept_unmap_prune(struct ept *e, uint64_t gpa, uint64_t size) __attribute__((warn_unused_result));
 /*
  * Set the permissions of every page in [gpa, gpa+size) to perms (0 allowed:
  * the entries keep address and type but are not present to the CPU).  The
@@ -122,10 +142,19 @@ static inline bool ept_flush_needed(const struct ept *e)
 {
     return e->flush_needed;
 }
-/* the caller has executed INVEPT (single-context, this EPTP) */
-static inline void ept_flush_done(struct ept *e)
+/* the caller has executed INVEPT (single-context, this EPTP): retired tables become spare */
+void ept_flush_done(struct ept *e);
+
+/* the GPAs the walk translates: [0, 2^48) with 4 levels, [0, 2^57) with 5 */
+static inline uint64_t ept_gpa_limit(const struct ept *e)
 {
-    e->flush_needed = false;
+    return 1ull << (12u + 9u * e->levels);
+}
+
+/* pool pages the EPT holds: linked tables, spares, retired tables */
+static inline unsigned long ept_pages_held(const struct ept *e)
+{
+    return e->nr_tables + e->nr_spare + e->nr_retired;
 }
 
 #endif

@@ -10,19 +10,21 @@
  *   level 3 PDPTE (1 GiB leaf if bit 7 = 1)
  *   level 2 PDE   (2 MiB leaf if bit 7 = 1)
  *   level 1 PTE   (4 KiB leaf)
+ * A 5-level walk (EPT_VPID_CAP bit 7, ept_set_levels()) adds level 5, the
+ * PML5E (256 TiB each, never a leaf), and translates GPA bits 56:0.
  */
 #ifndef PTV_EPT_ENTRY_H
 #define PTV_EPT_ENTRY_H
 
 #include <stdint.h>
 
-#define EPT_LEVELS         4
+#define EPT_LEVELS         4 /* the default walk; struct ept.levels is 4 or 5 */
 #define EPT_ENTRIES        512u
 #define EPT_PAGE_SIZE      4096ull
 #define EPT_LEVEL_SHIFT(l) (12u + 9u * ((unsigned)(l)-1u)) /* 12, 21, 30, 39 */
 #define EPT_LEVEL_SIZE(l)  (1ull << EPT_LEVEL_SHIFT(l))    /* bytes mapped by one entry */
 #define EPT_INDEX(gpa, l)  ((unsigned)(((gpa) >> EPT_LEVEL_SHIFT(l)) & (EPT_ENTRIES - 1u)))
-#define EPT_GPA_BITS       48u /* a 4-level walk translates GPA bits 47:0 */
+#define EPT_GPA_BITS       48u /* a 4-level walk translates GPA bits 47:0 (5-level: 56:0) */
 
 /* bits common to all entries */
 #define VMX_EPT_READABLE_MASK   (1ull << 0)
@@ -49,6 +51,7 @@
 /* EPTP (VMCS field EPT_POINTER), SDM Vol. 3C 24.6.11; pt-facts.md G.6 */
 #define VMX_EPTP_MT_WB         6ull        /* paging structures WB (EPT_VPID_CAP bit 14) */
 #define VMX_EPTP_PWL_4         (3ull << 3) /* page-walk length - 1 */
+#define VMX_EPTP_PWL_5         (4ull << 3) /* 5-level walk (EPT_VPID_CAP bit 7) */
 #define VMX_EPTP_AD_ENABLE_BIT (1ull << 6) /* not set: no accessed/dirty flags */
 
 #endif

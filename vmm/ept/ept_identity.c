@@ -116,12 +116,16 @@ static int check_ranges(const struct ptv_mem_range *mem, unsigned n, uint64_t *e
 static void pass(struct ident *id, bool commit)
 {
     uint64_t p;
+    bool any = false;
 
     id->commit = commit;
     id->tables = 0;
     id->err = 0;
     for (p = 0; p < id->top && !id->err; p += EPT_LEVEL_SIZE(EPT_LEVELS))
-        build(id, p, EPT_LEVELS);
+        any |= build(id, p, EPT_LEVELS);
+    /* a 5-level walk: the PML4 below PML5 entry 0 (top <= 2^48) */
+    if (any && id->e->levels > EPT_LEVELS)
+        id->tables++;
 }
 
 int ept_build_identity(struct ept *e, const struct ptv_mem_range *mem, unsigned n,

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/* On-demand maps above the identity map in bounded memory (see ept_ondemand.h). */
+#include "ept/ept_ondemand.h"
+#include "ept/ept_entry.h"
+
+#define GIB EPT_LEVEL_SIZE(3)
+
+int ept_od_init(struct ept_od *od, const struct ept *e, const struct mtrr_state *mtrr,
+                uint64_t floor, uint64_t limit, unsigned long max_tables,
+                void (*flush)(void *ctx, struct ept *e), void *ctx)
+{
+    *od = (struct ept_od){0};
+    if (!e || !e->root || !mtrr || !flush || mtrr_check(mtrr))
+        return EPT_EINVAL;
+    if ((floor | limit) & (GIB - 1) || floor >= limit || limit > ept_gpa_limit(e) ||
+        limit > (1ull << mtrr->maxphyaddr))
+        return EPT_EINVAL;
+    if (max_tables < e->levels - 1u)
+        return EPT_EINVAL;
+    *od = (struct ept_od){.floor = floor,
+                          .limit = limit,
+                          .max_tables = max_tables,
+                          .mtrr = mtrr,
+                          .flush = flush,
+                          .ctx = ctx};
+    return 0;
+}
+
+/* the largest block around gpa with one memory type that the CPU can map as one leaf */
+static void choose_block(const struct ept_od *od, const struct ept *e, uint64_t gpa,
+                         struct ept_od_map *m)
+{
+    static const unsigned levels[] = {3, 2};
+    unsigned i;
+
+    for (i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
+        uint64_t size = EPT_LEVEL_SIZE(levels[i]);
+
+        if ((levels[i] == 3 && !e->has_1g) || (levels[i] == 2 && !e->has_2m))
+            continue;
+        /* floor and limit are 1 GiB aligned: the block lies inside [floor, limit) */
+        m->base = gpa & ~(size - 1);
+        m->size = size;
+        if (mtrr_range_type(od->mtrr, m->base, size, &m->type) == 0)
+            return;
+    }
+    m->base = gpa & ~(EPT_PAGE_SIZE - 1);
+    m->size = EPT_PAGE_SIZE;
+    if (mtrr_range_type(od->mtrr, m->base, m->size, &m->type))
+        m->type = EPT_MT_UC; /* not expected: a 4 KiB page has one type */
+}
+
+int ept_od_drop_all(struct ept_od *od, struct ept *e)
+{
+    /* whole aligned blocks: nothing splits, so nothing is allocated */
+    int rc = ept_unmap_prune(e, od->floor, od->limit - od->floor);
+
+    if (rc)
+        return rc;
+    /* every table wholly above floor is an on-demand one (the invariant in
+     * ept_ondemand.h), and the prune unlinked them all */
+    od->tables = 0;
+    od->drops++;
+    if (ept_flush_needed(e))
+        od->flush(od->ctx, e); /* INVEPT: the retired tables become spare pages */
+    return 0;
+}
+
+static int map_block(struct ept_od *od, struct ept *e, const struct ept_od_map *m)
+{
+    unsigned long before = e->nr_tables;
+    int rc = ept_map(e, m->base, m->base, m->size, EPT_RWX, m->type);
+
+    if (!rc)
+        od->tables += e->nr_tables - before;
+    return rc;
+}
+
+int ept_od_fault(struct ept_od *od, struct ept *e, uint64_t gpa, struct ept_od_map *m)
+{
+    const unsigned long worst = e->levels - 1u; /* tables below the root one map may link */
+    int rc;
+
+    *m = (struct ept_od_map){0};
+    if (gpa < od->floor || gpa >= od->limit)
+        return EPT_ENOENT;
+    choose_block(od, e, gpa, m);
+    if (od->tables + worst > od->max_tables) {
+        rc = ept_od_drop_all(od, e);
+        if (rc)
+            return rc;
+        m->dropped = true;
+    }
+    rc = map_block(od, e, m);
+    if (rc == EPT_ENOMEM && !m->dropped) {
+        /* the pool is short: our own tables are the pages we can reuse */
+        rc = ept_od_drop_all(od, e);
+        if (rc)
+            return rc;
+        m->dropped = true;
+        rc = map_block(od, e, m);
+    }
+    if (!rc)
+        od->maps++;
+    return rc;
+}
