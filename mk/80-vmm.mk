@@ -31,9 +31,14 @@ ALL_TARGETS += $(VMM_ELF)
 HOST_TESTS += test_vmcs_fields test_vmx_controls test_guest_policy test_guest_check
 test_vmcs_fields_SRCS := tests/unit/test_vmcs_fields.c vmm/vmx/vmcs_table.c
 test_vmx_controls_SRCS := tests/unit/test_vmx_controls.c vmm/vmx/vmx_controls.c
-test_guest_policy_SRCS := tests/unit/test_guest_policy.c vmm/vmx/guest_policy.c vmm/pt/pt_caps.c \
+test_guest_policy_SRCS := tests/unit/test_guest_policy.c vmm/vmx/guest_policy.c vmm/vmx/emul_policy.c vmm/pt/pt_caps.c \
                           vmm/pt/pt_msr.c vmm/pt/pt_ctl_policy.c
 FUZZERS += fuzz_guest_policy
-fuzz_guest_policy_SRCS := tests/fuzz/fuzz_guest_policy.c vmm/vmx/guest_policy.c vmm/pt/pt_caps.c \
+fuzz_guest_policy_SRCS := tests/fuzz/fuzz_guest_policy.c vmm/vmx/guest_policy.c vmm/vmx/emul_policy.c vmm/pt/pt_caps.c \
                           vmm/pt/pt_msr.c vmm/pt/pt_ctl_policy.c
 test_guest_check_SRCS := tests/unit/test_guest_check.c vmm/vmx/guest_check.c
+# the architectural rules of emulated CPU state (issue 7): RIP/RF/TF, CR0/CR4, APIC base, MTRRs
+HOST_TESTS += test_emul_policy
+test_emul_policy_SRCS := tests/unit/test_emul_policy.c vmm/vmx/emul_policy.c
+FUZZERS += fuzz_emul_policy
+fuzz_emul_policy_SRCS := tests/fuzz/fuzz_emul_policy.c vmm/vmx/emul_policy.c

@@ -129,7 +129,10 @@ void host_exception(struct exc_frame *f)
         host_nmi_pending = 1;
         return;
     }
-    for (const struct extable_entry *e = __extable_start; e < __extable_end; e++) {
+    /* only #GP and #UD of an instruction with a fix-up are expected (a probed MSR or XSETBV
+     * value); any other vector there is a real fault and must not be swallowed */
+    for (const struct extable_entry *e = __extable_start;
+         (f->vector == 13 || f->vector == 6) && e < __extable_end; e++) {
         uint64_t insn = (uint64_t)(uintptr_t)&e->insn + (int64_t)e->insn;
         if (insn == f->rip) {
             f->rip = (uint64_t)(uintptr_t)&e->fixup + (int64_t)e->fixup;

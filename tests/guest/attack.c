@@ -109,8 +109,7 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
         return EFI_ABORTED;
     }
     atk_vmm_base = r.rbx, atk_vmm_size = r.rcx, atk_canary_pa = r.rdx;
-    report_info("VMM at 0x%lx size 0x%lx canary 0x%lx", atk_vmm_base, atk_vmm_size,
-                atk_canary_pa);
+    report_info("VMM at 0x%lx size 0x%lx canary 0x%lx", atk_vmm_base, atk_vmm_size, atk_canary_pa);
     aftermath("boot");
     unsigned n = 0;
     for (unsigned g = 0; g < sizeof(groups) / sizeof(groups[0]); g++)

@@ -56,9 +56,9 @@ extern uint64_t atk_vmm_base, atk_vmm_size, atk_canary_pa;
 /* log lines the VMM has written so far (PTV_VMCALL_VMM_STATS RDX) */
 uint64_t atk_vmm_log_lines(void);
 
-#define X86_RFLAGS_TF (1ull << 8)
-#define X86_RFLAGS_IF (1ull << 9)
-#define X86_RFLAGS_RF (1ull << 16)
+#define X86_RFLAGS_TF ((uint64_t)1 << 8)
+#define X86_RFLAGS_IF ((uint64_t)1 << 9)
+#define X86_RFLAGS_RF ((uint64_t)1 << 16)
 
 /* the groups (attack_*.c) */
 extern const struct attack attacks_cpu[];

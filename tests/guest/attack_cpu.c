@@ -1,7 +1,248 @@
 // SPDX-License-Identifier: MIT
-/* attack.efi group "cpu" (attack.h). */
+/*
+ * attack.efi group "cpu": CPU state the VMM emulates (issue 7 items 7, 8, 9).
+ * The guest runs instructions that always exit (CPUID, MOV CR0 that touches a
+ * VMM-owned bit, VMX instructions) in corners where the emulation must match
+ * hardware: RIP wrap at 4 GiB outside 64-bit mode, TF / RF around the emulated
+ * instruction, RF in the frame of an injected fault, every #GP rule of MOV CR0.
+ */
 #include "attack.h"
 
+#define HIDDEN __attribute__((visibility("hidden")))
+extern HIDDEN char atk_compat_code[], atk_compat_back[], atk_tf_after[], atk_rf_after[],
+    atk_bp_target[];
+extern HIDDEN uint32_t atk_compat_regs[4];
+HIDDEN void atk_compat_cpuid(uint64_t sel32, void *farptr);
+HIDDEN void atk_tf_cpuid(void);
+HIDDEN void atk_rf_cpuid(void);
+HIDDEN void atk_bp_nop(void);
+
+#define CR0_NE (1ull << 5)
+#define CR0_NW (1ull << 29)
+#define CR0_CD (1ull << 30)
+#define CR0_PG (1ull << 31)
+#define CR0_PE (1ull << 0)
+#define DR6_BS (1ull << 14)
+#define DR6_B0 (1ull << 0)
+#define VEC_DB 1
+#define VEC_UD 6
+#define VEC_GP 13
+
+struct __attribute__((packed)) dtr {
+    uint16_t limit;
+    uint64_t base;
+};
+
+static uint64_t read_cr0(void)
+{
+    uint64_t v;
+    __asm__ volatile("mov %%cr0, %0" : "=r"(v));
+    return v;
+}
+
+static void write_cr0_fn(void *arg)
+{
+    __asm__ volatile("mov %0, %%cr0" ::"r"(*(uint64_t *)arg) : "memory");
+}
+
+/* ---- item 7: RIP wraps at 4 GiB after an emulated instruction in compatibility mode ---- */
+
+static uint64_t gdt_copy[64] __attribute__((aligned(16)));
+static struct __attribute__((packed)) {
+    uint32_t off;
+    uint16_t sel;
+} farptr;
+
+struct compat_arg {
+    uint16_t sel32;
+};
+
+static void compat_fn(void *arg)
+{
+    atk_compat_cpuid(((struct compat_arg *)arg)->sel32, &farptr);
+}
+
+static void atk_rip_wrap(void)
+{
+    struct dtr gdtr, mine;
+    uint16_t cs;
+    __asm__ volatile("sgdt %0" : "=m"(gdtr));
+    __asm__ volatile("mov %%cs, %0" : "=r"(cs));
+    unsigned n = (gdtr.limit + 1) / 8;
+    uint64_t code = (uint64_t)atk_compat_code;
+    if (n + 1 > 64 || code >> 32 || (uint64_t)atk_compat_back >> 32 || (uint64_t)&farptr >> 32) {
+        report_skip("compat-mode CPUID: GDT too large or code above 4 GiB");
+        return;
+    }
+    for (unsigned i = 0; i < n; i++)
+        gdt_copy[i] = ((uint64_t *)gdtr.base)[i];
+    /* 32-bit code, DPL 0, G, limit 4 GiB - 1, base = code + 2: EIP 0xfffffffe is `code` */
+    uint32_t base = (uint32_t)code + 2;
+    gdt_copy[n] = 0xffffull | ((uint64_t)(base & 0xffffff) << 16) | (0x9aull << 40) |
+                  (0xcfull << 48) | ((uint64_t)(base >> 24) << 56);
+    mine = (struct dtr){(uint16_t)((n + 1) * 8 - 1), (uint64_t)gdt_copy};
+    farptr.off = (uint32_t)(uint64_t)atk_compat_back;
+    farptr.sel = cs;
+    struct cpuid_regs want = cpuid(0, 0);
+    struct compat_arg a = {.sel32 = (uint16_t)(n * 8)};
+    __asm__ volatile("lgdt %0" ::"m"(mine) : "memory");
+    int v = atk_try(compat_fn, &a);
+    __asm__ volatile("lgdt %0" ::"m"(gdtr) : "memory");
+    report(v == ATK_NONE && atk_compat_regs[0] == want.eax && atk_compat_regs[1] == want.ebx,
+           "CPUID at EIP 0xfffffffe (compat) goes on at EIP 0 (vector %d)", v);
+}
+
+/* ---- item 7: TF single-step over an emulated instruction ---- */
+
+static void tf_fn(void *arg)
+{
+    atk_tf_cpuid();
+}
+
+static void atk_tf_step(void)
+{
+    int v = atk_try(tf_fn, 0);
+    uint64_t dr6;
+    __asm__ volatile("mov %%dr6, %0" : "=r"(dr6));
+    __asm__ volatile("mov %0, %%dr6" ::"r"(0xffff0ff0ull));
+    report(v == VEC_DB && atk_fault.rip == (uint64_t)atk_tf_after && (dr6 & DR6_BS),
+           "TF over CPUID: #DB right after it (vector %d, %s, DR6 0x%lx)", v,
+           atk_fault.rip == (uint64_t)atk_tf_after ? "at next insn" : "elsewhere", dr6);
+}
+
+/* ---- item 7: RF cleared by the emulated instruction ---- */
+
+static void bp_fn(void *arg)
+{
+    atk_bp_nop();
+}
+
+static void rf_fn(void *arg)
+{
+    atk_rf_cpuid();
+}
+
+static int run_with_dr0(void (*fn)(void *), uint64_t addr, uint64_t *dr6)
+{
+    __asm__ volatile("mov %0, %%dr6" ::"r"(0xffff0ff0ull));
+    __asm__ volatile("mov %0, %%dr0" ::"r"(addr));
+    __asm__ volatile("mov %0, %%dr7" ::"r"(0x401ull)); /* L0, execute, 1 byte */
+    int v = atk_try(fn, 0);
+    __asm__ volatile("mov %0, %%dr7" ::"r"(0x400ull));
+    __asm__ volatile("mov %%dr6, %0" : "=r"(*dr6));
+    __asm__ volatile("mov %0, %%dr6" ::"r"(0xffff0ff0ull));
+    return v;
+}
+
+static void atk_rf_clear(void)
+{
+    uint64_t dr6;
+    /* control: does this CPU (model) honour execute breakpoints at all? */
+    int c = run_with_dr0(bp_fn, (uint64_t)atk_bp_target, &dr6);
+    if (c != VEC_DB) {
+        report_skip("RF after CPUID: DR0 execute breakpoints do not fire here (vector %d)", c);
+        return;
+    }
+    int v = run_with_dr0(rf_fn, (uint64_t)atk_rf_after, &dr6);
+    report(v == VEC_DB && atk_fault.rip == (uint64_t)atk_rf_after && (dr6 & DR6_B0),
+           "RF=1 on CPUID: cleared, breakpoint after it hits (vector %d)", v);
+}
+
+/* ---- item 9: faults the VMM injects push RF = 1, as native faults do ---- */
+
+static void native_gp_fn(void *arg)
+{
+    __asm__ volatile("movq (%0), %%rax" ::"r"(0x8000000000000000ull) : "rax", "memory");
+}
+
+static void vmx_msr_fn(void *arg)
+{
+    uint32_t lo, hi;
+    __asm__ volatile("rdmsr" : "=a"(lo), "=d"(hi) : "c"(0x480) : "memory");
+}
+
+static void vmxoff_fn(void *arg)
+{
+    __asm__ volatile("vmxoff" ::: "cc", "memory");
+}
+
+static void atk_rf_injected(void)
+{
+    int n = atk_try(native_gp_fn, 0);
+    uint64_t native = atk_fault.rflags;
+    int g = atk_try(vmx_msr_fn, 0);
+    uint64_t gp = atk_fault.rflags;
+    int u = atk_try(vmxoff_fn, 0);
+    uint64_t ud = atk_fault.rflags;
+    report(n == VEC_GP && g == VEC_GP && u == VEC_UD,
+           "native #GP, injected #GP and #UD raised (%d %d %d)", n, g, u);
+    report((native & X86_RFLAGS_RF) == (gp & X86_RFLAGS_RF) && (gp & X86_RFLAGS_RF) &&
+               (ud & X86_RFLAGS_RF),
+           "injected #GP/#UD push RF=1 like native #GP (%lx %lx %lx)", native & X86_RFLAGS_RF,
+           gp & X86_RFLAGS_RF, ud & X86_RFLAGS_RF);
+}
+
+/* ---- item 8: MOV CR0 rules when the write exits (it touches CR0.NE, which VMX owns) ---- */
+
+static void cr0_case(const char *what, uint64_t val, bool gp)
+{
+    uint64_t before = read_cr0();
+    int v = atk_try(write_cr0_fn, &val);
+    uint64_t after = read_cr0();
+    if (after != before) /* put it back whatever happened */
+        atk_try(write_cr0_fn, &before);
+    if (gp)
+        report(v == VEC_GP && after == before, "MOV CR0 %s: #GP, CR0 kept (vector %d)", what, v);
+    else
+        report(v == ATK_NONE && after == (val | (1ull << 4)), "MOV CR0 %s: accepted (vector %d)",
+               what, v);
+}
+
+static void atk_cr0_bit32(void)
+{
+    cr0_case("bit 32 set", (read_cr0() & ~CR0_NE) | (1ull << 32), true);
+}
+
+static void atk_cr0_pg_no_pe(void)
+{
+    cr0_case("PG without PE", read_cr0() & ~(CR0_NE | CR0_PE), true);
+}
+
+static void atk_cr0_nw_no_cd(void)
+{
+    cr0_case("NW without CD", (read_cr0() & ~(CR0_NE | CR0_CD)) | CR0_NW, true);
+}
+
+static void atk_cr0_pg_off_64(void)
+{
+    cr0_case("PG cleared in 64-bit mode", read_cr0() & ~(CR0_NE | CR0_PG), true);
+}
+
+static void atk_cr0_ne_off(void)
+{
+    cr0_case("NE cleared (legal)", read_cr0() & ~CR0_NE, false);
+}
+
+static void atk_cr4_reserved(void)
+{
+    uint64_t cr4 = read_cr4();
+    int v = write_cr4_trap(cr4 | (1ull << 31));
+    uint64_t after = read_cr4();
+    if (after != cr4)
+        write_cr4(cr4);
+    report(v == TRAP_GP && after == cr4, "MOV CR4 reserved bit 31: #GP, CR4 kept (vector %d)", v);
+}
+
 const struct attack attacks_cpu[] = {
+    {"compat-mode CPUID at EIP 0xfffffffe", atk_rip_wrap},
+    {"TF single-step over CPUID", atk_tf_step},
+    {"RF=1 on CPUID then a breakpoint", atk_rf_clear},
+    {"RF in injected fault frames", atk_rf_injected},
+    {"MOV CR0 bit 32", atk_cr0_bit32},
+    {"MOV CR0 PG without PE", atk_cr0_pg_no_pe},
+    {"MOV CR0 NW without CD", atk_cr0_nw_no_cd},
+    {"MOV CR0 PG off in 64-bit mode", atk_cr0_pg_off_64},
+    {"MOV CR0 NE off (legal)", atk_cr0_ne_off},
+    {"MOV CR4 reserved bit", atk_cr4_reserved},
     {0},
 };

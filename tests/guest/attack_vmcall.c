@@ -1,7 +1,103 @@
 // SPDX-License-Identifier: MIT
-/* attack.efi group "vmcall" (attack.h). */
+/*
+ * attack.efi group "vmcall" (issue 7 item 10): the VMCALL ABI from CPL 3 and
+ * as a flood.  Everything but VERSION is CPL 0 only (EPERM, RBX untouched);
+ * no VMCALL prints on the guest's behalf, so a flood leaves the VMM's line
+ * count as it was.
+ */
+#include "ptv/vmcall.h"
+
 #include "attack.h"
+#include "user.h"
+
+static void atk_cpl3_calls(void)
+{
+    static const struct {
+        uint64_t fn;
+        const char *name;
+    } calls[] = {
+        {PTV_VMCALL_EXIT_STATS, "EXIT_STATS"},     {PTV_VMCALL_VMM_RANGE, "VMM_RANGE"},
+        {PTV_VMCALL_CHECK_CANARY, "CHECK_CANARY"}, {PTV_VMCALL_EPT_BLOCKED, "EPT_BLOCKED"},
+        {PTV_VMCALL_VMM_STATS, "VMM_STATS"},       {PTV_VMCALL_SELFCHECK, "SELFCHECK"},
+        {PTV_VMCALL_TRACE_DUMP, "TRACE_DUMP"},     {0x7fff, "unknown 0x7fff"},
+    };
+    for (unsigned i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
+        struct user_result u;
+        const char *why = user_vmcall(calls[i].fn, &u);
+        if (why) {
+            report(false, "VMCALL from CPL 3: cannot reach ring 3 (%s)", why);
+            return;
+        }
+        report(u.vector == TRAP_UD && (u.cs & 3) == 3 &&
+                   u.rax == (uint64_t)(int64_t)PTV_VMCALL_EPERM && u.rbx == USER_RBX_MARK,
+               "CPL 3 VMCALL %s: EPERM, RBX kept (rax %ld)", calls[i].name, (int64_t)u.rax);
+    }
+}
+
+/* the figure of issue 7: a refused CPL 3 call costs about what VERSION costs */
+static void atk_cpl3_cost(void)
+{
+    struct user_result u;
+    struct vmcall_regs r;
+    uint64_t best_user = ~0ull, best_ver = ~0ull;
+    for (unsigned i = 0; i < 5; i++) {
+        uint64_t t0 = rdtsc();
+        const char *why = user_vmcall(PTV_VMCALL_EXIT_STATS, &u);
+        uint64_t t1 = rdtsc();
+        atk_vmcall(PTV_VMCALL_VERSION, 0, 0, 0, &r);
+        uint64_t t2 = rdtsc();
+        if (why) {
+            report(false, "CPL 3 trip failed (%s)", why);
+            return;
+        }
+        if (t1 - t0 < best_user)
+            best_user = t1 - t0;
+        if (t2 - t1 < best_ver)
+            best_ver = t2 - t1;
+    }
+    /* the user trip includes the ring switch and page-table edits of user.c: report the
+     * calls themselves with the trip's fixed cost measured by a refused VERSION-sized call */
+    report_info("bench cpl3_exit_stats_trip_ticks=%lu version_ticks=%lu", best_user, best_ver);
+    report(u.rax == (uint64_t)(int64_t)PTV_VMCALL_EPERM, "CPL 3 EXIT_STATS refused in the loop");
+}
+
+static void atk_unknown_flood(void)
+{
+    uint64_t before = atk_vmm_log_lines();
+    unsigned bad = 0;
+    for (unsigned i = 0; i < 10000; i++)
+        if (atk_vmcall(0x1000 + i, i, ~0ull, i, 0) != (uint64_t)(int64_t)PTV_VMCALL_ENOSYS)
+            bad++;
+    uint64_t after = atk_vmm_log_lines();
+    report(bad == 0 && after == before,
+           "10000 unknown VMCALLs: ENOSYS, no VMM line (%u bad, %lu lines)", bad, after - before);
+}
+
+static void atk_stats_flood(void)
+{
+    uint64_t before = atk_vmm_log_lines();
+    struct vmcall_regs r;
+    unsigned bad = 0;
+    for (unsigned i = 0; i < 2000; i++)
+        if (atk_vmcall(PTV_VMCALL_EXIT_STATS, i * 0x10001ull, 0, 0, &r) != PTV_VMCALL_OK ||
+            (i * 0x10001ull >= 65 && r.rcx != 0))
+            bad++;
+    uint64_t after = atk_vmm_log_lines();
+    report(bad == 0 && after == before,
+           "2000 EXIT_STATS, odd reasons: in registers, no line (%u bad, %lu lines)", bad,
+           after - before);
+    atk_vmcall(PTV_VMCALL_EXIT_STATS, 10, 0, 0, &r); /* reason 10 = CPUID */
+    uint64_t cpuid_before = r.rcx;
+    (void)cpuid(0, 0);
+    atk_vmcall(PTV_VMCALL_EXIT_STATS, 10, 0, 0, &r);
+    report(r.rcx == cpuid_before + 1, "EXIT_STATS per reason counts one CPUID (%lu -> %lu)",
+           cpuid_before, r.rcx);
+}
 
 const struct attack attacks_vmcall[] = {
+    {"CPL 3 VMCALLs that reveal VMM state", atk_cpl3_calls},
+    {"CPL 3 VMCALL cost", atk_cpl3_cost},
+    {"flood of unknown VMCALLs", atk_unknown_flood},
+    {"flood of EXIT_STATS", atk_stats_flood},
     {0},
 };

@@ -106,6 +106,13 @@ static void test_msr(void **state)
     assert_int_equal(msr_policy(0x38f), MSR_PERF_GLOBAL);
     assert_int_equal(msr_policy(0x10), MSR_PASS_THROUGH); /* TSC */
     assert_int_equal(msr_policy(0xc0000080), MSR_PASS_THROUGH);
+    assert_int_equal(msr_policy(0x1b), MSR_APIC_BASE);
+    assert_int_equal(msr_policy(0x2ff), MSR_MTRR);
+    assert_int_equal(msr_policy(0x201), MSR_MTRR);
+    assert_int_equal(msr_policy(0x26f), MSR_MTRR);
+    assert_int_equal(msr_policy(0x79), MSR_UCODE_WRITE);
+    assert_int_equal(msr_policy(0x150), MSR_GP);
+    assert_int_equal(msr_policy(0x277), MSR_PASS_THROUGH); /* PAT is VMCS-switched */
 }
 
 int main(void)

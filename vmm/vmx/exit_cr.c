@@ -10,6 +10,8 @@
 #include "cpu.h"
 #include "log.h"
 #include "vmx/vmx_cpu.h"
+#include "vmx/emul_policy.h"
+#include "vmm.h"
 
 #define CR_QUAL_NUM(q)  ((q)&0xf)
 #define CR_QUAL_TYPE(q) (((q) >> 4) & 3) /* 0 MOV to CR, 1 MOV from CR, 2 CLTS, 3 LMSW */
@@ -31,14 +33,64 @@ uint64_t vcpu_guest_cr4(const struct vcpu *v)
     return (vmcs_readl(GUEST_CR4) & ~v->cr4_mask) | (vmcs_readl(CR4_READ_SHADOW) & v->cr4_mask);
 }
 
+/* the guest state a MOV to CR0/CR4 is judged against (vmx/emul_policy.h) */
+static struct cr_ctx cr_context(const struct vcpu *v)
+{
+    return (struct cr_ctx){
+        .cr0 = vcpu_guest_cr0(v),
+        .cr3 = vmcs_readl(GUEST_CR3),
+        .cr4 = vcpu_guest_cr4(v),
+        .efer = vmcs_read64(GUEST_IA32_EFER),
+        .code64 = vcpu_code64(),
+        .cr4_supported = v->cr4_fixed1 & ~X86_CR4_VMXE,
+    };
+}
+
+/*
+ * PAE paging outside IA-32e mode: the CPU takes the four PDPTEs from the VMCS at
+ * VM entry (SDM Vol. 3C 27.3.2.4), so an emulated write that enables or changes
+ * PAE paging loads them from guest memory, as MOV to CR0/CR4 would (Vol. 3A
+ * 4.4.1), and #GPs on reserved bits.  The PDPT is read through EPT; outside guest
+ * RAM (VMM memory, holes) it reads as not present.
+ */
+static bool load_pdptes(struct vcpu *v, uint64_t cr3)
+{
+    uint64_t pdpte[4] = {0, 0, 0, 0}, gpa = cr3 & 0xffffffe0ull, hpa;
+    unsigned perms = 0;
+    if (!ept_translate(&v->ept, gpa, &hpa, &perms, NULL, NULL) && (perms & EPT_R) && hpa == gpa &&
+        hpa - vmm_span.base >= vmm_span.size)
+        for (unsigned i = 0; i < 4; i++)
+            pdpte[i] = ((const volatile uint64_t *)(uintptr_t)hpa)[i];
+    if (pdptes_check(pdpte, vmx_caps.maxphyaddr))
+        return false;
+    vmcs_write64(GUEST_PDPTR0, pdpte[0]);
+    vmcs_write64(GUEST_PDPTR1, pdpte[1]);
+    vmcs_write64(GUEST_PDPTR2, pdpte[2]);
+    vmcs_write64(GUEST_PDPTR3, pdpte[3]);
+    return true;
+}
+
+static enum exit_action refuse(struct vcpu *v, const char *what, const char *why)
+{
+    pr_debug("vmx", "guest %s: #GP (%s)", what, why);
+    vcpu_inject_gp(v);
+    return EXIT_INJECT;
+}
+
 static enum exit_action guest_write_cr0(struct vcpu *v, uint64_t val)
 {
-    uint64_t old = vcpu_guest_cr0(v);
+    struct cr_ctx c = cr_context(v);
+    const char *why = cr0_write_check(&c, &val);
+    if (why)
+        return refuse(v, "MOV to CR0", why);
+    if (cr_write_loads_pdptes(&c, val, c.cr4) && !load_pdptes(v, c.cr3))
+        return refuse(v, "MOV to CR0", "PDPTE with reserved bits set");
+    uint64_t old = c.cr0;
     vmcs_writel(CR0_READ_SHADOW, val);
     vmcs_writel(GUEST_CR0, (val | v->cr0_fixed0) & v->cr0_fixed1);
     if ((old ^ val) & X86_CR0_PG) {
         /* long mode (de)activation: EFER.LMA follows LME & PG (SDM 9.8.5) */
-        uint64_t efer = vmcs_read64(GUEST_IA32_EFER);
+        uint64_t efer = c.efer;
         uint32_t entry = vmcs_read32(VM_ENTRY_CONTROLS);
         if ((val & X86_CR0_PG) && (efer & EFER_LME)) {
             efer |= EFER_LMA;
@@ -61,14 +113,12 @@ enum exit_action handle_cr_access(struct vcpu *v, const struct vmexit *e)
         return guest_write_cr0(v, gpr_read(v, CR_QUAL_GPR(e->qual)));
     if (type == 0 && cr == 4) {
         uint64_t val = gpr_read(v, CR_QUAL_GPR(e->qual));
-        if (val & X86_CR4_VMXE) { /* VMX is hidden: CR4.VMXE is reserved for the guest */
-            vcpu_inject_gp(v);
-            return EXIT_INJECT;
-        }
-        if (val & ~v->cr4_fixed1 & ~X86_CR4_VMXE) { /* a bit this CPU does not have */
-            vcpu_inject_gp(v);
-            return EXIT_INJECT;
-        }
+        struct cr_ctx c = cr_context(v);
+        const char *why = cr4_write_check(&c, val);
+        if (why)
+            return refuse(v, "MOV to CR4", why);
+        if (cr_write_loads_pdptes(&c, c.cr0, val) && !load_pdptes(v, c.cr3))
+            return refuse(v, "MOV to CR4", "PDPTE with reserved bits set");
         vmcs_writel(CR4_READ_SHADOW, val);
         vmcs_writel(GUEST_CR4, (val | v->cr4_fixed0) & v->cr4_fixed1);
         vmx_invept_all(); /* paging bits may have changed: drop combined mappings */
@@ -81,7 +131,7 @@ enum exit_action handle_cr_access(struct vcpu *v, const struct vmexit *e)
     }
     if (type == 2) /* CLTS */
         return guest_write_cr0(v, vcpu_guest_cr0(v) & ~(1ull << 3));
-    pr_err("vmx", "unexpected CR access exit: qualification %#lx", e->qual);
+    pr_err_rl("vmx", "unexpected CR access exit: qualification %#lx", e->qual);
     vcpu_inject_ud(v);
     return EXIT_INJECT;
 }

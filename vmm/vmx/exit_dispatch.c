@@ -5,6 +5,7 @@
 #include "vmx/vmx_cpu.h"
 #include "vmx/vmcs.h"
 #include "log.h"
+#include "vmx/emul_policy.h"
 
 typedef enum exit_action (*exit_handler)(struct vcpu *, const struct vmexit *);
 
@@ -36,23 +37,29 @@ static const exit_handler handlers[EXIT_REASON_MAX] = {
     [EXIT_REASON_EPT_VIOLATION] = handle_ept_violation,
     [EXIT_REASON_EPT_MISCONFIG] = handle_ept_misconfig,
     [EXIT_REASON_XSETBV] = handle_xsetbv,
+    [EXIT_REASON_TASK_SWITCH] = handle_task_switch,
+    [EXIT_REASON_MONITOR_TRAP_FLAG] = handle_mtf,
 };
 
-#define X86_EFLAGS_TF  (1ull << 8)
-#define PENDING_DBG_BS (1ull << 14)
-
+/* the exiting instruction completed: RIP, RF, TF and the STI / MOV SS shadow as
+ * hardware leaves them (vmx/emul_policy.c insn_retire) */
 static void skip_instruction(const struct vmexit *e)
 {
-    vmcs_writel(GUEST_RIP, e->rip + e->insn_len);
-    /* single-stepping: the emulated instruction still ends in a #DB (SDM Vol. 3C 25.4.2) */
-    if (vmcs_readl(GUEST_RFLAGS) & X86_EFLAGS_TF)
-        vmcs_writel(GUEST_PENDING_DBG_EXCEPTIONS,
-                    vmcs_readl(GUEST_PENDING_DBG_EXCEPTIONS) | PENDING_DBG_BS);
-    /* the skipped instruction ends STI / MOV SS blocking (SDM Vol. 3C 25.4.2) */
-    uint32_t intr = vmcs_read32(GUEST_INTERRUPTIBILITY_INFO);
-    if (intr & (GUEST_INTR_STATE_STI | GUEST_INTR_STATE_MOV_SS))
-        vmcs_write32(GUEST_INTERRUPTIBILITY_INFO,
-                     intr & ~(GUEST_INTR_STATE_STI | GUEST_INTR_STATE_MOV_SS));
+    struct retire_state s = {
+        .rip = e->rip,
+        .rflags = vmcs_readl(GUEST_RFLAGS),
+        .pending_dbg = vmcs_readl(GUEST_PENDING_DBG_EXCEPTIONS),
+        .intr = vmcs_read32(GUEST_INTERRUPTIBILITY_INFO),
+    };
+    struct retire_state before = s;
+    insn_retire(&s, e->insn_len, vcpu_code64());
+    vmcs_writel(GUEST_RIP, s.rip);
+    if (s.rflags != before.rflags)
+        vmcs_writel(GUEST_RFLAGS, s.rflags);
+    if (s.pending_dbg != before.pending_dbg)
+        vmcs_writel(GUEST_PENDING_DBG_EXCEPTIONS, s.pending_dbg);
+    if (s.intr != before.intr)
+        vmcs_write32(GUEST_INTERRUPTIBILITY_INFO, s.intr);
 }
 
 enum exit_action vmx_handle_exit(struct vcpu *v, const struct vmexit *e)
@@ -65,9 +72,8 @@ enum exit_action vmx_handle_exit(struct vcpu *v, const struct vmexit *e)
     else {
         /* an exit the VMM never enabled: log it and answer as a CPU without that
          * feature would (#UD); the VMM carries on */
-        pr_err("vmx", "unexpected exit %u (%s) at RIP %#lx, qualification %#lx: injecting #UD",
-               e->reason, vmx_exit_reason_name(e->reason), e->rip, e->qual);
-        exit_ring_dump(v);
+        pr_err_rl("vmx", "unexpected exit %u (%s) at RIP %#lx, qualification %#lx: injecting #UD",
+                  e->reason, vmx_exit_reason_name(e->reason), e->rip, e->qual);
         vcpu_inject_ud(v);
         a = EXIT_INJECT;
     }

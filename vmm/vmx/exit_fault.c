@@ -8,6 +8,7 @@
 #include "vmx/vmcs.h"
 #include "log.h"
 #include "vmx/vmx_cpu.h"
+#include "pt/rtit.h"
 
 /* With an empty exception bitmap and no NMI exiting these only come from
  * a VMM change; reflect them to the guest exactly as they arrived. */
@@ -75,11 +76,34 @@ static void vcpu_reset_real_mode(struct vcpu *v, uint16_t sel, uint64_t base, ui
     vmx_invept_all();
 }
 
+/*
+ * What INIT resets beyond the register file that the VMM, not the CPU, holds for
+ * the guest: a queued event, pending debug exceptions, IA32_DEBUGCTL (cleared,
+ * as KVM does), PT TraceEn (cleared on warm reset, pt-facts B: the other RTIT
+ * MSRs are kept where CPUID.14.0:EBX[2] says so, and the engine's view of them
+ * with it).  MSRs INIT leaves alone (PAT, PERF_GLOBAL_CTRL, MTRRs, APIC base)
+ * stay as they were, as on hardware (SDM Vol. 3A 9.1.1, table 9-1).
+ */
+static void vcpu_init_event(struct vcpu *v)
+{
+    v->inject.valid = false;
+    vmcs_write32(VM_ENTRY_INTR_INFO_FIELD, 0);
+    vmcs_writel(GUEST_PENDING_DBG_EXCEPTIONS, 0);
+    vmcs_write64(GUEST_IA32_DEBUGCTL, 0);
+    struct pt_msr_result res;
+    uint64_t ctl;
+    if (pt_ctrl_rdmsr(&v->pt, MSR_IA32_RTIT_CTL, &ctl, &res) == PT_MSR_OK &&
+        (ctl & RTIT_CTL_TRACEEN) &&
+        pt_ctrl_wrmsr(&v->pt, MSR_IA32_RTIT_CTL, ctl & ~RTIT_CTL_TRACEEN, &res) != PT_MSR_OK)
+        pr_warn_rl("pt", "INIT: clearing TraceEn refused (%s)", res.reason);
+}
+
 /* INIT (pt-facts G.4): the only virtualized CPU is the BSP, which restarts at the
  * reset vector after INIT (an AP would wait for SIPI instead). */
 enum exit_action handle_init(struct vcpu *v, const struct vmexit *e)
 {
-    pr_info("vmx", "INIT received: the BSP restarts at the reset vector");
+    pr_info_rl("vmx", "INIT received: the BSP restarts at the reset vector");
+    vcpu_init_event(v);
     vcpu_reset_real_mode(v, 0xf000, 0xffff0000ull, 0xfff0);
     return EXIT_RESUME;
 }
@@ -89,8 +113,28 @@ enum exit_action handle_init(struct vcpu *v, const struct vmexit *e)
 enum exit_action handle_sipi(struct vcpu *v, const struct vmexit *e)
 {
     uint32_t vec = e->qual & 0xff;
-    pr_info("vmx", "SIPI vector %#x: vCPU starts in real mode at %#x", vec, vec << 12);
+    pr_info_rl("vmx", "SIPI vector %#x: vCPU starts in real mode at %#x", vec, vec << 12);
     vcpu_reset_real_mode(v, (uint16_t)(vec << 8), (uint64_t)vec << 12, 0);
+    return EXIT_RESUME;
+}
+
+/*
+ * Task switches exit unconditionally (SDM Vol. 3C 26.4.2) and only happen outside
+ * IA-32e mode.  The VMM does not emulate them yet (docs/ARCHITECTURE.md): the
+ * guest gets #UD at the instruction, the line is rate-limited, no dump.
+ */
+enum exit_action handle_task_switch(struct vcpu *v, const struct vmexit *e)
+{
+    pr_warn_rl("vmx", "task switch to selector %#lx at RIP %#lx not emulated: #UD to the guest",
+               e->qual & 0xffff, e->rip);
+    vcpu_inject_ud(v);
+    return EXIT_INJECT;
+}
+
+/* monitor trap flag: armed only to deliver an NMI owed from root (vmx_run.c); the
+ * next entry decides again */
+enum exit_action handle_mtf(struct vcpu *v, const struct vmexit *e)
+{
     return EXIT_RESUME;
 }
 

@@ -2,8 +2,10 @@
 /*
  * RDMSR/WRMSR exits and the MSR bitmap (pt-facts G.7).  Everything passes
  * through except: the RTIT MSRs (virtualized by the PT engine; #GP when the
- * guest has no PT), IA32_XSS (never the PT state component: guest_policy.h) and
- * the VMX capability MSRs (VMX is hidden: #GP).  MSRs
+ * guest has no PT), IA32_XSS (never the PT state component: guest_policy.h),
+ * the VMX capability MSRs and the overclocking mailbox (#GP), IA32_APIC_BASE
+ * (virtual base), the MTRRs (a guest copy), IA32_BIOS_UPDT_TRIG (ignored) and
+ * IA32_PERF_GLOBAL_CTRL (VMCS-switched).  MSRs
  * outside the bitmap ranges always exit: they are tried on the real CPU and
  * a fault becomes the guest's #GP.
  */
@@ -18,6 +20,7 @@
 #include "vmx/pt_vmx.h"
 #include "vmx/guest_policy.h"
 #include "vmx/vmcs.h"
+#include "vmx/emul_policy.h"
 
 static void intercept(uint8_t *bm, uint32_t msr)
 {
@@ -28,6 +31,48 @@ static void intercept(uint8_t *bm, uint32_t msr)
 }
 
 static uint64_t host_xss; /* CPUID.(0xD,1):EDX:ECX: the IA32_XSS bits this CPU supports */
+static bool host_x2apic;  /* CPUID.1:ECX[21] */
+
+/* the guest's MTRR copy: slot of an MTRR MSR (mtrr_is_msr, not MTRRCAP) */
+static unsigned mtrr_slot(uint32_t msr)
+{
+    static const uint16_t fixed[11] = {0x250, 0x258, 0x259, 0x268, 0x269, 0x26a,
+                                       0x26b, 0x26c, 0x26d, 0x26e, 0x26f};
+    if (msr == MSR_MTRR_DEF_TYPE)
+        return 0;
+    for (unsigned i = 0; i < 11; i++)
+        if (msr == fixed[i])
+            return 1 + i;
+    return 12 + (msr - MSR_MTRR_PHYS_BASE);
+}
+
+/*
+ * The guest gets its own MTRRs, starting as the firmware left the real ones.
+ * With EPT the CPU ignores the MTRRs for guest accesses (EPT memory types rule,
+ * SDM Vol. 3C 29.3.7.2); the real MTRRs only type the VMM's own accesses in root,
+ * so a guest write must never reach them.
+ */
+static void mtrr_setup(struct vcpu *v)
+{
+    if (!(cpuid_count(1, 0).edx & (1u << 12)) || rdmsr_safe(MSR_MTRR_CAP, &v->mtrr_cap))
+        return;
+    for (uint32_t m = 0x200; m <= 0x2ff; m++)
+        if (mtrr_is_msr(m) && m != MSR_MTRR_CAP && !mtrr_write_check(m, 0, v->mtrr_cap, 64) &&
+            rdmsr_safe(m, &v->mtrr[mtrr_slot(m)]))
+            v->mtrr[mtrr_slot(m)] = 0;
+    uint64_t def;
+    if (!rdmsr_safe(MSR_MTRR_DEF_TYPE, &def))
+        v->mtrr[0] = def;
+}
+
+void vmx_msr_state_setup(struct vcpu *v)
+{
+    host_x2apic = cpuid_count(1, 0).ecx & (1u << 21);
+    if (rdmsr_safe(MSR_IA32_APIC_BASE, &v->apic_base_real))
+        v->apic_base_real = 0;
+    v->apic_base = v->apic_base_real;
+    mtrr_setup(v);
+}
 
 int vmx_msr_bitmap_setup(struct vcpu *v)
 {
@@ -41,6 +86,61 @@ int vmx_msr_bitmap_setup(struct vcpu *v)
         if (msr_policy(m) != MSR_PASS_THROUGH)
             intercept(v->msr_bitmap, m);
     return 0;
+}
+
+/*
+ * IA32_APIC_BASE: the guest may enable/disable its APIC and switch x2APIC mode
+ * (the real MSR follows) and move its xAPIC window (emulated: EPT maps the new
+ * 4 KiB window onto the real APIC page).  The real base never moves, so no
+ * guest value can put APIC registers over VMM memory ("Memory Sinkhole").
+ * Returns true if a #GP was queued.
+ */
+static bool apic_base_write(struct vcpu *v, uint64_t val)
+{
+    const char *why = apic_base_check(v->apic_base, val, vmx_caps.maxphyaddr, host_x2apic);
+    if (why) {
+        pr_debug("vmx", "guest WRMSR IA32_APIC_BASE = %#lx: #GP (%s)", val, why);
+        vcpu_inject_gp(v);
+        return true;
+    }
+    const uint64_t keep = ~(APIC_BASE_EN | APIC_BASE_EXTD);
+    uint64_t real = (v->apic_base_real & keep) | (val & ~keep);
+    if (real != v->apic_base_real) {
+        if (wrmsr_safe(MSR_IA32_APIC_BASE, real)) {
+            vcpu_inject_gp(v);
+            return true;
+        }
+        v->apic_base_real = real;
+    }
+    uint64_t from = apic_base_addr(v->apic_base), to = apic_base_addr(val);
+    uint64_t home = apic_base_addr(v->apic_base_real);
+    v->apic_base = val;
+    if (from == to)
+        return false;
+    /* give the old window back what it mapped, then map the new one onto the APIC */
+    if (from != home && v->apic_window.saved) {
+        int r = v->apic_window.err ? ept_unmap(&v->ept, from, 4096)
+                                   : ept_map(&v->ept, from, v->apic_window.hpa, 4096,
+                                             v->apic_window.perms, v->apic_window.memtype);
+        if (r)
+            pr_warn_rl("vmx", "APIC window at %#lx: cannot restore its old mapping (%d)", from, r);
+        pt_ctrl_mem_changed(&v->pt, from, 4096);
+    }
+    v->apic_window.saved = false;
+    if (to != home) {
+        v->apic_window.err = ept_translate(&v->ept, to, &v->apic_window.hpa, &v->apic_window.perms,
+                                           &v->apic_window.memtype, NULL);
+        int r = ept_map(&v->ept, to, home, 4096, EPT_R | EPT_W, EPT_MT_UC | EPT_MT_IPAT);
+        if (r)
+            pr_warn_rl("vmx", "APIC window moved to %#lx: EPT map failed (%d)", to, r);
+        else
+            v->apic_window.saved = true;
+        pt_ctrl_mem_changed(&v->pt, to, 4096);
+        pr_info_rl("vmx", "guest moved its xAPIC window to %#lx (the real APIC stays at %#lx)", to,
+                   home);
+    }
+    vmx_ept_sync(&v->ept);
+    return false;
 }
 
 static enum exit_action msr_access(struct vcpu *v, bool write)
@@ -69,6 +169,47 @@ static enum exit_action msr_access(struct vcpu *v, bool write)
     case MSR_GP:
         vcpu_inject_gp(v);
         return EXIT_INJECT;
+    case MSR_APIC_BASE:
+        if (!write) {
+            val = v->apic_base;
+            break;
+        }
+        if (apic_base_write(v, val))
+            return EXIT_INJECT;
+        break;
+    case MSR_MTRR:
+        if (!v->mtrr_cap) { /* no MTRRs on this CPU: as hardware, #GP */
+            vcpu_inject_gp(v);
+            return EXIT_INJECT;
+        }
+        if (!write) {
+            if (msr == MSR_MTRR_CAP)
+                val = v->mtrr_cap;
+            else if (msr != MSR_MTRR_DEF_TYPE && mtrr_write_check(msr, 0, v->mtrr_cap, 64)) {
+                vcpu_inject_gp(v); /* no such MTRR */
+                return EXIT_INJECT;
+            } else
+                val = v->mtrr[mtrr_slot(msr)];
+            break;
+        }
+        if (mtrr_write_check(msr, val, v->mtrr_cap, vmx_caps.maxphyaddr)) {
+            vcpu_inject_gp(v);
+            return EXIT_INJECT;
+        }
+        v->mtrr[mtrr_slot(msr)] = val;
+        break;
+    case MSR_UCODE_WRITE:
+        if (write) {
+            /* never run a guest-chosen microcode load in root; the guest keeps its
+             * revision (IA32_BIOS_SIGN_ID), as under KVM */
+            pr_info_rl("vmx", "guest microcode update (WRMSR 0x79 = %#lx) ignored", val);
+            break;
+        }
+        if (rdmsr_safe(msr, &val)) {
+            vcpu_inject_gp(v);
+            return EXIT_INJECT;
+        }
+        break;
     case MSR_PERF_GLOBAL:
         if (vmx_ctls.exit & VM_EXIT_LOAD_IA32_PERF_GLOBAL_CTRL) {
             if (!write) {
@@ -85,8 +226,16 @@ static enum exit_action msr_access(struct vcpu *v, bool write)
             vmcs_write64(GUEST_IA32_PERF_GLOBAL_CTRL, val);
             break;
         }
-        /* no load controls: the guest owns the real MSR */
-        __attribute__((fallthrough));
+        /* no VMCS switch of this MSR: the guest's counters would run in root, where a
+         * PEBS record lands at the guest's DS_AREA through the VMM's page tables.  The
+         * guest keeps its value, the real MSR stays 0 (its counters do not count). */
+        if (write) {
+            pr_warn_rl("vmx", "no VM-exit load of PERF_GLOBAL_CTRL: guest counters stay off");
+            v->perf_global_virt = val;
+        } else {
+            val = v->perf_global_virt;
+        }
+        break;
     case MSR_XSS: /* checked above: an allowed value goes to the real MSR */
     case MSR_PASS_THROUGH:
         if (write ? wrmsr_safe(msr, val) : rdmsr_safe(msr, &val)) {

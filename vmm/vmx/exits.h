@@ -20,6 +20,8 @@ enum exit_action handle_msr_read(struct vcpu *v, const struct vmexit *e);
 enum exit_action handle_msr_write(struct vcpu *v, const struct vmexit *e);
 enum exit_action handle_ept_violation(struct vcpu *v, const struct vmexit *e);
 enum exit_action handle_ept_misconfig(struct vcpu *v, const struct vmexit *e);
+enum exit_action handle_task_switch(struct vcpu *v, const struct vmexit *e);
+enum exit_action handle_mtf(struct vcpu *v, const struct vmexit *e);
 
 /* vmx_run.c: re-deliver an event whose delivery the exit interrupted */
 void vmx_reinject_idt_vectoring(struct vcpu *v, const struct vmexit *e);

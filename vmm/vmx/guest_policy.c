@@ -3,6 +3,7 @@
 #include "vmx/guest_policy.h"
 #include "pt/pt_msr.h"
 #include "vmx/vmx.h"
+#include "vmx/emul_policy.h"
 
 #define CPUID_1_ECX_VMX           (1u << 5)
 #define CPUID_1_ECX_OSXSAVE       (1u << 27)
@@ -82,6 +83,14 @@ enum msr_verdict msr_policy(uint32_t msr)
         return MSR_PERF_GLOBAL;
     if (msr == MSR_IA32_XSS)
         return MSR_XSS;
+    if (msr == MSR_IA32_APIC_BASE)
+        return MSR_APIC_BASE;
+    if (mtrr_is_msr(msr))
+        return MSR_MTRR;
+    if (msr == MSR_IA32_BIOS_UPDT_TRIG)
+        return MSR_UCODE_WRITE;
+    if (msr == MSR_OC_MAILBOX)
+        return MSR_GP; /* undervolting from a guest faults the VMM's own computations */
     if (msr >= MSR_IA32_VMX_FIRST && msr <= MSR_IA32_VMX_LAST)
         return MSR_GP; /* VMX is not offered to the guest */
     return MSR_PASS_THROUGH;

@@ -48,8 +48,14 @@ enum msr_verdict {
     MSR_GP,           /* hidden from the guest: #GP */
     MSR_PERF_GLOBAL,  /* IA32_PERF_GLOBAL_CTRL: kept in the VMCS, 0 while the VMM runs */
     MSR_XSS,          /* IA32_XSS: checked by xss_policy(), then the real MSR */
+    MSR_APIC_BASE,    /* IA32_APIC_BASE: virtual base, the real APIC never moves */
+    MSR_MTRR,         /* the MTRRs: a guest copy (EPT gives guest memory types) */
+    MSR_UCODE_WRITE,  /* IA32_BIOS_UPDT_TRIG: a microcode load is ignored, as KVM does */
 };
 enum msr_verdict msr_policy(uint32_t msr);
+#define MSR_IA32_APIC_BASE      0x1b
+#define MSR_IA32_BIOS_UPDT_TRIG 0x79
+#define MSR_OC_MAILBOX          0x150 /* overclocking / voltage mailbox (Plundervolt): hidden */
 
 /*
  * IA32_XSS supervisor state components the guest may enable: what the CPU supports

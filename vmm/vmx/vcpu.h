@@ -77,6 +77,7 @@ struct vcpu {
     uint64_t vmcs_pa, vmxon_pa, msr_bitmap_pa;
     uint8_t *msr_bitmap;
     struct pending_event inject;
+    bool nmi_stepping; /* MTF armed to deliver an NMI owed from root (vmx_run.c) */
     /* CR0/CR4 bits the VMM owns (fixed by VMX): guest sees the read shadows */
     uint64_t cr0_fixed0, cr0_fixed1, cr4_fixed0, cr4_fixed1;
     uint64_t cr0_mask, cr4_mask;
@@ -91,6 +92,16 @@ struct vcpu {
     const struct ptv_handoff *handoff;
     uint64_t canary_pa;
     struct desc_ptr guest_idtr; /* the caller's IDTR, saved before the VMM loads its own */
+    /* IA32_APIC_BASE as the guest sees it; the real APIC never moves (exit_msr.c) */
+    uint64_t apic_base, apic_base_real;
+    struct { /* what the 4 KiB at the guest's window mapped before it moved there */
+        bool saved;
+        int err;
+        uint64_t hpa;
+        unsigned perms, memtype;
+    } apic_window;
+    uint64_t mtrr_cap, mtrr[1 + 11 + 32]; /* the guest's MTRRs: DEF_TYPE, fixed, variable */
+    uint64_t perf_global_virt; /* IA32_PERF_GLOBAL_CTRL where the VMCS cannot switch it */
     struct pt_ctrl pt; /* the guest's PT: RTIT MSRs, shadow ToPA, switching (vmm/pt/pt_ctrl.h) */
 };
 
@@ -112,6 +123,8 @@ static inline void vcpu_inject_ud(struct vcpu *v)
  * VMM-owned (masked) bits from the read shadow (SDM Vol. 3C 25.6.6) */
 uint64_t vcpu_guest_cr0(const struct vcpu *v);
 uint64_t vcpu_guest_cr4(const struct vcpu *v);
+/* the guest runs 64-bit code: IA-32e mode and CS.L (RIP is 64 bits wide) */
+bool vcpu_code64(void);
 
 int vmx_run(struct vcpu *v, struct vmexit *e);
 enum exit_action vmx_handle_exit(struct vcpu *v, const struct vmexit *e);

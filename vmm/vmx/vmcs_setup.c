@@ -250,6 +250,7 @@ int vmcs_setup(struct vcpu *v, const void *caller)
     if (vmx_msr_bitmap_setup(v) || vmx_ept_setup(v))
         return -1;
     vmcs_write64(MSR_BITMAP, v->msr_bitmap_pa);
+    vmx_msr_state_setup(v);
     vmcs_write64(EPT_POINTER, ept_eptp(&v->ept));
     return 0;
 }

@@ -49,6 +49,7 @@
 #define CPU_BASED_CR3_STORE_EXITING           (1u << 16)
 #define CPU_BASED_UNCOND_IO_EXITING           (1u << 24)
 #define CPU_BASED_USE_IO_BITMAPS              (1u << 25)
+#define CPU_BASED_MONITOR_TRAP_FLAG           (1u << 27)
 #define CPU_BASED_USE_MSR_BITMAPS             (1u << 28)
 #define CPU_BASED_ACTIVATE_SECONDARY_CONTROLS (1u << 31)
 /* secondary processor-based controls */
@@ -190,6 +191,7 @@
 
 /* segment access rights */
 #define VMX_AR_UNUSABLE (1u << 16)
+#define VMX_AR_L        (1u << 13) /* CS.L: 64-bit code segment */
 
 /* Adjust a control word to a capability MSR (pt-facts G.3):
  * result = (wanted | allowed0) & allowed1.  Returns 0, or -1 with *missing =

@@ -28,6 +28,8 @@ int vmx_on(struct vcpu *v, int *status) __attribute__((warn_unused_result));
 void vmx_off(void);
 int vmcs_setup(struct vcpu *v, const void *caller_state) __attribute__((warn_unused_result));
 int vmx_msr_bitmap_setup(struct vcpu *v) __attribute__((warn_unused_result));
+/* the guest's APIC base and MTRR copy, from the real MSRs (exit_msr.c) */
+void vmx_msr_state_setup(struct vcpu *v);
 int vmx_ept_setup(struct vcpu *v) __attribute__((warn_unused_result));
 void vmx_invept_all(void);
 /* INVEPT if an EPT change since the last sync requires it (ept_flush_needed) */

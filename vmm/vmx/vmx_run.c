@@ -8,6 +8,7 @@
 #include "log.h"
 #include "panic.h"
 #include "vmx/pt_vmx.h"
+#include "vmx/emul_policy.h"
 
 int vmx_enter(struct guest_regs *regs, int launched);
 
@@ -33,12 +34,59 @@ void vcpu_inject_exception(struct vcpu *v, unsigned vector, bool has_error, uint
     /* real-mode guests (unrestricted guest, CR0.PE = 0) take no error codes (SDM 27.2.1.3) */
     if (has_error && !(vmcs_readl(GUEST_CR0) & X86_CR0_PE))
         has_error = false;
+    /* a fault pushes RFLAGS.RF = 1, so the faulting instruction can restart past an
+     * instruction breakpoint (SDM Vol. 3A 17.3.1.1) */
+    if (exception_is_fault(vector))
+        vmcs_writel(GUEST_RFLAGS, vmcs_readl(GUEST_RFLAGS) | RFLAGS_RF);
     v->inject = (struct pending_event){
         .valid = true,
         .info = INTR_INFO_VALID | INTR_TYPE_HARD_EXCEPTION | vector |
                 (has_error ? INTR_INFO_DELIVER_CODE : 0),
         .error = error,
     };
+}
+
+bool vcpu_code64(void)
+{
+    return (vmcs_read32(VM_ENTRY_CONTROLS) & VM_ENTRY_IA32E_MODE) &&
+           (vmcs_read32(GUEST_CS_AR_BYTES) & VMX_AR_L);
+}
+
+/*
+ * An NMI hit the VMM in root operation: it was the guest's.  Inject it when the
+ * guest can take one; while it is blocked (STI / MOV SS shadow, inside its NMI
+ * handler) step the guest with the monitor trap flag and try again after each
+ * instruction, so the NMI arrives as soon as the guest unblocks -- even if it
+ * then idles without another exit (vmx/emul_policy.c nmi_owed_action).
+ */
+static void set_mtf(struct vcpu *v, bool on)
+{
+    if (v->nmi_stepping == on)
+        return;
+    uint32_t proc = vmcs_read32(CPU_BASED_VM_EXEC_CONTROL);
+    vmcs_write32(CPU_BASED_VM_EXEC_CONTROL,
+                 on ? proc | CPU_BASED_MONITOR_TRAP_FLAG : proc & ~CPU_BASED_MONITOR_TRAP_FLAG);
+    v->nmi_stepping = on;
+}
+
+static void deliver_owed_nmi(struct vcpu *v)
+{
+    switch (nmi_owed_action(
+        true, v->inject.valid || (vmcs_read32(VM_ENTRY_INTR_INFO_FIELD) & INTR_INFO_VALID),
+        vmcs_read32(GUEST_ACTIVITY_STATE), vmcs_read32(GUEST_INTERRUPTIBILITY_INFO))) {
+    case NMI_INJECT:
+        vmcs_write32(VM_ENTRY_INTR_INFO_FIELD, INTR_INFO_VALID | INTR_TYPE_NMI_INTR | NMI_VECTOR);
+        host_nmi_pending = 0;
+        set_mtf(v, false);
+        break;
+    case NMI_WAIT:
+        if (vmx_caps.proc >> 32 & CPU_BASED_MONITOR_TRAP_FLAG)
+            set_mtf(v, true);
+        break;
+    case NMI_LATER:
+    case NMI_NONE:
+        break;
+    }
 }
 
 static void record_exit(struct vcpu *v, const struct vmexit *e)
@@ -63,17 +111,9 @@ int vmx_run(struct vcpu *v, struct vmexit *e)
             vmcs_write32(VM_ENTRY_EXCEPTION_ERROR_CODE, v->inject.error);
         vmcs_write32(VM_ENTRY_INSTRUCTION_LEN, v->inject.insn_len);
         v->inject.valid = false;
-    } else if (host_nmi_pending) {
-        /* an NMI hit the VMM while in root operation: it was meant for the guest */
-        uint32_t act = vmcs_read32(GUEST_ACTIVITY_STATE);
-        if ((act == GUEST_ACTIVITY_ACTIVE || act == GUEST_ACTIVITY_HLT) &&
-            !(vmcs_read32(GUEST_INTERRUPTIBILITY_INFO) &
-              (GUEST_INTR_STATE_NMI | GUEST_INTR_STATE_STI | GUEST_INTR_STATE_MOV_SS))) {
-            vmcs_write32(VM_ENTRY_INTR_INFO_FIELD,
-                         INTR_INFO_VALID | INTR_TYPE_NMI_INTR | NMI_VECTOR);
-            host_nmi_pending = 0;
-        }
     }
+    if (host_nmi_pending)
+        deliver_owed_nmi(v);
     if (v->pt.active)
         pt_ctrl_before_entry(&v->pt);
     int r = vmx_enter(&v->regs, v->launched);

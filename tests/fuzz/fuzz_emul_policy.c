@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Fuzzer: guest-controlled CR0/CR4 values, RIP/RFLAGS/interruptibility, APIC
+ * base and MTRR values through vmm/vmx/emul_policy.c.  Invariants: a value the
+ * policy accepts can never make VM entry fail or break an architectural rule
+ * (RIP[63:32] = 0 outside 64-bit mode, PG implies PE, NW implies CD, IA-32e
+ * activation only with PAE, no VMXE, no unsupported CR4 bit, no reserved APIC
+ * base bit or invalid APIC mode, only valid MTRR memory types).
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "vmx/emul_policy.h"
+
+#define CHECK(c)                                                                                   \
+    do {                                                                                           \
+        if (!(c))                                                                                  \
+            abort();                                                                               \
+    } while (0)
+
+static bool type_ok(unsigned t)
+{
+    return t == 0 || t == 1 || t == 4 || t == 5 || t == 6;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct {
+        uint64_t cr0, cr3, cr4, efer, sup, val, val4, rip, rflags, old_apic, apic, mtrr;
+        uint32_t intr, msr;
+        uint8_t len, flags, maxphy;
+    } in;
+    if (size < sizeof(in))
+        return 0;
+    memcpy(&in, data, sizeof(in));
+    unsigned maxphy = 32 + in.maxphy % 21;
+    struct retire_state s = {.rip = in.rip, .rflags = in.rflags, .intr = in.intr};
+    bool code64 = in.flags & 1;
+    insn_retire(&s, in.len % 16, code64);
+    if (!code64)
+        CHECK(s.rip >> 32 == 0);
+    CHECK(!(s.rflags & RFLAGS_RF));
+    CHECK(!(s.intr & (GUEST_INTR_BLOCK_STI | GUEST_INTR_BLOCK_MOV_SS)));
+    CHECK(!!(s.pending_dbg & PENDING_DBG_BS) == !!(in.rflags & RFLAGS_TF));
+
+    struct cr_ctx c = {.cr0 = in.cr0,
+                       .cr3 = in.cr3,
+                       .cr4 = in.cr4,
+                       .efer = in.efer,
+                       .code64 = in.flags & 2,
+                       .cr4_supported = in.sup & ~CR4_VMXE};
+    uint64_t v = in.val;
+    if (!cr0_write_check(&c, &v)) {
+        CHECK(v >> 32 == 0 && (v & CR0_ET));
+        CHECK(!(v & CR0_PG) || (v & CR0_PE));
+        CHECK(!(v & CR0_NW) || (v & CR0_CD));
+        if ((v & CR0_PG) && !(c.cr0 & CR0_PG) && (c.efer & EFER_LME_))
+            CHECK(c.cr4 & CR4_PAE);
+        if (!(v & CR0_PG))
+            CHECK(!(c.cr4 & CR4_PCIDE) && !(c.code64 && (c.cr0 & CR0_PG)));
+    }
+    if (!cr4_write_check(&c, in.val4)) {
+        CHECK(!(in.val4 & CR4_VMXE) && !(in.val4 & ~c.cr4_supported));
+        if (c.efer & EFER_LMA_)
+            CHECK(in.val4 & CR4_PAE);
+    }
+    bool x2 = in.flags & 4;
+    if (!apic_base_check(in.old_apic, in.apic, maxphy, x2)) {
+        CHECK(!(in.apic & 0x2ff) && !(in.apic >> maxphy));
+        CHECK(x2 || !(in.apic & APIC_BASE_EXTD));
+        CHECK(!(in.apic & APIC_BASE_EXTD) || (in.apic & APIC_BASE_EN));
+    }
+    uint32_t msr = 0x1f0 + in.msr % 0x120;
+    if (mtrr_is_msr(msr) && !mtrr_write_check(msr, in.mtrr, 0x508, maxphy)) {
+        CHECK(msr != MSR_MTRR_CAP);
+        if (msr == MSR_MTRR_DEF_TYPE || (msr < 0x210 && !(msr & 1)))
+            CHECK(type_ok(in.mtrr & 0xff));
+        if (msr >= 0x250 && msr <= 0x26f)
+            for (unsigned i = 0; i < 8; i++)
+                CHECK(type_ok((in.mtrr >> (8 * i)) & 0xff));
+    }
+    (void)nmi_owed_action(in.flags & 8, in.flags & 16, in.intr % 4, in.intr);
+    return 0;
+}

@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * vmm/vmx/emul_policy.c: the architectural rules of emulated CPU state, case by
+ * case against the SDM (each table row names its rule).  Every case here fails
+ * on the exit handlers as they were before issue 7 (no RIP wrap, no RF, any CR0
+ * accepted, APIC base and MTRRs passed through).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "vmx/emul_policy.h"
+
+static void test_retire(void **state)
+{
+    (void)state;
+    /* compat-mode CPUID in the last two bytes below 4 GiB: next EIP is 0 */
+    struct retire_state s = {.rip = 0xfffffffeull, .rflags = 0x2};
+    insn_retire(&s, 2, false);
+    assert_int_equal(s.rip, 0);
+    /* 64-bit mode: no wrap */
+    s = (struct retire_state){.rip = 0xfffffffeull};
+    insn_retire(&s, 2, true);
+    assert_int_equal(s.rip, 0x100000000ull);
+    /* RF cleared, TF owes a single-step trap, STI / MOV SS shadow ends, NMI blocking stays */
+    s = (struct retire_state){.rip = 0x1000,
+                              .rflags = RFLAGS_RF | RFLAGS_TF | 0x2,
+                              .intr = GUEST_INTR_BLOCK_STI | GUEST_INTR_BLOCK_NMI};
+    insn_retire(&s, 3, true);
+    assert_int_equal(s.rip, 0x1003);
+    assert_int_equal(s.rflags, RFLAGS_TF | 0x2);
+    assert_int_equal(s.pending_dbg, PENDING_DBG_BS);
+    assert_int_equal(s.intr, GUEST_INTR_BLOCK_NMI);
+    s = (struct retire_state){.rip = 0x1000, .rflags = 0x2, .intr = GUEST_INTR_BLOCK_MOV_SS};
+    insn_retire(&s, 2, false);
+    assert_int_equal(s.pending_dbg, 0);
+    assert_int_equal(s.intr, 0);
+}
+
+static void test_fault_class(void **state)
+{
+    (void)state;
+    static const unsigned faults[] = {0, 5, 6, 7, 10, 11, 12, 13, 14, 16, 17, 19, 20, 21};
+    static const unsigned others[] = {1, 2, 3, 4, 8, 9, 15, 18, 22, 31, 32, 255};
+    for (unsigned i = 0; i < sizeof(faults) / sizeof(faults[0]); i++)
+        assert_true(exception_is_fault(faults[i]));
+    for (unsigned i = 0; i < sizeof(others) / sizeof(others[0]); i++)
+        assert_false(exception_is_fault(others[i]));
+}
+
+#define LONG_CTX                                                                                   \
+    {                                                                                              \
+        .cr0 = 0x80050033, .cr3 = 0x1000, .cr4 = 0x3606f0, .efer = 0xd01, .code64 = true,          \
+        .cr4_supported = 0x3f77ff                                                                  \
+    }
+
+static void test_cr0(void **state)
+{
+    (void)state;
+    static const struct {
+        struct cr_ctx c;
+        uint64_t val;
+        bool gp;
+        const char *rule;
+    } cases[] = {
+        {LONG_CTX, 0x80050033, false, "unchanged"},
+        {LONG_CTX, 0x80050013, false, "NE cleared is legal"},
+        {LONG_CTX, 0x180050033ull, true, "bit 32 (MOV CR0: 63:32 reserved)"},
+        {LONG_CTX, 0x80000000ull << 32, true, "bit 63"},
+        {LONG_CTX, 0x00050033, true, "PG cleared in 64-bit mode"},
+        {LONG_CTX, 0xa0050033, true, "NW without CD"},
+        {LONG_CTX, 0xe0050033, false, "NW with CD"},
+        {LONG_CTX, 0x80050032, true, "PG without PE"},
+        {{.cr0 = 0x33, .cr4 = 0, .efer = 0x100}, 0x80000011, true, "LME + PG without PAE"},
+        {{.cr0 = 0x33, .cr4 = 0x20, .efer = 0x100}, 0x80000011, false, "LME + PG with PAE"},
+        {{.cr0 = 0x80000011, .cr4 = 0x20000, .efer = 0x500}, 0x11, true, "PG cleared, PCIDE"},
+        {{.cr0 = 0x80010011, .cr4 = 0x800000, .efer = 0x500}, 0x80000011, true, "WP cleared, CET"},
+        {{.cr0 = 0x80000011, .cr4 = 0x20, .efer = 0x500, .code64 = false},
+         0x11,
+         false,
+         "PG cleared in compatibility mode"},
+        {{.cr0 = 0x10}, 0x80000001, false, "PG with PE, from real mode"},
+    };
+    for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        uint64_t v = cases[i].val;
+        const char *why = cr0_write_check(&cases[i].c, &v);
+        if (!!why != cases[i].gp)
+            fail_msg("case %u (%s): verdict %s", i, cases[i].rule, why ? why : "ok");
+    }
+    /* undefined low bits are ignored, ET reads 1 */
+    struct cr_ctx c = LONG_CTX;
+    uint64_t v = 0x80050033 | (1u << 8) | (1u << 28);
+    assert_null(cr0_write_check(&c, &v));
+    assert_int_equal(v, 0x80050033);
+    v = 0x80050023;
+    assert_null(cr0_write_check(&c, &v));
+    assert_int_equal(v, 0x80050033);
+}
+
+static void test_cr4(void **state)
+{
+    (void)state;
+    struct cr_ctx c = LONG_CTX;
+    assert_null(cr4_write_check(&c, c.cr4));
+    assert_non_null(cr4_write_check(&c, c.cr4 | CR4_VMXE));
+    assert_non_null(cr4_write_check(&c, c.cr4 | (1ull << 31))); /* not supported */
+    assert_non_null(cr4_write_check(&c, c.cr4 & ~CR4_PAE));     /* PAE off in long mode */
+    c.cr4_supported |= CR4_LA57;
+    assert_non_null(cr4_write_check(&c, c.cr4 | CR4_LA57)); /* LA57 in long mode */
+    c.cr4 &= ~CR4_PCIDE;
+    c.cr3 = 0x1001;
+    assert_non_null(cr4_write_check(&c, c.cr4 | CR4_PCIDE)); /* PCID with CR3[11:0] */
+    c.cr3 = 0x1000;
+    assert_null(cr4_write_check(&c, c.cr4 | CR4_PCIDE));
+    c.cr0 &= ~CR0_WP;
+    c.cr4_supported |= CR4_CET;
+    assert_non_null(cr4_write_check(&c, c.cr4 | CR4_CET)); /* CET without WP */
+    struct cr_ctx legacy = {.cr0 = 0x80000011, .cr4 = 0x20, .cr4_supported = 0x3f77ff};
+    assert_non_null(cr4_write_check(&legacy, 0x20 | CR4_PCIDE)); /* PCIDE outside IA-32e */
+    assert_null(cr4_write_check(&legacy, 0));                    /* PAE off: legal here */
+}
+
+static void test_pdptes(void **state)
+{
+    (void)state;
+    struct cr_ctx c = {.cr0 = 0x11, .cr4 = 0x20};
+    assert_true(cr_write_loads_pdptes(&c, 0x80000011, 0x20)); /* PAE paging turned on */
+    assert_false(cr_write_loads_pdptes(&c, 0x11, 0x20));      /* no paging */
+    c.efer = 0x100;
+    assert_false(cr_write_loads_pdptes(&c, 0x80000011, 0x20)); /* IA-32e: PML4, no PDPTEs */
+    struct cr_ctx on = {.cr0 = 0x80000011, .cr4 = 0x20};
+    assert_true(cr_write_loads_pdptes(&on, 0x80000011, 0xa0));  /* PGE changed */
+    assert_false(cr_write_loads_pdptes(&on, 0x80000019, 0x20)); /* TS only */
+    uint64_t ok[4] = {0x1001, 0, 0x2001, 0x3000 | 0x6};         /* not present: ignored */
+    assert_null(pdptes_check(ok, 36));
+    uint64_t bad[4] = {0x1001 | (1u << 5), 0, 0, 0};
+    assert_non_null(pdptes_check(bad, 36));
+    uint64_t high[4] = {0, (1ull << 36) | 1, 0, 0};
+    assert_non_null(pdptes_check(high, 36));
+    assert_null(pdptes_check(high, 40));
+}
+
+static void test_apic_base(void **state)
+{
+    (void)state;
+    const uint64_t x = 0xfee00000 | APIC_BASE_EN | APIC_BASE_BSP;
+    assert_null(apic_base_check(x, x, 39, true));
+    assert_null(apic_base_check(x, 0xfed00000 | APIC_BASE_EN | APIC_BASE_BSP, 39, true));
+    assert_non_null(apic_base_check(x, x | 1, 39, true));                   /* bit 0 */
+    assert_non_null(apic_base_check(x, x | (1u << 9), 39, true));           /* bit 9 */
+    assert_non_null(apic_base_check(x, x | (1ull << 39), 39, true));        /* > MAXPHYADDR */
+    assert_non_null(apic_base_check(x, x | APIC_BASE_EXTD, 39, false));     /* no x2APIC */
+    assert_null(apic_base_check(x, x | APIC_BASE_EXTD, 39, true));          /* xAPIC -> x2APIC */
+    assert_non_null(apic_base_check(x | APIC_BASE_EXTD, x, 39, true));      /* x2APIC -> xAPIC */
+    assert_null(apic_base_check(x | APIC_BASE_EXTD, 0xfee00000, 39, true)); /* -> disabled */
+    assert_non_null(apic_base_check(0xfee00000, x | APIC_BASE_EXTD, 39, true));
+    assert_non_null(apic_base_check(x, 0xfee00000 | APIC_BASE_EXTD, 39, true)); /* invalid */
+}
+
+static void test_mtrr(void **state)
+{
+    (void)state;
+    const uint64_t cap = 0x508; /* 8 variable, fixed, WC */
+    assert_true(mtrr_is_msr(0x2ff) && mtrr_is_msr(0x250) && mtrr_is_msr(0x26f) &&
+                mtrr_is_msr(0x200) && mtrr_is_msr(0xfe));
+    assert_false(mtrr_is_msr(0x251) || mtrr_is_msr(0x277) || mtrr_is_msr(0x260));
+    assert_non_null(mtrr_write_check(0xfe, cap, cap, 39));
+    assert_null(mtrr_write_check(0x2ff, 0xc06, cap, 39));
+    assert_non_null(mtrr_write_check(0x2ff, 0xc02, cap, 39));   /* type 2 */
+    assert_non_null(mtrr_write_check(0x2ff, 0x1c06, cap, 39));  /* bit 12 */
+    assert_non_null(mtrr_write_check(0x2ff, 0xc01, 0x108, 39)); /* WC not offered */
+    assert_null(mtrr_write_check(0x250, 0x0606060606060606ull, cap, 39));
+    assert_non_null(mtrr_write_check(0x250, 0x0606060606060706ull, cap, 39));
+    assert_null(mtrr_write_check(0x200, 0x80000006, cap, 39));
+    assert_non_null(mtrr_write_check(0x200, 0x80000106, cap, 39)); /* bits 11:8 */
+    assert_non_null(mtrr_write_check(0x200, (1ull << 39) | 6, cap, 39));
+    assert_null(mtrr_write_check(0x201, 0x7f80000800ull, cap, 39));
+    assert_non_null(mtrr_write_check(0x201, 0x7f80000801ull, cap, 39));
+    assert_non_null(mtrr_write_check(0x210, 6, cap, 39)); /* pair 8 of 8 */
+}
+
+static void test_nmi(void **state)
+{
+    (void)state;
+    assert_int_equal(nmi_owed_action(false, false, 0, 0), NMI_NONE);
+    assert_int_equal(nmi_owed_action(true, false, 0, 0), NMI_INJECT);
+    assert_int_equal(nmi_owed_action(true, false, 1, 0), NMI_INJECT); /* wakes a HLT */
+    assert_int_equal(nmi_owed_action(true, true, 0, 0), NMI_LATER);
+    assert_int_equal(nmi_owed_action(true, false, 0, GUEST_INTR_BLOCK_NMI), NMI_WAIT);
+    assert_int_equal(nmi_owed_action(true, false, 0, GUEST_INTR_BLOCK_STI), NMI_WAIT);
+    assert_int_equal(nmi_owed_action(true, false, 0, GUEST_INTR_BLOCK_MOV_SS), NMI_WAIT);
+    assert_int_equal(nmi_owed_action(true, false, 3, 0), NMI_LATER); /* wait-for-SIPI */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_retire), cmocka_unit_test(test_fault_class),
+        cmocka_unit_test(test_cr0),    cmocka_unit_test(test_cr4),
+        cmocka_unit_test(test_pdptes), cmocka_unit_test(test_apic_base),
+        cmocka_unit_test(test_mtrr),   cmocka_unit_test(test_nmi),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

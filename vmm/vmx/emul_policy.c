@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: MIT */
+/* Architectural rules of emulated CPU state (pure; see emul_policy.h). */
+#include "vmx/emul_policy.h"
+
+void insn_retire(struct retire_state *s, unsigned len, bool code64)
+{
+    uint64_t rip = s->rip + len;
+    /* outside 64-bit mode EIP is 32 bits wide: bits 63:32 of RIP are 0 (SDM Vol. 3C
+     * 27.3.1.5, "RIP" guest-state check); the instruction after one that ends at
+     * 4 GiB - 1 starts at EIP 0 */
+    s->rip = code64 ? rip : (uint32_t)rip;
+    /* a completed instruction clears RF (SDM Vol. 3A 17.3.1.1) ... */
+    /* ... and owes the single-step trap if TF was set when it began (17.3.1.4) */
+    if (s->rflags & RFLAGS_TF)
+        s->pending_dbg |= PENDING_DBG_BS;
+    s->rflags &= ~RFLAGS_RF;
+    /* the STI / MOV SS shadow covered exactly this instruction (Vol. 3C 25.4.2) */
+    s->intr &= ~(GUEST_INTR_BLOCK_STI | GUEST_INTR_BLOCK_MOV_SS);
+}
+
+bool exception_is_fault(unsigned vector)
+{
+    /* SDM Vol. 3A table 6-1: #DE #BR #UD #NM #TS #NP #SS #GP #PF #MF #AC #XM #VE #CP.
+     * #DB is a fault or a trap depending on its cause, #BP/#OF are traps, #DF/#MC aborts. */
+    static const uint32_t faults = (1u << 0) | (1u << 5) | (1u << 6) | (1u << 7) | (1u << 10) |
+                                   (1u << 11) | (1u << 12) | (1u << 13) | (1u << 14) | (1u << 16) |
+                                   (1u << 17) | (1u << 19) | (1u << 20) | (1u << 21);
+    return vector < 32 && (faults >> vector) & 1;
+}
+
+const char *cr0_write_check(const struct cr_ctx *c, uint64_t *val)
+{
+    uint64_t v = *val;
+    if (v >> 32)
+        return "CR0 bits 63:32 set";
+    if ((v & CR0_NW) && !(v & CR0_CD))
+        return "CR0.NW = 1 with CR0.CD = 0";
+    if ((v & CR0_PG) && !(v & CR0_PE))
+        return "CR0.PG = 1 with CR0.PE = 0";
+    bool paging = c->cr0 & CR0_PG;
+    if ((v & CR0_PG) && !paging && (c->efer & EFER_LME_)) {
+        /* activating IA-32e mode (SDM Vol. 3A 10.8.5) */
+        if (!(c->cr4 & CR4_PAE))
+            return "IA-32e activation (EFER.LME, CR0.PG) with CR4.PAE = 0";
+    }
+    if (!(v & CR0_PG) && paging && c->code64)
+        return "CR0.PG cleared in 64-bit mode";
+    if (!(v & CR0_PG) && (c->cr4 & CR4_PCIDE))
+        return "CR0.PG cleared with CR4.PCIDE = 1";
+    if (!(v & CR0_WP) && (c->cr4 & CR4_CET))
+        return "CR0.WP cleared with CR4.CET = 1";
+    /* ET is fixed to 1 on every CPU with VMX; undefined bits in 31:0 are ignored */
+    *val = (v & CR0_DEFINED) | CR0_ET;
+    return 0;
+}
+
+const char *cr4_write_check(const struct cr_ctx *c, uint64_t val)
+{
+    if (val & CR4_VMXE)
+        return "CR4.VMXE: VMX is hidden from the guest";
+    if (val & ~c->cr4_supported)
+        return "CR4 bit this CPU does not have";
+    bool lma = c->efer & EFER_LMA_;
+    if (lma && !(val & CR4_PAE))
+        return "CR4.PAE cleared in IA-32e mode";
+    if (lma && ((val ^ c->cr4) & CR4_LA57))
+        return "CR4.LA57 changed in IA-32e mode";
+    if ((val & CR4_PCIDE) && !(c->cr4 & CR4_PCIDE)) {
+        if (!lma)
+            return "CR4.PCIDE set outside IA-32e mode";
+        if (c->cr3 & 0xfff)
+            return "CR4.PCIDE set with CR3[11:0] != 0";
+    }
+    if ((val & CR4_CET) && !(c->cr0 & CR0_WP))
+        return "CR4.CET set with CR0.WP = 0";
+    return 0;
+}
+
+bool cr_write_loads_pdptes(const struct cr_ctx *c, uint64_t new_cr0, uint64_t new_cr4)
+{
+    bool pae_paging = (new_cr0 & CR0_PG) && (new_cr4 & CR4_PAE) && !(c->efer & EFER_LME_);
+    bool changed = ((new_cr0 ^ c->cr0) & (CR0_PG | CR0_CD | CR0_NW)) ||
+                   ((new_cr4 ^ c->cr4) & (CR4_PAE | CR4_PGE | CR4_PSE | CR4_SMEP));
+    return pae_paging && changed;
+}
+
+const char *pdptes_check(const uint64_t pdpte[4], unsigned maxphyaddr)
+{
+    uint64_t rsvd = 0x1e6ull; /* bits 2:1 and 8:5 (table 4-8) */
+    if (maxphyaddr < 64)
+        rsvd |= ~0ull << maxphyaddr; /* the address beyond MAXPHYADDR, and bit 63 */
+    for (unsigned i = 0; i < 4; i++)
+        if ((pdpte[i] & 1) && (pdpte[i] & rsvd))
+            return "PDPTE with reserved bits set";
+    return 0;
+}
+
+enum apic_mode { APIC_DISABLED, APIC_INVALID, APIC_XAPIC, APIC_X2APIC };
+
+static enum apic_mode apic_mode(uint64_t v)
+{
+    bool en = v & APIC_BASE_EN, x2 = v & APIC_BASE_EXTD;
+    return !en ? (x2 ? APIC_INVALID : APIC_DISABLED) : x2 ? APIC_X2APIC : APIC_XAPIC;
+}
+
+const char *apic_base_check(uint64_t old, uint64_t val, unsigned maxphyaddr, bool has_x2apic)
+{
+    uint64_t rsvd = 0x2ffull; /* bits 7:0 and 9 */
+    if (maxphyaddr < 64)
+        rsvd |= ~0ull << maxphyaddr;
+    if (!has_x2apic)
+        rsvd |= APIC_BASE_EXTD;
+    if (val & rsvd)
+        return "IA32_APIC_BASE reserved bits set";
+    enum apic_mode from = apic_mode(old), to = apic_mode(val);
+    /* SDM Vol. 3A 11.12.5, figure 11-27: the transitions the local APIC refuses */
+    if (to == APIC_INVALID)
+        return "IA32_APIC_BASE EXTD = 1 with EN = 0";
+    if (from == APIC_X2APIC && to == APIC_XAPIC)
+        return "x2APIC to xAPIC without disabling first";
+    if (from == APIC_DISABLED && to == APIC_X2APIC)
+        return "disabled to x2APIC without xAPIC first";
+    return 0;
+}
+
+static bool fixed_mtrr(uint32_t msr)
+{
+    return msr == 0x250 || msr == 0x258 || msr == 0x259 || (msr >= 0x268 && msr <= 0x26f);
+}
+
+bool mtrr_is_msr(uint32_t msr)
+{
+    return msr == MSR_MTRR_CAP || msr == MSR_MTRR_DEF_TYPE || fixed_mtrr(msr) ||
+           (msr >= MSR_MTRR_PHYS_BASE && msr < MSR_MTRR_PHYS_BASE + 2 * 0x10);
+}
+
+static bool valid_type(unsigned t, uint64_t cap)
+{
+    /* UC, WC (if MTRRCAP.WC), WT, WP, WB (SDM Vol. 3A table 12-8) */
+    return t == 0 || (t == 1 && (cap & (1u << 10))) || t == 4 || t == 5 || t == 6;
+}
+
+const char *mtrr_write_check(uint32_t msr, uint64_t val, uint64_t cap, unsigned maxphyaddr)
+{
+    uint64_t phys_rsvd = maxphyaddr < 64 ? ~0ull << maxphyaddr : 0;
+    if (msr == MSR_MTRR_CAP)
+        return "IA32_MTRRCAP is read-only";
+    if (msr == MSR_MTRR_DEF_TYPE) {
+        if (val & ~0xcffull)
+            return "IA32_MTRR_DEF_TYPE reserved bits set";
+        if ((val & (1u << 10)) && !(cap & (1u << 8)))
+            return "IA32_MTRR_DEF_TYPE.FE without fixed-range MTRRs";
+        return valid_type(val & 0xff, cap) ? 0 : "IA32_MTRR_DEF_TYPE invalid memory type";
+    }
+    if (fixed_mtrr(msr)) {
+        if (!(cap & (1u << 8)))
+            return "no fixed-range MTRRs";
+        for (unsigned i = 0; i < 8; i++)
+            if (!valid_type((val >> (8 * i)) & 0xff, cap))
+                return "fixed-range MTRR invalid memory type";
+        return 0;
+    }
+    unsigned n = (msr - MSR_MTRR_PHYS_BASE) / 2;
+    if (n >= (cap & 0xff))
+        return "no such variable-range MTRR";
+    if (!(msr & 1)) {
+        if (val & (phys_rsvd | 0xf00))
+            return "IA32_MTRR_PHYSBASE reserved bits set";
+        return valid_type(val & 0xff, cap) ? 0 : "IA32_MTRR_PHYSBASE invalid memory type";
+    }
+    if (val & (phys_rsvd | 0x7ff))
+        return "IA32_MTRR_PHYSMASK reserved bits set";
+    return 0;
+}
+
+enum nmi_action nmi_owed_action(bool pending, bool event_queued, uint32_t activity, uint32_t intr)
+{
+    if (!pending)
+        return NMI_NONE;
+    if (event_queued)
+        return NMI_LATER;
+    /* shutdown and wait-for-SIPI hold NMIs; so does a HLT inside the NMI handler,
+     * where stepping would only spin: the next exit decides again */
+    if (activity != GUEST_ACTIVITY_ACTIVE_ && activity != GUEST_ACTIVITY_HLT_)
+        return NMI_LATER;
+    /* VM entry may not inject an NMI into STI / MOV SS / NMI blocking (Vol. 3C 27.3.1.5) */
+    if (intr & (GUEST_INTR_BLOCK_STI | GUEST_INTR_BLOCK_MOV_SS | GUEST_INTR_BLOCK_NMI))
+        return activity == GUEST_ACTIVITY_HLT_ ? NMI_LATER : NMI_WAIT;
+    return NMI_INJECT;
+}

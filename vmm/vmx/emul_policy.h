@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The architectural rules the VMM applies when it emulates guest CPU state:
+ * retiring an instruction it ran on the guest's behalf, MOV to CR0/CR4,
+ * exception injection, IA32_APIC_BASE, the MTRRs and NMIs that hit VMX root.
+ * Pure functions of guest-controlled values: the exit handlers (exit_*.c) feed
+ * them decoded state; host tests (tests/unit/test_emul_policy.c) and a fuzzer
+ * (tests/fuzz/fuzz_emul_policy.c) call them directly.  A "check" returns NULL
+ * when the hardware would accept the value, else the reason for the #GP(0).
+ */
+#ifndef PTV_VMX_EMUL_POLICY_H
+#define PTV_VMX_EMUL_POLICY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* ---- retiring an emulated instruction (SDM Vol. 3C 27.3.1.5/25.4.2, Vol. 3A 17.3.1.1) ---- */
+#define GUEST_INTR_BLOCK_STI    (1u << 0)
+#define GUEST_INTR_BLOCK_MOV_SS (1u << 1)
+#define GUEST_INTR_BLOCK_SMI    (1u << 2)
+#define GUEST_INTR_BLOCK_NMI    (1u << 3)
+#define RFLAGS_TF               (1ull << 8)
+#define RFLAGS_RF               (1ull << 16)
+#define PENDING_DBG_BS          (1ull << 14)
+
+struct retire_state {
+    uint64_t rip, rflags, pending_dbg;
+    uint32_t intr; /* guest interruptibility state */
+};
+/*
+ * The instruction at s->rip (len bytes) completed: RIP moves past it and wraps
+ * at 4 GiB outside 64-bit mode (code64 = IA-32e mode and CS.L), RF is cleared,
+ * a single-step trap is pending if TF was set (the #DB the instruction owes),
+ * and STI / MOV SS blocking ends.
+ */
+void insn_retire(struct retire_state *s, unsigned len, bool code64);
+
+/* fault-class exceptions push RFLAGS.RF = 1 (SDM Vol. 3A 17.3.1.1, table 6-1) */
+bool exception_is_fault(unsigned vector);
+
+/* ---- MOV to CR0 / CR4 (SDM Vol. 3A 2.5, Vol. 2B "MOV--Move to/from Control Registers") ---- */
+#define CR0_PE (1ull << 0)
+#define CR0_ET (1ull << 4)
+#define CR0_NE (1ull << 5)
+#define CR0_WP (1ull << 16)
+#define CR0_NW (1ull << 29)
+#define CR0_CD (1ull << 30)
+#define CR0_PG (1ull << 31)
+/* the bits of CR0[31:0] the architecture defines; the rest are ignored on write */
+#define CR0_DEFINED 0xe005003full
+#define CR4_PSE     (1ull << 4)
+#define CR4_PAE     (1ull << 5)
+#define CR4_PGE     (1ull << 7)
+#define CR4_VMXE    (1ull << 13)
+#define CR4_PCIDE   (1ull << 17)
+#define CR4_SMEP    (1ull << 20)
+#define CR4_CET     (1ull << 23)
+#define CR4_LA57    (1ull << 12)
+#define EFER_LME_   (1ull << 8)
+#define EFER_LMA_   (1ull << 10)
+
+struct cr_ctx {
+    uint64_t cr0, cr3, cr4, efer; /* as the guest sees them before the write */
+    bool code64;                  /* IA-32e mode and CS.L */
+    uint64_t cr4_supported;       /* CR4 bits this CPU has for the guest (VMXE excluded) */
+};
+/* *val: in, the value written; out, as CR0 then reads (ET set, undefined low bits clear) */
+const char *cr0_write_check(const struct cr_ctx *c, uint64_t *val);
+const char *cr4_write_check(const struct cr_ctx *c, uint64_t val);
+/* after the write (new cr0/cr4), PAE paging outside IA-32e mode needs its four PDPTEs
+ * loaded from CR3 (SDM Vol. 3A 4.4.1: MOV to CR0/CR4 changing PG, CD, NW, PAE, PGE, PSE,
+ * SMEP) */
+bool cr_write_loads_pdptes(const struct cr_ctx *c, uint64_t new_cr0, uint64_t new_cr4);
+/* present PDPTEs with reserved bits #GP the MOV (SDM Vol. 3A 4.4.1, table 4-8) */
+const char *pdptes_check(const uint64_t pdpte[4], unsigned maxphyaddr);
+
+/* ---- IA32_APIC_BASE (SDM Vol. 3A 11.4.4, 11.12.5 state transitions) ---- */
+#define APIC_BASE_BSP  (1ull << 8)
+#define APIC_BASE_EXTD (1ull << 10)
+#define APIC_BASE_EN   (1ull << 11)
+const char *apic_base_check(uint64_t old, uint64_t val, unsigned maxphyaddr, bool has_x2apic);
+static inline uint64_t apic_base_addr(uint64_t v)
+{
+    return v & ~0xfffull & ((1ull << 52) - 1);
+}
+
+/* ---- MTRRs (SDM Vol. 3A 12.11) ---- */
+#define MSR_MTRR_CAP       0xfe
+#define MSR_MTRR_DEF_TYPE  0x2ff
+#define MSR_MTRR_PHYS_BASE 0x200 /* + 2n; PHYS_MASK = + 2n + 1 */
+bool mtrr_is_msr(uint32_t msr);
+/* msr in mtrr_is_msr(); mtrrcap = IA32_MTRRCAP as the guest sees it */
+const char *mtrr_write_check(uint32_t msr, uint64_t val, uint64_t mtrrcap, unsigned maxphyaddr);
+
+/* ---- an NMI that hit VMX root, owed to the guest ---- */
+#define GUEST_ACTIVITY_ACTIVE_ 0
+#define GUEST_ACTIVITY_HLT_    1
+enum nmi_action {
+    NMI_NONE,   /* nothing pending */
+    NMI_INJECT, /* inject it at this entry */
+    NMI_WAIT,   /* blocked now: come back after the next guest instruction (MTF) */
+    NMI_LATER,  /* another event is being injected first: decide at the next entry */
+};
+enum nmi_action nmi_owed_action(bool pending, bool event_queued, uint32_t activity, uint32_t intr);
+
+#endif
