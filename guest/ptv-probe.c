@@ -9,16 +9,22 @@
  *   ptv-probe exit-stats       PTV_VMCALL_EXIT_STATS    (total and per-reason counts; CPL 3 needs
  *                                                       vmcall_user = stats in ptvisor.cfg)
  *   ptv-probe tsc              RDTSC (Bochs: instructions retired since reset)
+ *   ptv-probe rip-wrap         CPL 3 CPUID at EIP 0xfffffffe of a 32-bit segment: SIGSEGV at 0
  *   ptv-probe cpuid-loop N [R] N x CPUID(0), R rounds (default 5), smallest RDTSC delta
  *
  * VMCALL outside VMX non-root operation raises #UD, so the VMCALL subcommands
  * first check CPUID.1:ECX[31] and the 0x40000000 signature and refuse (exit 2)
  * when ptvisor is not there.
  */
+#define _GNU_SOURCE /* REG_RIP */
+#include <setjmp.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <ucontext.h>
 
 #include "ptv/vmcall.h"
 
@@ -230,6 +236,58 @@ static int do_cpuid_loop(const char *count, const char *rounds)
     return 0;
 }
 
+/*
+ * rip-wrap: the CPL 3 attack of issue 7 item 7.  A 32-bit compatibility-mode
+ * program (Linux's __USER32_CS) puts CPUID, which always exits to a VMM, in
+ * the last two bytes below 4 GiB.  On hardware the next instruction is fetched
+ * at EIP 0 (EIP is 32 bits wide outside 64-bit mode), which is unmapped: SIGSEGV
+ * with RIP 0.  A VMM that writes RIP 0x100000000 back makes VM entry fail and
+ * stops the whole machine -- from an unprivileged process.
+ */
+#define USER32_CS 0x23 /* arch/x86/include/asm/segment.h: GDT_ENTRY_DEFAULT_USER32_CS * 8 + 3 */
+static sigjmp_buf wrap_back;
+static volatile uint64_t wrap_rip = ~0ull;
+
+static void wrap_segv(int sig, siginfo_t *si, void *ctx)
+{
+    (void)sig;
+    (void)si;
+    wrap_rip = (uint64_t)((ucontext_t *)ctx)->uc_mcontext.gregs[REG_RIP];
+    siglongjmp(wrap_back, 1);
+}
+
+static int do_rip_wrap(void)
+{
+    uint8_t *page = mmap((void *)0xfffff000ul, 4096, PROT_READ | PROT_WRITE | PROT_EXEC,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    if (page == MAP_FAILED) {
+        printf("ptvisor-guest: rip-wrap skipped (cannot map 0xfffff000)\n");
+        return 77;
+    }
+    page[0xffe] = 0x0f; /* CPUID at 0xfffffffe */
+    page[0xfff] = 0xa2;
+    /* the handler runs on its own stack: the fault happens in compatibility mode */
+    static uint8_t altstack[64 * 1024];
+    stack_t ss = {.ss_sp = altstack, .ss_size = sizeof(altstack)};
+    sigaltstack(&ss, NULL);
+    struct sigaction sa = {.sa_sigaction = wrap_segv,
+                           .sa_flags = SA_SIGINFO | SA_NODEFER | SA_ONSTACK};
+    sigaction(SIGSEGV, &sa, NULL);
+    if (!sigsetjmp(wrap_back, 1)) {
+        __asm__ volatile("xorl %%eax, %%eax\n\t"
+                         "xorl %%ecx, %%ecx\n\t"
+                         "pushq %0\n\t"
+                         "pushq %1\n\t"
+                         "lretq" ::"i"(USER32_CS),
+                         "r"(0xfffffffeull)
+                         : "rax", "rbx", "rcx", "rdx", "memory");
+    }
+    munmap(page, 4096);
+    printf("ptvisor-guest: rip-wrap %s rip=%#llx\n", wrap_rip == 0 ? "ok" : "wrong",
+           (unsigned long long)wrap_rip);
+    return wrap_rip == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     const char *cmd = argc > 1 ? argv[1] : "view";
@@ -245,8 +303,10 @@ int main(int argc, char **argv)
         printf("ptvisor-guest: tsc=%llu\n", (unsigned long long)rdtsc());
         return 0;
     }
+    if (strcmp(cmd, "rip-wrap") == 0)
+        return do_rip_wrap();
     if (strcmp(cmd, "cpuid-loop") == 0)
         return do_cpuid_loop(argc > 2 ? argv[2] : NULL, argc > 3 ? argv[3] : NULL);
-    fprintf(stderr, "usage: ptv-probe [view|vmcall-version|exit-stats|tsc|cpuid-loop N [R]]\n");
+    fprintf(stderr, "usage: ptv-probe [view|vmcall-version|exit-stats|tsc|rip-wrap|cpuid-loop N [R]]\n");
     return 2;
 }

@@ -21,4 +21,9 @@ done
 "$probe" cpuid-loop 0 >/dev/null 2>&1 && { echo "cpuid-loop 0 accepted"; exit 1; }
 "$probe" cpuid-loop 1000 2 | grep -qE '^ptvisor-guest: cpuid-loop n=1000 rounds=2 min_delta=[0-9]+$' ||
     { echo "cpuid-loop line malformed"; exit 1; }
+# the bare-metal oracle of the rip-wrap attack: this CPU (not under ptvisor) faults at EIP 0
+out=$("$probe" rip-wrap); rc=$?
+echo "$out"
+[ $rc = 77 ] || { [ $rc = 0 ] && [ "$out" = "ptvisor-guest: rip-wrap ok rip=0" ]; } ||
+    { echo "rip-wrap: expected a fault at EIP 0, rc=$rc"; exit 1; }
 echo "ptv-probe host checks passed"

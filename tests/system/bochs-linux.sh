@@ -43,6 +43,7 @@ check() { # check DESCRIPTION fixed-string
 check "VMM launched" "$LAUNCHED"
 check "guest /init reached" "PTVISOR-GUEST-READY"
 check "guest sees ptvisor in CPUID" 'ptvisor-guest: hypervisor=1 signature="ptvisor"'
+check "CPL 3 CPUID at EIP 0xfffffffe wraps to 0 (issue 7)" "ptvisor-guest: rip-wrap ok rip=0"
 check "guest ran to the end" "PTVISOR-GUEST-DONE"
 grep -a '^ptvisor-guest:' "$serial" | tr -d '\r' | sed 's/^/  guest> /'
 if [ $fail != 0 ]; then
