@@ -139,6 +139,47 @@ static void test_blocks(void **state)
     od_fini(&x);
 }
 
+/* a pinned page (another owner's 4 KiB map above floor) survives every drop */
+static void test_pins(void **state)
+{
+    struct odfx x;
+    unsigned i;
+
+    od_setup(&x, true, true, 4, 40, EPT_OD_MAX_TABLES);
+    touch(&x, GiB(7));
+    /* the owner maps its page inside an on-demand 1 GiB block, then pins it */
+    assert_int_equal(
+        ept_map(&x.f.e, GiB(7) + MiB(3), GiB(2), KiB(4), EPT_R | EPT_W, EPT_MT_UC | EPT_MT_IPAT),
+        0);
+    assert_int_equal(ept_od_pin(&x.od, GiB(7) + MiB(3) + 5), 0);
+    assert_int_equal(ept_od_pin(&x.od, GiB(1)), 0); /* below floor: nothing to do */
+    assert_int_equal(x.od.nr_pins, 1);
+    for (i = 1; i < EPT_OD_MAX_PINS; i++)
+        assert_int_equal(ept_od_pin(&x.od, GiB(9) + i * KiB(4)), 0);
+    assert_int_equal(ept_od_pin(&x.od, GiB(10)), EPT_ENOMEM);
+    for (i = 1; i < EPT_OD_MAX_PINS; i++)
+        ept_od_unpin(&x.od, GiB(9) + i * KiB(4));
+    assert_int_equal(x.od.nr_pins, 1);
+    assert_int_equal(ept_od_drop_all(&x.od, &x.f.e), 0);
+    {
+        uint64_t hpa;
+        unsigned perms;
+
+        assert_int_equal(ept_translate(&x.f.e, GiB(7) + MiB(3), &hpa, &perms, NULL, NULL), 0);
+        assert_int_equal(hpa, GiB(2));
+        assert_int_equal(perms, EPT_R | EPT_W);
+    }
+    assert_int_equal(ept_translate(&x.f.e, GiB(7), NULL, NULL, NULL, NULL), EPT_ENOENT);
+    assert_int_equal(ept_translate(&x.f.e, GiB(7) + MiB(3) + KiB(4), NULL, NULL, NULL, NULL),
+                     EPT_ENOENT);
+    /* unpinned, the next drop takes it and its tables */
+    ept_od_unpin(&x.od, GiB(7) + MiB(3));
+    assert_int_equal(ept_od_drop_all(&x.od, &x.f.e), 0);
+    assert_int_equal(ept_translate(&x.f.e, GiB(7) + MiB(3), NULL, NULL, NULL, NULL), EPT_ENOENT);
+    assert_int_equal(x.f.e.nr_tables, 2);
+    od_fini(&x);
+}
+
 /* n accesses from floor at 'stride' (+ 'skew' per access), wrapping below limit */
 static unsigned long run_reads(struct odfx *x, unsigned long n, uint64_t stride, uint64_t skew)
 {
@@ -246,9 +287,8 @@ static void test_bench(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_blocks),
-        cmocka_unit_test(test_bounded),
-        cmocka_unit_test(test_short_pool),
+        cmocka_unit_test(test_blocks),     cmocka_unit_test(test_bounded),
+        cmocka_unit_test(test_short_pool), cmocka_unit_test(test_pins),
         cmocka_unit_test(test_bench),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -50,15 +50,55 @@ static void choose_block(const struct ept_od *od, const struct ept *e, uint64_t 
         m->type = EPT_MT_UC; /* not expected: a 4 KiB page has one type */
 }
 
+int ept_od_pin(struct ept_od *od, uint64_t gpa)
+{
+    unsigned i;
+
+    gpa &= ~(EPT_PAGE_SIZE - 1);
+    if (gpa < od->floor || gpa >= od->limit)
+        return 0;
+    for (i = 0; i < od->nr_pins; i++)
+        if (od->pin[i] == gpa)
+            return 0;
+    if (od->nr_pins == EPT_OD_MAX_PINS)
+        return EPT_ENOMEM;
+    for (i = od->nr_pins++; i > 0 && od->pin[i - 1] > gpa; i--)
+        od->pin[i] = od->pin[i - 1];
+    od->pin[i] = gpa;
+    return 0;
+}
+
+void ept_od_unpin(struct ept_od *od, uint64_t gpa)
+{
+    unsigned i, j;
+
+    gpa &= ~(EPT_PAGE_SIZE - 1);
+    for (i = j = 0; i < od->nr_pins; i++)
+        if (od->pin[i] != gpa)
+            od->pin[j++] = od->pin[i];
+    od->nr_pins = j;
+}
+
 int ept_od_drop_all(struct ept_od *od, struct ept *e)
 {
-    /* whole aligned blocks: nothing splits, so nothing is allocated */
-    int rc = ept_unmap_prune(e, od->floor, od->limit - od->floor);
+    uint64_t from = od->floor;
+    unsigned i;
+    int rc = 0;
 
+    /* the gaps between pinned pages: their ends are 1 GiB aligned or next to a
+     * pinned page, which is a 4 KiB leaf, so nothing splits and nothing is
+     * allocated */
+    for (i = 0; i <= od->nr_pins && !rc; i++) {
+        uint64_t to = i < od->nr_pins ? od->pin[i] : od->limit;
+
+        if (to > from)
+            rc = ept_unmap_prune(e, from, to - from);
+        from = to + EPT_PAGE_SIZE;
+    }
     if (rc)
         return rc;
-    /* every table wholly above floor is an on-demand one (the invariant in
-     * ept_ondemand.h), and the prune unlinked them all */
+    /* every table wholly above floor is an on-demand one or holds a pinned
+     * page (the invariant in ept_ondemand.h): the prune unlinked all ours */
     od->tables = 0;
     od->drops++;
     if (ept_flush_needed(e))

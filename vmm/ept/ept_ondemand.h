@@ -18,7 +18,9 @@
  *
  * Invariant the caller keeps: nothing but this module maps GPAs >= floor
  * (the sink page and the PT engine only touch GPAs below floor), so every
- * table wholly above floor is an on-demand table.
+ * table wholly above floor is an on-demand table -- except 4 KiB pages another
+ * part of the VMM maps there and *pins* (ept_od_pin(), e.g. a relocated APIC
+ * window): a drop leaves pinned pages (and the tables holding them) alone.
  */
 #ifndef PTV_EPT_ONDEMAND_H
 #define PTV_EPT_ONDEMAND_H
@@ -29,6 +31,7 @@
 
 /* the default budget: 16 table pages (64 KiB) */
 #define EPT_OD_MAX_TABLES 16u
+#define EPT_OD_MAX_PINS   4u
 
 struct ept_od {
     uint64_t floor, limit;    /* on-demand maps live in [floor, limit) */
@@ -38,7 +41,9 @@ struct ept_od {
     /* executes INVEPT for e, then calls ept_flush_done(e) */
     void (*flush)(void *ctx, struct ept *e);
     void *ctx;
-    unsigned long maps, drops; /* counters: blocks mapped, drop-all rounds */
+    unsigned long maps, drops;     /* counters: blocks mapped, drop-all rounds */
+    uint64_t pin[EPT_OD_MAX_PINS]; /* 4 KiB pages a drop leaves alone, ascending */
+    unsigned nr_pins;
 };
 
 /* the block ept_od_fault() mapped */
@@ -64,6 +69,14 @@ int ept_od_init(struct ept_od *od, const struct ept *e, const struct mtrr_state 
  */
 int ept_od_fault(struct ept_od *od, struct ept *e, uint64_t gpa, struct ept_od_map *m)
     __attribute__((warn_unused_result));
+
+/*
+ * Keep the 4 KiB page at gpa out of every drop (its owner maps it, at 4 KiB,
+ * and unpins it when done).  A page outside [floor, limit) needs no pin: 0.
+ * EPT_ENOMEM when EPT_OD_MAX_PINS are pinned.
+ */
+int ept_od_pin(struct ept_od *od, uint64_t gpa) __attribute__((warn_unused_result));
+void ept_od_unpin(struct ept_od *od, uint64_t gpa);
 
 /* Drop every on-demand map now (and INVEPT through flush()). */
 int ept_od_drop_all(struct ept_od *od, struct ept *e) __attribute__((warn_unused_result));

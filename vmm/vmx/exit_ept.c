@@ -5,6 +5,11 @@
  * is logged, counted and then lands on a per-guest sink page: reads see the
  * sink (never VMM data), writes go to the sink; the guest continues (the
  * defined outcome of ARCHITECTURE §2).  An instruction fetch there gets #GP(0).
+ *
+ * Above the identity map, addresses are identity mapped on their first access
+ * (vmm/ept/ept_ondemand.c) in bounded memory: device memory (64-bit BARs) works,
+ * and where nothing answers the bus gives what bare metal gives (reads all
+ * ones, writes dropped).  No guest access stops the guest for want of memory.
  */
 #include "vmx/vmx_cpu.h"
 #include "vmx/exits.h"
@@ -14,6 +19,8 @@
 #include "log.h"
 #include "palloc.h"
 #include "ept/ept_identity.h"
+#include "ept/ept_ondemand.h"
+#include "ept/ept_entry.h"
 #include "ept/mtrr.h"
 #include "pt/pt_eptv.h"
 #include "lib/ptv_string.h"
@@ -30,6 +37,16 @@ static void *ept_pa_to_va(void *ctx, uint64_t pa)
 }
 
 static struct mtrr_state host_mtrrs; /* read once at set-up */
+
+/* IA32_VMX_EPT_VPID_CAP bit 7: page-walk length 5 (SDM Vol. 3D A.10) */
+#define VMX_EPT_PAGE_WALK_5_BIT (1ull << 7)
+/* consecutive exits that are EPT violations on pages EPT already allows */
+#define EPT_STALE_MAX 8u
+
+static void od_flush(void *ctx, struct ept *e)
+{
+    vmx_ept_sync(e);
+}
 
 static void read_mtrrs(struct mtrr_state *m)
 {
@@ -63,21 +80,39 @@ int vmx_ept_setup(struct vcpu *v)
     const struct ptv_handoff *h = v->handoff;
     uint64_t ev = vmx_caps.ept_vpid;
     struct mtrr_state *mtrr = &host_mtrrs;
-    uint64_t top;
+    uint64_t top, limit;
+    /* a 5-level walk only where 4 levels cannot reach every physical address
+     * (as KVM decides): GPAs >= 2^48 on a CPU with MAXPHYADDR > 48 */
+    bool five = vmx_caps.maxphyaddr > EPT_GPA_BITS && (ev & VMX_EPT_PAGE_WALK_5_BIT);
     read_mtrrs(mtrr);
     if (ept_init(&v->ept, &ops, ev & VMX_EPT_1GB_PAGE_BIT, ev & VMX_EPT_2MB_PAGE_BIT) ||
-        ept_set_maxphyaddr(&v->ept, vmx_caps.maxphyaddr) ||
+        (five && ept_set_levels(&v->ept, 5)) || ept_set_maxphyaddr(&v->ept, vmx_caps.maxphyaddr) ||
         ept_build_identity(&v->ept, h->mem, h->nr_mem, mtrr, &top)) {
         pr_err("ept", "building the guest EPT failed (pool exhausted?)");
         return -1;
     }
-    if (!palloc_page(&v->sink_pa))
+    limit = 1ull << vmx_caps.maxphyaddr;
+    if (limit > ept_gpa_limit(&v->ept))
+        limit = ept_gpa_limit(&v->ept);
+    /* the spare pages one on-demand map needs, so a short pool later still maps */
+    if (!palloc_page(&v->sink_pa) || ept_reserve(&v->ept, v->ept.levels - 1u))
         return -1;
+    if (top < limit &&
+        ept_od_init(&v->ept_od, &v->ept, mtrr, top, limit, EPT_OD_MAX_TABLES, od_flush, NULL)) {
+        pr_err("ept", "on-demand maps above %#lx: bad set-up", top);
+        return -1;
+    }
+    if (vmx_caps.maxphyaddr > EPT_GPA_BITS && !five)
+        pr_warn("ept",
+                "MAXPHYADDR %u without 5-level EPT: guest accesses at or above 2^48 get "
+                "#GP(0)",
+                vmx_caps.maxphyaddr);
     pr_info("ept",
             "identity map [0, %#lx) minus VMM [%#lx, %#lx): %lu tables, %lu x 1G, %lu x 2M, "
-            "%lu x 4K",
+            "%lu x 4K; %u-level walk; on demand [%#lx, %#lx) in at most %lu table pages",
             top, vmm_span.base, vmm_span.base + vmm_span.size, v->ept.nr_tables,
-            v->ept.nr_leaves[2], v->ept.nr_leaves[1], v->ept.nr_leaves[0]);
+            v->ept.nr_leaves[2], v->ept.nr_leaves[1], v->ept.nr_leaves[0], v->ept.levels, top,
+            limit, (unsigned long)EPT_OD_MAX_TABLES);
     return 0;
 }
 
@@ -107,62 +142,128 @@ static bool in_vmm(uint64_t gpa)
     return gpa - vmm_span.base < vmm_span.size;
 }
 
+/* map the sink at page; a short pool first gives back the on-demand tables */
+static int map_sink(struct vcpu *v, uint64_t page)
+{
+    int rc = ept_map(&v->ept, page, v->sink_pa, 4096, EPT_R | EPT_W, EPT_MT_WB | EPT_MT_IPAT);
+
+    if (rc == EPT_ENOMEM && v->ept_od.limit && !ept_od_drop_all(&v->ept_od, &v->ept))
+        rc = ept_map(&v->ept, page, v->sink_pa, 4096, EPT_R | EPT_W, EPT_MT_WB | EPT_MT_IPAT);
+    return rc;
+}
+
+static enum exit_action vmm_memory_access(struct vcpu *v, const struct vmexit *e)
+{
+    const char *what = (e->qual & EPT_VIOLATION_ACC_WRITE)   ? "write"
+                       : (e->qual & EPT_VIOLATION_ACC_INSTR) ? "fetch"
+                                                             : "read";
+
+    v->ept_blocked++;
+    pr_warn_rl("ept", "guest %s of VMM memory at GPA %#lx (RIP %#lx) blocked", what, e->gpa,
+               e->rip);
+    if (e->qual & EPT_VIOLATION_ACC_INSTR) {
+        /* nothing the guest may run lives there: the fetch faults, as a jump to a
+         * non-executable address would (the sink page is never executable) */
+        vcpu_inject_gp(v);
+        return EXIT_INJECT;
+    }
+    if (map_sink(v, e->gpa & ~0xfffull)) {
+        /* the pool is dry even without the on-demand tables: the access cannot
+         * be retried anywhere, so it faults as the fetch does (documented) */
+        pr_err_rl("ept", "no memory for the sink page at GPA %#lx: #GP(0)", e->gpa);
+        vcpu_inject_gp(v);
+        return EXIT_INJECT;
+    }
+    vmx_ept_sync(&v->ept);
+    /* no pt_ctrl_mem_changed(): VMM memory is never in a shadow (only guest RAM is) */
+    return EXIT_RESUME;
+}
+
+/* the EPT rights an access needs (exit qualification bits 2:0, SDM Vol. 3C 27.2.1) */
+static unsigned access_perms(uint64_t qual)
+{
+    return ((qual & EPT_VIOLATION_ACC_READ) ? EPT_R : 0) |
+           ((qual & EPT_VIOLATION_ACC_WRITE) ? EPT_W : 0) |
+           ((qual & EPT_VIOLATION_ACC_INSTR) ? EPT_X : 0);
+}
+
+/*
+ * A violation on a page whose EPT rights allow the access: a translation the
+ * CPU cached before the VMM widened it (the VMM changes EPT only from this
+ * CPU's exits and flushes after narrowing, so this is a stale TLB or a VMM
+ * bug).  INVEPT and retry, at most EPT_STALE_MAX exits in a row.
+ */
+static enum exit_action stale_violation(struct vcpu *v, const struct vmexit *e)
+{
+    v->ept_stale_run = v->ept_stale_last + 1 == v->exits_total ? v->ept_stale_run + 1 : 1;
+    v->ept_stale_last = v->exits_total;
+    v->ept_stale++;
+    pr_warn_rl("ept", "EPT violation at GPA %#lx (qualification %#lx) that EPT allows: INVEPT",
+               e->gpa, e->qual);
+    if (v->ept_stale_run > EPT_STALE_MAX) {
+        pr_err("ept", "%u EPT violations in a row that INVEPT does not clear: VMM bug",
+               EPT_STALE_MAX);
+        return EXIT_STOP_GUEST;
+    }
+    vmx_invept_all();
+    ept_flush_done(&v->ept);
+    return EXIT_RESUME;
+}
+
 enum exit_action handle_ept_violation(struct vcpu *v, const struct vmexit *e)
 {
-    uint64_t page = e->gpa & ~0xfffull;
+    uint64_t hpa;
+    unsigned perms;
+    int rc;
     /* guest ToPA edit (shadow), PT output (hardware-GPA mode) */
     if (pt_ctrl_ept_violation(&v->pt, e->gpa, e->qual) == PT_CTRL_EPTV_RESUME) {
         pt_vmx_log(v);
         return EXIT_RESUME;
     }
-    if (in_vmm(e->gpa)) {
-        v->ept_blocked++;
-        if (v->ept_blocked <= 16 || !(v->ept_blocked & (v->ept_blocked - 1)))
-            pr_warn("ept", "guest %s of VMM memory at GPA %#lx (RIP %#lx) blocked (%lu so far)",
-                    (e->qual & EPT_VIOLATION_ACC_WRITE)   ? "write"
-                    : (e->qual & EPT_VIOLATION_ACC_INSTR) ? "fetch"
-                                                          : "read",
-                    e->gpa, e->rip, v->ept_blocked);
-        if (e->qual & EPT_VIOLATION_ACC_INSTR) {
-            /* nothing the guest may run lives there: the fetch faults, as a jump to a
-             * non-executable address would (the sink page is never executable) */
+    if (in_vmm(e->gpa))
+        return vmm_memory_access(v, e);
+    if (e->qual & EPT_VIOLATION_ASYNC)
+        pr_warn_rl("ept", "asynchronous (PT) EPT violation at GPA %#lx with PT off", e->gpa);
+    rc = ept_translate(&v->ept, e->gpa, &hpa, &perms, NULL, NULL);
+    if (rc == 0 && (perms & access_perms(e->qual)) == access_perms(e->qual))
+        return stale_violation(v, e);
+    if (rc == EPT_ENOENT && v->ept_od.limit) {
+        /* beyond the identity map: device memory above RAM (64-bit BARs), or nothing */
+        struct ept_od_map m;
+        rc = ept_od_fault(&v->ept_od, &v->ept, e->gpa, &m);
+        if (!rc) {
+            vmx_ept_sync(&v->ept);
+            /* a new device mapping: no guest RAM changed, no shadow is affected */
+            pr_info_rl("ept", "mapped [%#lx, %#lx) on demand (memory type %u)%s", m.base,
+                       m.base + m.size, m.type, m.dropped ? "; older on-demand maps dropped" : "");
+            return EXIT_RESUME;
+        }
+        if (rc == EPT_ENOMEM) {
+            /* not one map's worth of pages left, even after dropping ours */
+            pr_err_rl("ept", "no memory to map GPA %#lx on demand: #GP(0)", e->gpa);
             vcpu_inject_gp(v);
             return EXIT_INJECT;
         }
-        if (ept_map(&v->ept, page, v->sink_pa, 4096, EPT_R | EPT_W, EPT_MT_WB | EPT_MT_IPAT)) {
-            pr_err("ept", "cannot map the sink page");
-            return EXIT_STOP_GUEST;
-        }
-        vmx_ept_sync(&v->ept);
-        /* no pt_ctrl_mem_changed(): VMM memory is never in a shadow (only guest RAM is) */
-        return EXIT_RESUME;
     }
-    if (e->qual & EPT_VIOLATION_ASYNC)
-        pr_warn("ept", "asynchronous (PT) EPT violation at GPA %#lx with PT off", e->gpa);
-    /* beyond the identity map: device memory above RAM (64-bit BARs) */
-    uint64_t hpa;
-    if (ept_translate(&v->ept, e->gpa, &hpa, NULL, NULL, NULL) == EPT_ENOENT &&
-        e->gpa < (1ull << vmx_caps.maxphyaddr)) {
-        uint64_t size = 1ull << 21, base = e->gpa & ~(size - 1);
-        unsigned type;
-        if (mtrr_range_type(&host_mtrrs, base, size, &type)) { /* mixed: map 4 KiB only */
-            size = 4096;
-            base = e->gpa & ~(size - 1);
-            if (mtrr_range_type(&host_mtrrs, base, size, &type))
-                type = EPT_MT_UC;
-        }
-        if (!ept_map(&v->ept, base, base, size, EPT_RWX, type)) {
-            /* a new device mapping: no guest RAM changed, no shadow is affected */
-            pr_info("ept", "mapped device memory [%#lx, %#lx) on demand (memory type %u)", base,
-                    base + size, type);
-            return EXIT_RESUME;
-        }
+    if (rc == EPT_EINVAL && e->gpa >= ept_gpa_limit(&v->ept)) {
+        /* beyond what the walk can translate (GPA >= 2^48 on a 4-level walk,
+         * MAXPHYADDR > 48 without 5-level EPT): no map can make the access
+         * work, so it faults instead of stopping the guest (documented) */
+        v->ept_unmappable++;
+        pr_warn_rl("ept", "guest access at GPA %#lx beyond the %u-level EPT walk: #GP(0)", e->gpa,
+                   v->ept.levels);
+        vcpu_inject_gp(v);
+        return EXIT_INJECT;
     }
-    pr_err("ept",
-           "EPT violation at GPA %#lx (qualification %#lx, RIP %#lx) the VMM cannot "
-           "resolve",
-           e->gpa, e->qual, e->rip);
-    return EXIT_STOP_GUEST;
+    /* a page the VMM maps with fewer rights than the access needs and nobody
+     * claimed (e.g. a fetch from a device window): it faults, as a fetch from
+     * VMM memory does; the guest goes on */
+    pr_err_rl("ept",
+              "EPT violation at GPA %#lx (qualification %#lx, RIP %#lx) not resolvable: "
+              "#GP(0)",
+              e->gpa, e->qual, e->rip);
+    vcpu_inject_gp(v);
+    return EXIT_INJECT;
 }
 
 enum exit_action handle_ept_misconfig(struct vcpu *v, const struct vmexit *e)

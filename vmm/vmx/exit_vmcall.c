@@ -57,7 +57,7 @@ enum exit_action handle_vmcall(struct vcpu *v, const struct vmexit *e)
     }
     case PTV_VMCALL_VMM_STATS:
         r[GPR_RBX] = palloc_free_bytes() / PAGE_SIZE;
-        r[GPR_RCX] = v->ept.nr_tables + v->ept_ondemand_pages;
+        r[GPR_RCX] = ept_pages_held(&v->ept); /* tables incl. on-demand, spare, retired */
         r[GPR_RDX] = log_lines;
         break;
     case PTV_VMCALL_SELFCHECK: {

@@ -9,6 +9,7 @@
 #include "vmx/vmx.h"
 #include "cpu.h"
 #include "ept/ept.h"
+#include "ept/ept_ondemand.h"
 #include "pt/pt_caps.h"
 #include "pt/pt_ctrl.h"
 
@@ -76,6 +77,9 @@ struct vcpu {
     bool launched;
     uint64_t vmcs_pa, vmxon_pa, msr_bitmap_pa;
     uint8_t *msr_bitmap;
+    uint64_t io_bitmap_pa[2]; /* I/O bitmaps A and B (exit_io.c): the UART's trapped ports */
+    uint8_t *io_bitmap[2];
+    unsigned io_trap_mask; /* UART offsets trapped now (bit i = base + i) */
     struct pending_event inject;
     bool nmi_stepping; /* MTF armed to deliver an NMI owed from root (vmx_run.c) */
     /* CR0/CR4 bits the VMM owns (fixed by VMX): guest sees the read shadows */
@@ -84,7 +88,9 @@ struct vcpu {
     struct ept ept;
     uint64_t sink_pa; /* where blocked guest accesses to VMM memory land */
     uint64_t ept_blocked;
-    uint64_t ept_ondemand_pages; /* pages holding on-demand maps above RAM (bounded) */
+    struct ept_od ept_od; /* on-demand maps above the identity map (bounded) */
+    uint64_t ept_stale, ept_stale_run, ept_stale_last; /* violations EPT allows (exit_ept.c) */
+    uint64_t ept_unmappable; /* accesses beyond the EPT walk, answered with #GP */
     uint64_t exits_total;
     uint64_t exits_by_reason[EXIT_REASON_MAX + 1];
     struct exit_record ring[EXIT_RING_SIZE];

@@ -7,12 +7,14 @@
 #include "vmx/vmx_cpu.h"
 #include "vmx/vmcs.h"
 #include "vmm.h"
+#include "paging.h"
 #include "cpu.h"
 #include "desc.h"
 #include "log.h"
 #include "palloc.h"
 #include "vmx/guest_check.h"
 #include "vmx/pt_vmx.h"
+#include "vmx/exits.h"
 
 extern char vmx_exit_stub[];
 
@@ -173,7 +175,7 @@ static int guest_state_setup(struct vcpu *v, const struct caller_state *cs)
 
 static void host_state_setup(uint64_t host_cr3, uint64_t stack_top)
 {
-    vmcs_writel(HOST_CR0, read_cr0());
+    vmcs_writel(HOST_CR0, host_paging_cr0(read_cr0())); /* WP: ring 0 honours R/O pages */
     vmcs_writel(HOST_CR3, host_cr3);
     /* what the VMM needs, not what the firmware had (no LA57, PCIDE, CET, PKS, SMAP...) */
     uint64_t cr4 = X86_CR4_PAE | X86_CR4_VMXE | vmx_caps.cr4_fixed0;
@@ -195,7 +197,7 @@ static void host_state_setup(uint64_t host_cr3, uint64_t stack_top)
     vmcs_write32(HOST_IA32_SYSENTER_CS, 0);
     vmcs_writel(HOST_IA32_SYSENTER_ESP, 0);
     vmcs_writel(HOST_IA32_SYSENTER_EIP, 0);
-    vmcs_write64(HOST_IA32_EFER, rdmsr(MSR_EFER));
+    vmcs_write64(HOST_IA32_EFER, host_paging_efer(rdmsr(MSR_EFER))); /* NXE for the NX pages */
     vmcs_write64(HOST_IA32_PAT, rdmsr(MSR_IA32_CR_PAT));
     vmcs_writel(HOST_RSP, stack_top); /* rewritten by vmx_enter on every entry */
     vmcs_writel(HOST_RIP, (uint64_t)(uintptr_t)vmx_exit_stub);
@@ -217,6 +219,8 @@ int vmcs_setup(struct vcpu *v, const void *caller)
     if (guest_state_setup(v, cs))
         return -1;
     if (pt_vmx_setup(v)) /* before the controls are written: it adds the PT controls */
+        return -1;
+    if (vmx_io_bitmap_setup(v)) /* likewise: "use I/O bitmaps" for the shared UART */
         return -1;
     host_state_setup(vmm_host_cr3, vmm_stack_top);
 
