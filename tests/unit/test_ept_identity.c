@@ -213,6 +213,30 @@ static void test_pc_layout(void **state)
     run_layout(pc_mem, n, &m, PC_TOP, false, false, 5000);
 }
 
+/* a 5-level walk: the same map, one more table (the PML4 under PML5 entry 0) */
+static void test_five_levels(void **state)
+{
+    struct mtrr_state m = pc_mtrrs();
+    const unsigned n = sizeof(pc_mem) / sizeof(pc_mem[0]);
+    struct expect x = {pc_mem, n, &m, PC_TOP, true, true, NULL, NULL};
+    struct fx f4, f5;
+    uint64_t top;
+
+    expect_init(&x);
+    fx_init(&f4, 256, true, true);
+    fx_init(&f5, 256, true, true);
+    assert_int_equal(ept_set_levels(&f5.e, 5), 0);
+    assert_int_equal(ept_build_identity(&f4.e, pc_mem, n, &m, &top), 0);
+    assert_int_equal(ept_build_identity(&f5.e, pc_mem, n, &m, &top), 0);
+    assert_int_equal(f5.e.nr_spare, 0); /* the reservation was exact */
+    assert_int_equal(f5.e.nr_tables, f4.e.nr_tables + 1);
+    check_map(&f5.e, &x);
+    fakemem_free(&f4.fm);
+    fakemem_free(&f5.fm);
+    free(x.type2m);
+    free(x.vmm2m);
+}
+
 static void test_mtrr_variants(void **state)
 {
     struct mtrr_state m = pc_mtrrs();
@@ -353,11 +377,9 @@ static void test_bench_table_pages(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_pc_layout),
-        cmocka_unit_test(test_mtrr_variants),
-        cmocka_unit_test(test_top),
-        cmocka_unit_test(test_invalid),
-        cmocka_unit_test(test_alloc_failure_every_point),
+        cmocka_unit_test(test_pc_layout),         cmocka_unit_test(test_five_levels),
+        cmocka_unit_test(test_mtrr_variants),     cmocka_unit_test(test_top),
+        cmocka_unit_test(test_invalid),           cmocka_unit_test(test_alloc_failure_every_point),
         cmocka_unit_test(test_bench_table_pages),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
