@@ -124,16 +124,21 @@ static bool apic_base_write(struct vcpu *v, uint64_t val)
                                              v->apic_window.perms, v->apic_window.memtype);
         if (r)
             pr_warn_rl("vmx", "APIC window at %#lx: cannot restore its old mapping (%d)", from, r);
+        ept_od_unpin(&v->ept_od, from);
         pt_ctrl_mem_changed(&v->pt, from, 4096);
     }
     v->apic_window.saved = false;
     if (to != home) {
         v->apic_window.err = ept_translate(&v->ept, to, &v->apic_window.hpa, &v->apic_window.perms,
                                            &v->apic_window.memtype, NULL);
-        int r = ept_map(&v->ept, to, home, 4096, EPT_R | EPT_W, EPT_MT_UC | EPT_MT_IPAT);
-        if (r)
+        /* above RAM the window is kept out of the on-demand maps' drops (ept_ondemand.h) */
+        int r = ept_od_pin(&v->ept_od, to);
+        if (!r)
+            r = ept_map(&v->ept, to, home, 4096, EPT_R | EPT_W, EPT_MT_UC | EPT_MT_IPAT);
+        if (r) {
+            ept_od_unpin(&v->ept_od, to);
             pr_warn_rl("vmx", "APIC window moved to %#lx: EPT map failed (%d)", to, r);
-        else
+        } else
             v->apic_window.saved = true;
         pt_ctrl_mem_changed(&v->pt, to, 4096);
         pr_info_rl("vmx", "guest moved its xAPIC window to %#lx (the real APIC stays at %#lx)", to,
