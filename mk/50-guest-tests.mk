@@ -89,6 +89,7 @@ TEST_TARGETS += test-bochs-pt-selftest
 
 # The adversarial suite (issue 7): one Bochs boot of attack.efi as a hostile guest.
 .PHONY: test-bochs-attacks
+TEST_TARGETS += test-bochs-attacks
 ATTACK_DEPS := $(GUEST_OUT)/attack.efi $(BUILD)/boot/BOOTX64.EFI $(BUILD)/vmm/vmm.elf
 test-bochs-attacks:
 	@mkdir -p $(BUILD)/test

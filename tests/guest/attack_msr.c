@@ -227,12 +227,12 @@ static void vmptrld_fn(void *arg)
     uint64_t pa = (uint64_t)vmx_region;
     __asm__ volatile("vmptrld %0" ::"m"(pa) : "cc", "memory");
 }
-static void invept_fn(void *arg)
+/* (INVEPT is left out: Bochs 2.7 raises #GP for it in non-root before the VM exit that
+ * hardware takes, so the guest would not see the VMM's answer at all) */
+static void vmread_fn(void *arg)
 {
-    struct {
-        uint64_t eptp, rsvd;
-    } d = {0, 0};
-    __asm__ volatile("invept %0, %1" ::"m"(d), "r"(2ull) : "cc", "memory");
+    uint64_t v;
+    __asm__ volatile("vmread %1, %0" : "=r"(v) : "r"(0x681eull) : "cc", "memory");
 }
 static void getsec_fn(void *arg)
 {
@@ -247,14 +247,14 @@ static void atk_vmx_insns(void)
     for (unsigned i = 0; i < 250; i++) {
         last[0] = atk_try(vmxon_fn, 0);
         last[1] = atk_try(vmptrld_fn, 0);
-        last[2] = atk_try(invept_fn, 0);
+        last[2] = atk_try(vmread_fn, 0);
         last[3] = atk_try(getsec_fn, 0);
         for (unsigned k = 0; k < 4; k++)
             bad += last[k] != VEC_UD;
     }
     uint64_t lines = atk_vmm_log_lines() - before;
     report(bad == 0 && lines <= 20,
-           "VMXON/VMPTRLD/INVEPT/GETSEC x250: #UD (%d %d %d %d), %lu lines", last[0], last[1],
+           "VMXON/VMPTRLD/VMREAD/GETSEC x250: #UD (%d %d %d %d), %lu lines", last[0], last[1],
            last[2], last[3], lines);
 }
 
