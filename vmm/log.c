@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
+/* VMM log lines, written through the console that shares the UART with the guest. */
 #include "log.h"
-#include "serial.h"
+#include "dev/uart_console.h"
 #include "percpu.h"
 #include "lib/fmt.h"
 
@@ -29,7 +30,8 @@ void log_msg(unsigned level, const char *subsys, const char *fmt, ...)
     size_t len = (size_t)n + ((size_t)m < sizeof(line) - n - 1 ? (size_t)m : sizeof(line) - n - 2);
     line[len++] = '\n';
     log_lines++;
-    serial_write(line, len);
+    /* an error goes out at once, even into an open guest console line (uart_mux.h) */
+    console_write(line, len, level == PTV_LOG_ERROR);
 }
 
 void log_raw(const char *fmt, ...)
@@ -39,5 +41,5 @@ void log_raw(const char *fmt, ...)
     va_start(ap, fmt);
     int n = ptv_vsnprintf(line, sizeof(line), fmt, ap);
     va_end(ap);
-    serial_write(line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+    console_write(line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1, false);
 }

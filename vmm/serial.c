@@ -14,7 +14,9 @@
 #define UART_LCR_8N1  0x03
 #define UART_LCR_DLAB 0x80
 #define UART_LSR_THRE 0x20
+#define UART_LSR_TEMT 0x40
 #define UART_CLOCK    115200u
+#define UART_SPIN_MAX 100000u /* bounded waits: a missing UART must not hang the VMM */
 
 static uint16_t uart_port;
 
@@ -35,12 +37,36 @@ void serial_init(uint16_t port, uint32_t baud)
     outb(port + UART_MCR, 0x03); /* DTR, RTS */
 }
 
-static void serial_putc(char c)
+uint16_t serial_port(void)
 {
-    /* bounded wait: a missing UART must not hang the VMM */
-    for (unsigned i = 0; i < 100000 && !(inb(uart_port + UART_LSR) & UART_LSR_THRE); i++)
+    return uart_port;
+}
+
+uint8_t serial_in(unsigned off)
+{
+    return inb((uint16_t)(uart_port + off));
+}
+
+void serial_out(unsigned off, uint8_t val)
+{
+    outb((uint16_t)(uart_port + off), val);
+}
+
+static void wait_lsr(uint8_t bit)
+{
+    for (unsigned i = 0; i < UART_SPIN_MAX && !(inb(uart_port + UART_LSR) & bit); i++)
         pause();
-    outb(uart_port + UART_THR, (uint8_t)c);
+}
+
+void serial_tx(uint8_t byte)
+{
+    wait_lsr(UART_LSR_THRE);
+    outb(uart_port + UART_THR, byte);
+}
+
+void serial_tx_drain(void)
+{
+    wait_lsr(UART_LSR_TEMT);
 }
 
 void serial_write(const char *s, size_t n)
@@ -49,7 +75,7 @@ void serial_write(const char *s, size_t n)
         return;
     for (size_t i = 0; i < n; i++) {
         if (s[i] == '\n')
-            serial_putc('\r');
-        serial_putc(s[i]);
+            serial_tx('\r');
+        serial_tx((uint8_t)s[i]);
     }
 }

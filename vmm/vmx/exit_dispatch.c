@@ -37,6 +37,7 @@ static const exit_handler handlers[EXIT_REASON_MAX] = {
     [EXIT_REASON_EPT_VIOLATION] = handle_ept_violation,
     [EXIT_REASON_EPT_MISCONFIG] = handle_ept_misconfig,
     [EXIT_REASON_XSETBV] = handle_xsetbv,
+    [EXIT_REASON_IO_INSTRUCTION] = handle_io_instruction,
     [EXIT_REASON_TASK_SWITCH] = handle_task_switch,
     [EXIT_REASON_MONITOR_TRAP_FLAG] = handle_mtf,
 };

@@ -20,6 +20,9 @@ enum exit_action handle_msr_read(struct vcpu *v, const struct vmexit *e);
 enum exit_action handle_msr_write(struct vcpu *v, const struct vmexit *e);
 enum exit_action handle_ept_violation(struct vcpu *v, const struct vmexit *e);
 enum exit_action handle_ept_misconfig(struct vcpu *v, const struct vmexit *e);
+enum exit_action handle_io_instruction(struct vcpu *v, const struct vmexit *e);
+/* exit_io.c: I/O bitmaps trapping the UART's ports, before the controls are written */
+int vmx_io_bitmap_setup(struct vcpu *v) __attribute__((warn_unused_result));
 enum exit_action handle_task_switch(struct vcpu *v, const struct vmexit *e);
 enum exit_action handle_mtf(struct vcpu *v, const struct vmexit *e);
 

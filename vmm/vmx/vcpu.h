@@ -77,6 +77,9 @@ struct vcpu {
     bool launched;
     uint64_t vmcs_pa, vmxon_pa, msr_bitmap_pa;
     uint8_t *msr_bitmap;
+    uint64_t io_bitmap_pa[2]; /* I/O bitmaps A and B (exit_io.c): the UART's trapped ports */
+    uint8_t *io_bitmap[2];
+    unsigned io_trap_mask; /* UART offsets trapped now (bit i = base + i) */
     struct pending_event inject;
     bool nmi_stepping; /* MTF armed to deliver an NMI owed from root (vmx_run.c) */
     /* CR0/CR4 bits the VMM owns (fixed by VMX): guest sees the read shadows */

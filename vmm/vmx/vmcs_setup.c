@@ -14,6 +14,7 @@
 #include "palloc.h"
 #include "vmx/guest_check.h"
 #include "vmx/pt_vmx.h"
+#include "vmx/exits.h"
 
 extern char vmx_exit_stub[];
 
@@ -218,6 +219,8 @@ int vmcs_setup(struct vcpu *v, const void *caller)
     if (guest_state_setup(v, cs))
         return -1;
     if (pt_vmx_setup(v)) /* before the controls are written: it adds the PT controls */
+        return -1;
+    if (vmx_io_bitmap_setup(v)) /* likewise: "use I/O bitmaps" for the shared UART */
         return -1;
     host_state_setup(vmm_host_cr3, vmm_stack_top);
 

@@ -178,6 +178,16 @@
 #define EPT_VIOLATION_GLA_VALID   (1ull << 7)
 #define EPT_VIOLATION_NMI_UNBLOCK (1ull << 12)
 
+/* I/O instruction exit qualification (SDM Vol. 3C table "Exit Qualification for
+ * I/O Instructions"): size - 1 in bits 2:0, IN, INS/OUTS, REP, port in 31:16 */
+#define IO_QUAL_SIZE(q)   ((unsigned)((q)&7) + 1)
+#define IO_QUAL_IN        (1ull << 3)
+#define IO_QUAL_STRING    (1ull << 4)
+#define IO_QUAL_REP       (1ull << 5)
+#define IO_QUAL_IMM       (1ull << 6)
+#define IO_QUAL_PORT(q)   ((uint16_t)((q) >> 16))
+#define IO_BITMAP_A_PORTS 0x8000u /* bitmap A: ports 0-0x7fff, B: 0x8000-0xffff */
+
 /* exception vectors */
 #define DE_VECTOR  0
 #define DB_VECTOR  1

@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The VMM's console (uart_console.h): the one multiplexer instance, wired to
+ * the real UART through the raw driver (serial.c) and to time through the TSC.
+ */
+#include "dev/uart_console.h"
+#include "dev/uart_mux.h"
+#include "cpu.h"
+#include "percpu.h"
+#include "serial.h"
+#include "lib/fmt.h"
+
+/*
+ * How long a VMM line may wait for the guest to end its console line before
+ * the overflow policy ends it for the guest: 2^31 TSC ticks (~0.7 s at 3 GHz;
+ * in Bochs, where the TSC counts instructions, ~40 s).  Checked whenever the
+ * multiplexer runs (a guest UART access, a VMM line).
+ */
+#define CONSOLE_HOLD_TICKS (1ull << 31)
+
+static struct uart_mux mux;
+static bool ready;
+static bool busy; /* the multiplexer is running: a nested writer (a VMM fault) goes raw */
+static char drop_prefix[32];
+
+static uint8_t hw_in(void *ctx, unsigned off)
+{
+    (void)ctx;
+    return serial_in(off);
+}
+
+static void hw_out(void *ctx, unsigned off, uint8_t val)
+{
+    (void)ctx;
+    serial_out(off, val);
+}
+
+static void hw_tx(void *ctx, uint8_t byte)
+{
+    (void)ctx;
+    serial_tx(byte);
+}
+
+static void hw_tx_drain(void *ctx)
+{
+    (void)ctx;
+    serial_tx_drain();
+}
+
+/* the UART was programmed by serial_init() before the first line */
+static bool console_ready(void)
+{
+    if (!ready && serial_port()) {
+        static const struct uart_hw hw = {
+            .in = hw_in, .out = hw_out, .tx = hw_tx, .tx_drain = hw_tx_drain};
+        ptv_snprintf(drop_prefix, sizeof(drop_prefix), "[cpu%u uart] warning: ", this_cpu_id());
+        uart_mux_init(&mux, &hw, CONSOLE_HOLD_TICKS, drop_prefix);
+        ready = true;
+    }
+    return ready;
+}
+
+void console_write(const char *s, size_t n, bool urgent)
+{
+    if (!console_ready())
+        return;
+    if (busy) { /* only a fault inside the multiplexer gets here: say it anyway */
+        serial_write(s, n);
+        return;
+    }
+    busy = true;
+    uart_mux_vmm_write(&mux, s, n, urgent, rdtsc());
+    busy = false;
+}
+
+void console_flush(void)
+{
+    if (!console_ready() || busy)
+        return;
+    busy = true;
+    uart_mux_flush(&mux);
+    busy = false;
+}
+
+uint16_t console_port(void)
+{
+    return console_ready() ? serial_port() : 0;
+}
+
+unsigned console_trap_mask(void)
+{
+    return console_ready() ? uart_mux_trap_mask(&mux) : 0;
+}
+
+uint8_t console_guest_in(unsigned off)
+{
+    if (!console_ready())
+        return 0xff;
+    busy = true;
+    uint8_t v = uart_mux_in(&mux, off, rdtsc());
+    busy = false;
+    return v;
+}
+
+void console_guest_out(unsigned off, uint8_t val)
+{
+    if (!console_ready())
+        return;
+    busy = true;
+    uart_mux_out(&mux, off, val, rdtsc());
+    busy = false;
+}
+
+uint64_t console_dropped(void)
+{
+    return mux.dropped;
+}
+
+uint64_t console_broken(void)
+{
+    return mux.broken;
+}
