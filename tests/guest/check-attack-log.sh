@@ -28,5 +28,11 @@ elif [ "$summary" != "SUMMARY: $((p + f)) tests, $f unexpected failures, $s skip
 fi
 [ "$f" = 0 ] || fail "$f check(s) failed inside the guest (FAIL lines above)"
 [ "$n" -ge "$MIN_ATTACKS" ] || fail "$n attacks ran, at least $MIN_ATTACKS expected"
+# uart group (attack_uart.c): a guest line written in pieces around VMM lines is whole
+if grep -aq 'ATK-UART-WHOLE-LINE' "$clean" &&
+    ! grep -aqx 'ATK-UART-WHOLE-LINE begin middle end' "$clean"; then
+    fail "the guest's line ATK-UART-WHOLE-LINE was split by VMM output:"
+    grep -a -A2 'ATK-UART-WHOLE-LINE begin' "$clean" | head -n 6 | sed 's/^/    /'
+fi
 [ $status = 0 ] && echo "attack log: $n attacks, $p checks passed, $s skipped"
 exit $status
