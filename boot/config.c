@@ -325,20 +325,13 @@ static const struct key {
     value_fn set;
     bool may_be_empty;
 } keys[] = {
-    {"serial_port", set_serial_port, false},
-    {"serial_baud", set_serial_baud, false},
-    {"pt_mode", set_pt_mode, false},
-    {"pt_buffer", set_pt_buffer, false},
-    {"pt_filter", set_pt_filter, false},
-    {"pt_cr3", set_pt_cr3, false},
-    {"dump_on", set_dump_on, false},
-    {"log_level", set_log_level, false},
-    {"vmm_pool", set_vmm_pool, false},
-    {"on_no_vmx", set_on_no_vmx, false},
-    {"on_crash", set_on_crash, false},
-    {"vmm", set_vmm, false},
-    {"vmcall_user", set_vmcall_user, false},
-    {"guest", set_guest, false},
+    {"serial_port", set_serial_port, false}, {"serial_baud", set_serial_baud, false},
+    {"pt_mode", set_pt_mode, false},         {"pt_buffer", set_pt_buffer, false},
+    {"pt_filter", set_pt_filter, false},     {"pt_cr3", set_pt_cr3, false},
+    {"dump_on", set_dump_on, false},         {"log_level", set_log_level, false},
+    {"vmm_pool", set_vmm_pool, false},       {"on_no_vmx", set_on_no_vmx, false},
+    {"on_crash", set_on_crash, false},       {"vmm", set_vmm, false},
+    {"vmcall_user", set_vmcall_user, false}, {"guest", set_guest, false},
     {"cmdline", set_cmdline, true},
 };
 #define NR_KEYS COUNT(keys)

@@ -190,8 +190,8 @@ static int do_exit_stats(void)
     for (uint64_t reason = 0; reason < 80; reason++) {
         struct vmcall_regs q = vmcall(PTV_VMCALL_EXIT_STATS, reason, 0, 0);
         if (q.rax == PTV_VMCALL_OK && q.rcx)
-            printf("ptvisor-guest: exit-stats reason=%llu count=%llu\n",
-                   (unsigned long long)reason, (unsigned long long)q.rcx);
+            printf("ptvisor-guest: exit-stats reason=%llu count=%llu\n", (unsigned long long)reason,
+                   (unsigned long long)q.rcx);
     }
     return 0;
 }
@@ -307,6 +307,7 @@ int main(int argc, char **argv)
         return do_rip_wrap();
     if (strcmp(cmd, "cpuid-loop") == 0)
         return do_cpuid_loop(argc > 2 ? argv[2] : NULL, argc > 3 ? argv[3] : NULL);
-    fprintf(stderr, "usage: ptv-probe [view|vmcall-version|exit-stats|tsc|rip-wrap|cpuid-loop N [R]]\n");
+    fprintf(stderr,
+            "usage: ptv-probe [view|vmcall-version|exit-stats|tsc|rip-wrap|cpuid-loop N [R]]\n");
     return 2;
 }

@@ -79,7 +79,7 @@ struct ptv_config {
     uint32_t on_no_vmx;      /* enum ptv_on_no_vmx, on_no_vmx = boot */
     uint32_t crash_action;   /* enum ptv_crash_action, on_crash = halt */
     uint32_t start_vmm;      /* vmm = on|off (off: boot natively, for comparisons) */
-    uint32_t vmcall_user;    /* PTV_VMCALL_USER_*, vmcall_user = none (stats: EXIT_STATS at CPL 3) */
+    uint32_t vmcall_user; /* PTV_VMCALL_USER_*, vmcall_user = none (stats: EXIT_STATS at CPL 3) */
     char guest_path[PTV_CFG_PATH_MAX]; /* guest = \ptvisor\vmlinuz.efi */
     char cmdline[PTV_CFG_CMDLINE_MAX]; /* cmdline = initrd=... console=ttyS0,115200 */
 };

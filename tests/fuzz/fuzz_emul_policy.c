@@ -41,7 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!code64)
         CHECK(s.rip >> 32 == 0);
     CHECK(!(s.rflags & RFLAGS_RF));
-    CHECK(!(s.intr & (GUEST_INTR_BLOCK_STI | GUEST_INTR_BLOCK_MOV_SS)));
+    CHECK(!(s.intr & (GUEST_INTR_STATE_STI | GUEST_INTR_STATE_MOV_SS)));
     CHECK(!!(s.pending_dbg & PENDING_DBG_BS) == !!(in.rflags & RFLAGS_TF));
 
     struct cr_ctx c = {.cr0 = in.cr0,

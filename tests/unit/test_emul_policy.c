@@ -28,13 +28,13 @@ static void test_retire(void **state)
     /* RF cleared, TF owes a single-step trap, STI / MOV SS shadow ends, NMI blocking stays */
     s = (struct retire_state){.rip = 0x1000,
                               .rflags = RFLAGS_RF | RFLAGS_TF | 0x2,
-                              .intr = GUEST_INTR_BLOCK_STI | GUEST_INTR_BLOCK_NMI};
+                              .intr = GUEST_INTR_STATE_STI | GUEST_INTR_STATE_NMI};
     insn_retire(&s, 3, true);
     assert_int_equal(s.rip, 0x1003);
     assert_int_equal(s.rflags, RFLAGS_TF | 0x2);
     assert_int_equal(s.pending_dbg, PENDING_DBG_BS);
-    assert_int_equal(s.intr, GUEST_INTR_BLOCK_NMI);
-    s = (struct retire_state){.rip = 0x1000, .rflags = 0x2, .intr = GUEST_INTR_BLOCK_MOV_SS};
+    assert_int_equal(s.intr, GUEST_INTR_STATE_NMI);
+    s = (struct retire_state){.rip = 0x1000, .rflags = 0x2, .intr = GUEST_INTR_STATE_MOV_SS};
     insn_retire(&s, 2, false);
     assert_int_equal(s.pending_dbg, 0);
     assert_int_equal(s.intr, 0);
@@ -189,9 +189,9 @@ static void test_nmi(void **state)
     assert_int_equal(nmi_owed_action(true, false, 0, 0), NMI_INJECT);
     assert_int_equal(nmi_owed_action(true, false, 1, 0), NMI_INJECT); /* wakes a HLT */
     assert_int_equal(nmi_owed_action(true, true, 0, 0), NMI_LATER);
-    assert_int_equal(nmi_owed_action(true, false, 0, GUEST_INTR_BLOCK_NMI), NMI_WAIT);
-    assert_int_equal(nmi_owed_action(true, false, 0, GUEST_INTR_BLOCK_STI), NMI_WAIT);
-    assert_int_equal(nmi_owed_action(true, false, 0, GUEST_INTR_BLOCK_MOV_SS), NMI_WAIT);
+    assert_int_equal(nmi_owed_action(true, false, 0, GUEST_INTR_STATE_NMI), NMI_WAIT);
+    assert_int_equal(nmi_owed_action(true, false, 0, GUEST_INTR_STATE_STI), NMI_WAIT);
+    assert_int_equal(nmi_owed_action(true, false, 0, GUEST_INTR_STATE_MOV_SS), NMI_WAIT);
     assert_int_equal(nmi_owed_action(true, false, 3, 0), NMI_LATER); /* wait-for-SIPI */
 }
 

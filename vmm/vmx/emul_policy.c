@@ -15,7 +15,7 @@ void insn_retire(struct retire_state *s, unsigned len, bool code64)
         s->pending_dbg |= PENDING_DBG_BS;
     s->rflags &= ~RFLAGS_RF;
     /* the STI / MOV SS shadow covered exactly this instruction (Vol. 3C 25.4.2) */
-    s->intr &= ~(GUEST_INTR_BLOCK_STI | GUEST_INTR_BLOCK_MOV_SS);
+    s->intr &= ~(GUEST_INTR_STATE_STI | GUEST_INTR_STATE_MOV_SS);
 }
 
 bool exception_is_fault(unsigned vector)
@@ -123,15 +123,42 @@ const char *apic_base_check(uint64_t old, uint64_t val, unsigned maxphyaddr, boo
     return 0;
 }
 
+static const uint16_t fixed_mtrrs[11] = {0x250, 0x258, 0x259, 0x268, 0x269, 0x26a,
+                                         0x26b, 0x26c, 0x26d, 0x26e, 0x26f};
+
+/* index of a fixed-range MTRR, or -1 */
+static int fixed_mtrr_index(uint32_t msr)
+{
+    for (int i = 0; i < 11; i++)
+        if (msr == fixed_mtrrs[i])
+            return i;
+    return -1;
+}
+
 static bool fixed_mtrr(uint32_t msr)
 {
-    return msr == 0x250 || msr == 0x258 || msr == 0x259 || (msr >= 0x268 && msr <= 0x26f);
+    return fixed_mtrr_index(msr) >= 0;
 }
 
 bool mtrr_is_msr(uint32_t msr)
 {
     return msr == MSR_MTRR_CAP || msr == MSR_MTRR_DEF_TYPE || fixed_mtrr(msr) ||
            (msr >= MSR_MTRR_PHYS_BASE && msr < MSR_MTRR_PHYS_BASE + 2 * 0x10);
+}
+
+bool mtrr_exists(uint32_t msr, uint64_t cap, unsigned *slot)
+{
+    int f = fixed_mtrr_index(msr);
+    if (msr == MSR_MTRR_DEF_TYPE)
+        *slot = 0;
+    else if (f >= 0 && (cap & (1u << 8)))
+        *slot = 1 + (unsigned)f;
+    else if (msr >= MSR_MTRR_PHYS_BASE && (msr - MSR_MTRR_PHYS_BASE) / 2 < (cap & 0xff) &&
+             (msr - MSR_MTRR_PHYS_BASE) / 2 < 16)
+        *slot = 12 + (msr - MSR_MTRR_PHYS_BASE);
+    else
+        return false;
+    return true;
 }
 
 static bool valid_type(unsigned t, uint64_t cap)
@@ -181,10 +208,10 @@ enum nmi_action nmi_owed_action(bool pending, bool event_queued, uint32_t activi
         return NMI_LATER;
     /* shutdown and wait-for-SIPI hold NMIs; so does a HLT inside the NMI handler,
      * where stepping would only spin: the next exit decides again */
-    if (activity != GUEST_ACTIVITY_ACTIVE_ && activity != GUEST_ACTIVITY_HLT_)
+    if (activity != GUEST_ACTIVITY_ACTIVE && activity != GUEST_ACTIVITY_HLT)
         return NMI_LATER;
     /* VM entry may not inject an NMI into STI / MOV SS / NMI blocking (Vol. 3C 27.3.1.5) */
-    if (intr & (GUEST_INTR_BLOCK_STI | GUEST_INTR_BLOCK_MOV_SS | GUEST_INTR_BLOCK_NMI))
-        return activity == GUEST_ACTIVITY_HLT_ ? NMI_LATER : NMI_WAIT;
+    if (intr & (GUEST_INTR_STATE_STI | GUEST_INTR_STATE_MOV_SS | GUEST_INTR_STATE_NMI))
+        return activity == GUEST_ACTIVITY_HLT ? NMI_LATER : NMI_WAIT;
     return NMI_INJECT;
 }

@@ -13,19 +13,16 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "vmx/vmx.h" /* GUEST_INTR_STATE_*, GUEST_ACTIVITY_* */
 
 /* ---- retiring an emulated instruction (SDM Vol. 3C 27.3.1.5/25.4.2, Vol. 3A 17.3.1.1) ---- */
-#define GUEST_INTR_BLOCK_STI    (1u << 0)
-#define GUEST_INTR_BLOCK_MOV_SS (1u << 1)
-#define GUEST_INTR_BLOCK_SMI    (1u << 2)
-#define GUEST_INTR_BLOCK_NMI    (1u << 3)
-#define RFLAGS_TF               (1ull << 8)
-#define RFLAGS_RF               (1ull << 16)
-#define PENDING_DBG_BS          (1ull << 14)
+#define RFLAGS_TF      (1ull << 8)
+#define RFLAGS_RF      (1ull << 16)
+#define PENDING_DBG_BS (1ull << 14)
 
 struct retire_state {
     uint64_t rip, rflags, pending_dbg;
-    uint32_t intr; /* guest interruptibility state */
+    uint32_t intr; /* guest interruptibility state (GUEST_INTR_STATE_*) */
 };
 /*
  * The instruction at s->rip (len bytes) completed: RIP moves past it and wraps
@@ -89,12 +86,15 @@ static inline uint64_t apic_base_addr(uint64_t v)
 #define MSR_MTRR_DEF_TYPE  0x2ff
 #define MSR_MTRR_PHYS_BASE 0x200 /* + 2n; PHYS_MASK = + 2n + 1 */
 bool mtrr_is_msr(uint32_t msr);
+/* the guest's MTRR copy (everything but MTRRCAP): one slot per MSR */
+#define MTRR_SLOTS (1 + 11 + 32) /* DEF_TYPE, the fixed ranges, 16 variable pairs */
+/* msr is an MTRR this CPU has (mtrrcap as the guest sees it), other than MTRRCAP; its
+ * slot in the copy in *slot */
+bool mtrr_exists(uint32_t msr, uint64_t mtrrcap, unsigned *slot);
 /* msr in mtrr_is_msr(); mtrrcap = IA32_MTRRCAP as the guest sees it */
 const char *mtrr_write_check(uint32_t msr, uint64_t val, uint64_t mtrrcap, unsigned maxphyaddr);
 
 /* ---- an NMI that hit VMX root, owed to the guest ---- */
-#define GUEST_ACTIVITY_ACTIVE_ 0
-#define GUEST_ACTIVITY_HLT_    1
 enum nmi_action {
     NMI_NONE,   /* nothing pending */
     NMI_INJECT, /* inject it at this entry */

@@ -46,10 +46,11 @@ static const exit_handler handlers[EXIT_REASON_MAX] = {
  * hardware leaves them (vmx/emul_policy.c insn_retire) */
 static void skip_instruction(const struct vmexit *e)
 {
+    /* pending debug exceptions are only read when the retirement adds BS (TF set):
+     * this runs on every CPUID exit */
     struct retire_state s = {
         .rip = e->rip,
         .rflags = vmcs_readl(GUEST_RFLAGS),
-        .pending_dbg = vmcs_readl(GUEST_PENDING_DBG_EXCEPTIONS),
         .intr = vmcs_read32(GUEST_INTERRUPTIBILITY_INFO),
     };
     struct retire_state before = s;
@@ -57,8 +58,9 @@ static void skip_instruction(const struct vmexit *e)
     vmcs_writel(GUEST_RIP, s.rip);
     if (s.rflags != before.rflags)
         vmcs_writel(GUEST_RFLAGS, s.rflags);
-    if (s.pending_dbg != before.pending_dbg)
-        vmcs_writel(GUEST_PENDING_DBG_EXCEPTIONS, s.pending_dbg);
+    if (s.pending_dbg)
+        vmcs_writel(GUEST_PENDING_DBG_EXCEPTIONS,
+                    vmcs_readl(GUEST_PENDING_DBG_EXCEPTIONS) | s.pending_dbg);
     if (s.intr != before.intr)
         vmcs_write32(GUEST_INTERRUPTIBILITY_INFO, s.intr);
 }

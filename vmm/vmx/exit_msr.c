@@ -33,19 +33,6 @@ static void intercept(uint8_t *bm, uint32_t msr)
 static uint64_t host_xss; /* CPUID.(0xD,1):EDX:ECX: the IA32_XSS bits this CPU supports */
 static bool host_x2apic;  /* CPUID.1:ECX[21] */
 
-/* the guest's MTRR copy: slot of an MTRR MSR (mtrr_is_msr, not MTRRCAP) */
-static unsigned mtrr_slot(uint32_t msr)
-{
-    static const uint16_t fixed[11] = {0x250, 0x258, 0x259, 0x268, 0x269, 0x26a,
-                                       0x26b, 0x26c, 0x26d, 0x26e, 0x26f};
-    if (msr == MSR_MTRR_DEF_TYPE)
-        return 0;
-    for (unsigned i = 0; i < 11; i++)
-        if (msr == fixed[i])
-            return 1 + i;
-    return 12 + (msr - MSR_MTRR_PHYS_BASE);
-}
-
 /*
  * The guest gets its own MTRRs, starting as the firmware left the real ones.
  * With EPT the CPU ignores the MTRRs for guest accesses (EPT memory types rule,
@@ -54,15 +41,12 @@ static unsigned mtrr_slot(uint32_t msr)
  */
 static void mtrr_setup(struct vcpu *v)
 {
+    unsigned slot;
     if (!(cpuid_count(1, 0).edx & (1u << 12)) || rdmsr_safe(MSR_MTRR_CAP, &v->mtrr_cap))
         return;
     for (uint32_t m = 0x200; m <= 0x2ff; m++)
-        if (mtrr_is_msr(m) && m != MSR_MTRR_CAP && !mtrr_write_check(m, 0, v->mtrr_cap, 64) &&
-            rdmsr_safe(m, &v->mtrr[mtrr_slot(m)]))
-            v->mtrr[mtrr_slot(m)] = 0;
-    uint64_t def;
-    if (!rdmsr_safe(MSR_MTRR_DEF_TYPE, &def))
-        v->mtrr[0] = def;
+        if (mtrr_exists(m, v->mtrr_cap, &slot) && rdmsr_safe(m, &v->mtrr[slot]))
+            v->mtrr[slot] = 0;
 }
 
 void vmx_msr_state_setup(struct vcpu *v)
@@ -187,21 +171,20 @@ static enum exit_action msr_access(struct vcpu *v, bool write)
             vcpu_inject_gp(v);
             return EXIT_INJECT;
         }
-        if (!write) {
-            if (msr == MSR_MTRR_CAP)
-                val = v->mtrr_cap;
-            else if (msr != MSR_MTRR_DEF_TYPE && mtrr_write_check(msr, 0, v->mtrr_cap, 64)) {
-                vcpu_inject_gp(v); /* no such MTRR */
-                return EXIT_INJECT;
-            } else
-                val = v->mtrr[mtrr_slot(msr)];
+        if (msr == MSR_MTRR_CAP && !write) {
+            val = v->mtrr_cap;
             break;
         }
-        if (mtrr_write_check(msr, val, v->mtrr_cap, vmx_caps.maxphyaddr)) {
-            vcpu_inject_gp(v);
+        unsigned slot;
+        if (!mtrr_exists(msr, v->mtrr_cap, &slot) ||
+            (write && mtrr_write_check(msr, val, v->mtrr_cap, vmx_caps.maxphyaddr))) {
+            vcpu_inject_gp(v); /* no such MTRR, MTRRCAP is read-only, or a bad value */
             return EXIT_INJECT;
         }
-        v->mtrr[mtrr_slot(msr)] = val;
+        if (write)
+            v->mtrr[slot] = val;
+        else
+            val = v->mtrr[slot];
         break;
     case MSR_UCODE_WRITE:
         if (write) {

@@ -163,11 +163,8 @@ int pt_vmx_setup(struct vcpu *v)
 
 void pt_vmx_log(struct vcpu *v)
 {
-    static unsigned logged;
     if (!v->pt.last_refusal)
         return;
-    if (++logged <= 16 || !(logged & (logged - 1)))
-        pr_warn("pt", "guest trace stopped with an operational error: %s (%u so far)",
-                v->pt.last_refusal, logged);
+    pr_warn_rl("pt", "guest trace stopped with an operational error: %s", v->pt.last_refusal);
     v->pt.last_refusal = NULL;
 }

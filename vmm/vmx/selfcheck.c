@@ -13,6 +13,7 @@
 #include "paging.h"
 #include "pt/rtit.h"
 #include "vmx/guest_policy.h"
+#include "vmx/emul_policy.h"
 #include <ptv/vmcall.h>
 
 #define CPUID_1_EDX_APIC       (1u << 9)
@@ -22,13 +23,20 @@
 #define UART_MCR_LOOP          0x10
 
 static uint64_t boot_apic_base;
-static bool have_apic;
+/* what this CPU has, read once at set-up: CPUID in root later would answer what a guest
+ * made of it (IA32_MISC_ENABLE[22] limits the basic leaves) */
+static bool have_apic, have_perf_global, have_mtrr;
 
 void vmm_selfcheck_boot(void)
 {
-    have_apic = cpuid_count(1, 0).edx & CPUID_1_EDX_APIC;
+    struct cpuid_regs l1 = cpuid_count(1, 0);
+    have_apic = l1.edx & CPUID_1_EDX_APIC;
     if (have_apic && rdmsr_safe(MSR_IA32_APICBASE, &boot_apic_base))
         have_apic = false;
+    /* architectural perfmon v2+ has IA32_PERF_GLOBAL_CTRL (SDM Vol. 3B 20.2.2) */
+    have_perf_global =
+        cpuid_count(0, 0).eax >= 0xa && CPUID_A_EAX_VERSION(cpuid_count(0xa, 0).eax) >= 2;
+    have_mtrr = l1.edx & CPUID_1_EDX_MTRR;
 }
 
 static void check(struct vmm_selfcheck *c, uint32_t bit, bool holds)
@@ -43,20 +51,20 @@ struct vmm_selfcheck vmm_selfcheck(const struct vcpu *v)
     struct vmm_selfcheck c = {0, 0};
     uint64_t val;
     check(&c, PTV_SELFCHECK_CANARY, vmm_canary_intact(v));
-    /* architectural perfmon v2+ has IA32_PERF_GLOBAL_CTRL (SDM Vol. 3B 20.2.2) */
-    if (cpuid_count(0, 0).eax >= 0xa && CPUID_A_EAX_VERSION(cpuid_count(0xa, 0).eax) >= 2 &&
-        !rdmsr_safe(MSR_CORE_PERF_GLOBAL_CTRL, &val))
+    if (have_perf_global && !rdmsr_safe(MSR_CORE_PERF_GLOBAL_CTRL, &val))
         check(&c, PTV_SELFCHECK_PERF_GLOBAL, val == 0);
     /* VM exit clears IA32_DEBUGCTL (SDM Vol. 3C 28.5.1): no LBR/BTS record of root */
     if (!rdmsr_safe(MSR_IA32_DEBUGCTLMSR, &val))
         check(&c, PTV_SELFCHECK_DEBUGCTL, val == 0);
     if (host_paging_checkable())
         check(&c, PTV_SELFCHECK_HOST_WX, host_paging_wx_free());
+    /* the base address only: the guest may legitimately switch EN / x2APIC mode */
     if (have_apic && !rdmsr_safe(MSR_IA32_APICBASE, &val))
-        check(&c, PTV_SELFCHECK_APIC_BASE, val == boot_apic_base);
-    if (cpuid_count(1, 0).edx & CPUID_1_EDX_MTRR)
+        check(&c, PTV_SELFCHECK_APIC_BASE, apic_base_addr(val) == apic_base_addr(boot_apic_base));
+    if (have_mtrr)
         check(&c, PTV_SELFCHECK_MTRR, vmx_host_mtrrs_unchanged());
     /* the VMM traces only the guest: root runs with TraceEn = 0 */
+    /* pt_host_caps: CPUID.7 as read at boot (pt_probe.c) */
     if (pt_host_caps.cpuid7_ebx & (1u << 25) && !rdmsr_safe(MSR_IA32_RTIT_CTL, &val))
         check(&c, PTV_SELFCHECK_RTIT, !(val & RTIT_CTL_TRACEEN));
     if (!rdmsr_safe(MSR_IA32_XSS, &val))

@@ -12,6 +12,7 @@
 #include "ept/ept_ondemand.h"
 #include "pt/pt_caps.h"
 #include "pt/pt_ctrl.h"
+#include "vmx/emul_policy.h"
 
 /* guest GPRs in the instruction-encoding order (0 = RAX ... 15 = R15); the
  * RSP slot is unused: the guest RSP lives in the VMCS (GUEST_RSP) */
@@ -106,8 +107,8 @@ struct vcpu {
         uint64_t hpa;
         unsigned perms, memtype;
     } apic_window;
-    uint64_t mtrr_cap, mtrr[1 + 11 + 32]; /* the guest's MTRRs: DEF_TYPE, fixed, variable */
-    uint64_t perf_global_virt; /* IA32_PERF_GLOBAL_CTRL where the VMCS cannot switch it */
+    uint64_t mtrr_cap, mtrr[MTRR_SLOTS]; /* the guest's MTRRs (vmx/emul_policy.h) */
+    uint64_t perf_global_virt;           /* IA32_PERF_GLOBAL_CTRL where the VMCS cannot switch it */
     struct pt_ctrl pt; /* the guest's PT: RTIT MSRs, shadow ToPA, switching (vmm/pt/pt_ctrl.h) */
 };
 
