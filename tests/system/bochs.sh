@@ -6,10 +6,10 @@
 # Serial (COM1) goes to SERIAL_LOG.  Bochs is stopped with SIGINT (clean) when
 # STOP_REGEX appears on the serial log, or after TIMEOUT_S.  Exit status: 0 if
 # STOP_REGEX was seen (or none was given), 124 on timeout.  Bochs' own log is
-# SERIAL_LOG.bochs.
+# SERIAL_LOG.bochs.  CPUS (environment, default 1) sets Bochs' `cpu: count=`.
 set -u
 . "$(dirname "$0")/emu-slot.sh"
-img=$1 cyl=$2 serial=$3 timeout=$4 stop=${5:-} model=${6:-corei7_skylake_x}
+img=$1 cyl=$2 serial=$3 timeout=$4 stop=${5:-} model=${6:-corei7_skylake_x} cpus=${CPUS:-1}
 dir=$(dirname "$serial")
 mkdir -p "$dir"
 fw="$dir/ovmf2m.fd"
@@ -22,7 +22,7 @@ cat >"$rc" <<RC
 megs: 512
 romimage: file=$fw, address=0xffe00000
 vgaromimage: file=/usr/share/bochs/VGABIOS-lgpl-latest
-cpu: model=$model, count=1, ips=50000000, reset_on_triple_fault=0
+cpu: model=$model, count=$cpus, ips=50000000, reset_on_triple_fault=0
 pci: enabled=1, chipset=i440fx
 ata0: enabled=1, ioaddr1=0x1f0, ioaddr2=0x3f0, irq=14
 ata0-master: type=disk, path=$img, mode=flat, cylinders=$cyl, heads=16, spt=63
