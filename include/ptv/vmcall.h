@@ -22,7 +22,7 @@
 
 /* RBX = ABI version (PTV_VMCALL_ABI_VERSION), RCX = "ptvisor" as 8 bytes, RDX = 0 */
 #define PTV_VMCALL_VERSION     0
-#define PTV_VMCALL_ABI_VERSION 2
+#define PTV_VMCALL_ABI_VERSION 3
 
 /*
  * RBX = physical base, RCX = size of the VMM's own memory (image + pool, one
@@ -71,5 +71,13 @@
 #define PTV_SELFCHECK_RTIT        (1u << 6) /* root does not trace (RTIT_CTL.TraceEn = 0) */
 #define PTV_SELFCHECK_XSS         (1u << 7) /* IA32_XSS never holds the PT state bit */
 #define PTV_SELFCHECK_UART        (1u << 8) /* the real UART is not in loopback */
+
+/*
+ * SMP figures (ABI 3), in registers: RBX = index of the calling vCPU (0 = BSP),
+ * RCX = CPUs running under the VMM, RDX = EPT shootdowns completed (all CPUs),
+ * RSI = TSC ticks the last shootdown took its initiator (IPI to acknowledgement),
+ * RDI = shootdown requests this vCPU answered (INVEPT on behalf of another CPU).
+ */
+#define PTV_VMCALL_SMP_STATS 8
 
 #endif
