@@ -17,8 +17,9 @@
 #define PTV_CFG_FILE PTV_DIR L"\\ptvisor.cfg"
 #define PTV_VMM_FILE PTV_DIR L"\\vmm.elf"
 
-/* the VMM's entry point: System V ABI, whatever the caller's default is */
-typedef int(__attribute__((sysv_abi)) * ptv_entry_fn)(struct ptv_handoff *h);
+/* the VMM's entry point: System V ABI, whatever the caller's default is; cpu 0 on
+ * the BSP, the AP's number on an AP (handoff.h) */
+typedef int(__attribute__((sysv_abi)) * ptv_entry_fn)(struct ptv_handoff *h, uint64_t cpu);
 
 /* console.c: one console line "ptvisor: <msg>" on ConOut, mirrored to the
  * configured UART when ConOut has no serial port (console_configure) */

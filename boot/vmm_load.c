@@ -12,6 +12,7 @@
 #include "fmt.h"
 #include "handoff.h"
 #include "memmap.h"
+#include "mp_services.h"
 #include "lib/ptv_string.h"
 
 #define PAGE_SIZE     4096ull
@@ -187,13 +188,12 @@ static bool call_vmm(struct ptv_handoff *h, ptv_entry_fn entry, void **tss_page)
     say(msg);
 
     h->tsc_at_handoff = read_tsc();
-    rc = entry(h); /* interrupts stay as the firmware has them */
+    rc = entry(h, 0); /* interrupts stay as the firmware has them */
 
     if (rc == PTV_ENTRY_OK) {
         if (!vmm_signature_present())
             say("VMM returned PTV_ENTRY_OK but CPUID 0x40000000 does not say \"ptvisor\"");
-        say("VMM active on the BSP; APs are not virtualized (this release): keep the guest on the "
-            "BSP (nosmp)");
+        say("VMM active on the BSP");
         return true;
     }
     ptv_fmt_init(&f, msg, sizeof(msg));
@@ -207,6 +207,101 @@ static bool call_vmm(struct ptv_handoff *h, ptv_entry_fn entry, void **tss_page)
     ptv_fmt_str(&f, "), details on the VMM's serial log -- booting natively");
     say(msg);
     return false;
+}
+
+/*
+ * The APs.  Every enabled AP runs the VMM entry through EFI MP services (one at
+ * a time) and comes back as a guest into the firmware's AP loop, before the
+ * guest OS can run anything: a CPU outside VMX would be outside EPT.  The BSP
+ * already runs as the guest here; the APs, still bare, reach the VMM's memory.
+ */
+#define AP_TIMEOUT_US (5u * 1000 * 1000)
+#define AP_POLL_US    100u
+
+struct ap_call {
+    ptv_entry_fn entry;
+    struct ptv_handoff *h;
+    uint64_t vmm_cpu;
+    volatile int32_t rc;
+    volatile uint32_t done;
+};
+
+static VOID EFIAPI ap_procedure(VOID *arg)
+{
+    struct ap_call *c = arg;
+    int rc = c->entry(c->h, c->vmm_cpu);
+    c->rc = rc;
+    __atomic_store_n(&c->done, 1, __ATOMIC_SEQ_CST);
+    /* the VMM refused before VMXON and left this CPU bare: it stays off, interrupts
+     * masked (a guest INIT could still restart it: said on the console) */
+    if (rc != PTV_ENTRY_OK)
+        for (;;)
+            asm volatile("cli; hlt");
+}
+
+static void ap_say(UINTN n, uint64_t apic_id, const char *what)
+{
+    char msg[200];
+    struct ptv_fmt f;
+    ptv_fmt_init(&f, msg, sizeof(msg));
+    ptv_fmt_str(&f, "CPU ");
+    ptv_fmt_dec(&f, n);
+    ptv_fmt_str(&f, " (APIC ID ");
+    ptv_fmt_dec(&f, apic_id);
+    ptv_fmt_str(&f, "): ");
+    ptv_fmt_str(&f, what);
+    say(msg);
+}
+
+static void start_aps(struct ptv_handoff *h, ptv_entry_fn entry)
+{
+    static EFI_GUID guid = PTV_MP_SERVICES_GUID;
+    static struct ap_call calls[PTV_MAX_CPUS];
+    struct ptv_efi_mp *mp;
+    UINTN total = 0, enabled = 0, bsp = 0, under = 1;
+
+    if (EFI_ERROR(BS->LocateProtocol(&guid, NULL, (void **)&mp)) ||
+        EFI_ERROR(mp->GetNumberOfProcessors(mp, &total, &enabled)) ||
+        EFI_ERROR(mp->WhoAmI(mp, &bsp))) {
+        say("no EFI MP services: only the BSP is known (if the machine has more CPUs, they "
+            "stay with the firmware)");
+        return;
+    }
+    if (total > PTV_MAX_CPUS) {
+        sayf(L"%d CPUs: the VMM takes the first %d", (int)total, PTV_MAX_CPUS);
+        total = PTV_MAX_CPUS;
+    }
+    for (UINTN n = 0; n < total; n++) {
+        struct ptv_efi_cpu_info info;
+        EFI_EVENT ev;
+        if (n == bsp || EFI_ERROR(mp->GetProcessorInfo(mp, n, &info)))
+            continue;
+        if (!(info.StatusFlag & PTV_PROCESSOR_ENABLED)) {
+            ap_say(n, info.ProcessorId, "disabled by the firmware: not started");
+            continue;
+        }
+        struct ap_call *c = &calls[n];
+        *c = (struct ap_call){.entry = entry, .h = h, .vmm_cpu = n < bsp ? n + 1 : n};
+        if (EFI_ERROR(BS->CreateEvent(0, 0, NULL, NULL, &ev)) ||
+            EFI_ERROR(mp->StartupThisAP(mp, ap_procedure, n, ev, 0, c, NULL))) {
+            ap_say(n, info.ProcessorId, "MP services cannot start it: left with the firmware");
+            continue;
+        }
+        for (UINTN t = 0; t < AP_TIMEOUT_US && !__atomic_load_n(&c->done, __ATOMIC_SEQ_CST);
+             t += AP_POLL_US)
+            BS->Stall(AP_POLL_US);
+        if (!c->done)
+            ap_say(n, info.ProcessorId,
+                   "no answer from the VMM: parked in VMX root (details on the VMM's log)");
+        else if (c->rc != PTV_ENTRY_OK)
+            ap_say(n, info.ProcessorId,
+                   "the VMM refused it (details on its log): parked bare, interrupts off");
+        else {
+            ap_say(n, info.ProcessorId, "runs under the VMM");
+            under++;
+        }
+    }
+    sayf(L"%d of %d CPUs under the VMM", (int)under, (int)total);
 }
 
 bool start_vmm(EFI_LOADED_IMAGE *li, const struct ptv_config *cfg)
@@ -253,7 +348,10 @@ bool start_vmm(EFI_LOADED_IMAGE *li, const struct ptv_config *cfg)
     h->cfg = *cfg;
 
     tss_page = tss_prepare(); /* before the memory map: it allocates */
-    ok = fill_memmap(h, &m) && call_vmm(h, (ptv_entry_fn)(UINTN)(m.base + img.entry), &tss_page);
+    ptv_entry_fn entry = (ptv_entry_fn)(UINTN)(m.base + img.entry);
+    ok = fill_memmap(h, &m) && call_vmm(h, entry, &tss_page);
+    if (ok)
+        start_aps(h, entry);
     if (!ok) /* the VMM is not running (it left VMX off): give the memory back */
         BS->FreePages(m.base, m.pages);
     if (tss_page) /* never loaded into TR */

@@ -5,6 +5,8 @@
 #include "log.h"
 #include "palloc.h"
 #include "panic.h"
+#include "percpu.h"
+#include "smp/smp.h"
 #include "lib/ptv_string.h"
 
 #define GDT_CODE64            0x00af9b000000ffffull /* P, DPL0, code exec/read accessed, L=1, G=1 */
@@ -35,14 +37,15 @@ struct extable_entry {
 extern const struct extable_entry __extable_start[], __extable_end[];
 extern const int32_t exc_stub_table[32];
 
-volatile uint32_t exc_fixup_hit;
-volatile uint32_t host_nmi_pending;
+/* one set per CPU: the TSS holds that CPU's IST stacks, and the gates use the
+ * firmware's CS selector until that CPU's own first VM exit */
+struct host_desc {
+    uint64_t *gdt;
+    struct tss64 *tss;
+    struct idt_gate *idt;
+};
 
-static uint64_t *gdt;
-static struct tss64 *tss;
-static struct idt_gate *idt;
-
-static void set_gate(unsigned vec, uint16_t sel, uint8_t ist)
+static void set_gate(struct idt_gate *idt, unsigned vec, uint16_t sel, uint8_t ist)
 {
     uint64_t off = (uint64_t)(uintptr_t)exc_stub_table + (int64_t)exc_stub_table[vec];
     idt[vec] = (struct idt_gate){
@@ -58,13 +61,16 @@ static void set_gate(unsigned vec, uint16_t sel, uint8_t ist)
 int host_desc_init(void)
 {
     uint64_t pa;
+    struct host_desc *d = palloc_page(NULL);
     uint8_t *page = palloc_page(&pa);
     uint8_t *estack = palloc_pages(3 * EMERGENCY_STACK_PAGES, NULL);
-    idt = palloc_page(NULL);
-    if (!page || !estack || !idt)
+    struct idt_gate *idt = palloc_page(NULL);
+    if (!d || !page || !estack || !idt)
         return -1;
-    gdt = (uint64_t *)page;
-    tss = (struct tss64 *)(page + 256);
+    uint64_t *gdt = (uint64_t *)page;
+    struct tss64 *tss = (struct tss64 *)(page + 256);
+    *d = (struct host_desc){.gdt = gdt, .tss = tss, .idt = idt};
+    this_cpu()->desc = d;
     gdt[0] = 0;
     gdt[HOST_CS_SEL >> 3] = GDT_CODE64;
     gdt[HOST_DS_SEL >> 3] = GDT_DATA;
@@ -91,42 +97,48 @@ int host_desc_init(void)
     else if (cs != HOST_CS_SEL)
         return -1; /* firmware CS collides with the host GDT layout */
     for (unsigned v = 0; v < 32; v++)
-        set_gate(v, cs, 0);
+        set_gate(idt, v, cs, 0);
     return 0;
 }
 
 void host_idt_load(void)
 {
-    struct desc_ptr p = {.limit = 32 * sizeof(struct idt_gate) - 1,
-                         .base = (uint64_t)(uintptr_t)idt};
+    struct desc_ptr p = {.limit = 32 * sizeof(struct idt_gate) - 1, .base = host_idt_base()};
     asm volatile("lidt %0" ::"m"(p));
 }
 
 void host_idt_activate(void)
 {
     for (unsigned v = 0; v < 32; v++)
-        set_gate(v, HOST_CS_SEL, v == 2 ? 1 : v == 8 ? 2 : v == 18 ? 3 : 0); /* IST1..3 */
+        set_gate(this_cpu()->desc->idt, v, HOST_CS_SEL,
+                 v == 2    ? 1
+                 : v == 8  ? 2
+                 : v == 18 ? 3
+                           : 0); /* IST1..3 */
 }
 
 uint64_t host_gdt_base(void)
 {
-    return (uint64_t)(uintptr_t)gdt;
+    return (uint64_t)(uintptr_t)this_cpu()->desc->gdt;
 }
 
 uint64_t host_idt_base(void)
 {
-    return (uint64_t)(uintptr_t)idt;
+    return (uint64_t)(uintptr_t)this_cpu()->desc->idt;
 }
 
 uint64_t host_tss_base(void)
 {
-    return (uint64_t)(uintptr_t)tss;
+    return (uint64_t)(uintptr_t)this_cpu()->desc->tss;
 }
 
 void host_exception(struct exc_frame *f)
 {
-    if (f->vector == 2) { /* NMI in root operation: reflect it to the guest later */
-        host_nmi_pending = 1;
+    if (f->vector == 2) { /* NMI in root operation */
+        struct percpu *pc = this_cpu();
+        pc->root_nmis++;
+        if (!smp_nmi(pc))     /* not an EPT shootdown request (vmm/smp/smp.c): */
+            pc->nmi_owed = 1; /* the guest's, delivered at the next entry */
         return;
     }
     /* only #GP and #UD of an instruction with a fix-up are expected (a probed MSR or XSETBV
@@ -136,7 +148,7 @@ void host_exception(struct exc_frame *f)
         uint64_t insn = (uint64_t)(uintptr_t)&e->insn + (int64_t)e->insn;
         if (insn == f->rip) {
             f->rip = (uint64_t)(uintptr_t)&e->fixup + (int64_t)e->fixup;
-            exc_fixup_hit = 1;
+            this_cpu()->exc_fixup_hit = 1;
             return;
         }
     }
@@ -151,12 +163,13 @@ void host_exception(struct exc_frame *f)
 int rdmsr_safe(uint32_t msr, uint64_t *val)
 {
     uint32_t lo = 0, hi = 0;
-    exc_fixup_hit = 0;
+    struct percpu *pc = this_cpu();
+    pc->exc_fixup_hit = 0;
     asm volatile("1: rdmsr\n2:\n\t" EXTABLE_ENTRY(1b, 2b)
                  : "+a"(lo), "+d"(hi)
                  : "c"(msr)
                  : "memory");
-    if (exc_fixup_hit)
+    if (pc->exc_fixup_hit)
         return -1;
     *val = ((uint64_t)hi << 32) | lo;
     return 0;
@@ -164,9 +177,10 @@ int rdmsr_safe(uint32_t msr, uint64_t *val)
 
 int wrmsr_safe(uint32_t msr, uint64_t val)
 {
-    exc_fixup_hit = 0;
+    struct percpu *pc = this_cpu();
+    pc->exc_fixup_hit = 0;
     asm volatile("1: wrmsr\n2:\n\t" EXTABLE_ENTRY(1b, 2b)::"c"(msr), "a"((uint32_t)val),
                  "d"((uint32_t)(val >> 32))
                  : "memory");
-    return exc_fixup_hit ? -1 : 0;
+    return pc->exc_fixup_hit ? -1 : 0;
 }

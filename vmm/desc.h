@@ -18,15 +18,9 @@ struct exc_frame {
 };
 _Static_assert(sizeof(struct exc_frame) == 22 * 8, "exc_frame layout is used by idt.S");
 
-struct host_desc {
-    uint64_t gdt[6];
-    uint8_t tss[104];
-    uint64_t gdt_base, idt_base, tss_base;
-};
-
-/* Build GDT/TSS/IDT in pool memory; the IDT is loaded at once (the firmware's
- * IDTR is returned for restoring on a failed launch), the GDT/TR only at VM
- * exit through the VMCS host-state fields. */
+/* Build this CPU's GDT/TSS/IDT in pool memory (this_cpu()->desc); the IDT is loaded at once (the
+ * firmware's IDTR is returned for restoring on a failed launch), the GDT/TR only at VM exit through
+ * the VMCS host-state fields. */
 int host_desc_init(void) __attribute__((warn_unused_result));
 void host_idt_load(void);
 /* after the first VM exit: host GDT/TSS are live, switch gates to them */
@@ -37,9 +31,6 @@ uint64_t host_tss_base(void);
 
 /* C side of the exception stubs (idt.S) */
 void host_exception(struct exc_frame *f);
-
-extern volatile uint32_t exc_fixup_hit;
-extern volatile uint32_t host_nmi_pending;
 
 #define EXTABLE_ENTRY(insn, fixup)                                                                 \
     ".pushsection .extable,\"a\"\n\t.balign 4\n\t.long " #insn " - ., " #fixup                     \

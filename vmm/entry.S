@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * int ptv_vmm_entry(struct ptv_handoff *h)      (System V ABI; see handoff.h)
+ * int ptv_vmm_entry(struct ptv_handoff *h, uint64_t cpu)   (System V ABI; handoff.h)
  *
  * Captures the caller's callee-saved registers, RFLAGS, return address and
  * stack pointer into a struct caller_state (vmm.h) on the caller's stack and
@@ -25,6 +25,7 @@ ptv_vmm_entry:
     movq %rax, 56(%rsp)
     leaq 80(%rsp), %rax         /* caller RSP after the return */
     movq %rax, 64(%rsp)
+    movq %rsi, %rdx             /* cpu: 0 = BSP, else the AP's number */
     movq %rsp, %rsi
     call vmm_main
     addq $72, %rsp

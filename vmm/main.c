@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * VMM start-up on the BSP: validate the handoff, build host structures, turn
- * VMX on, build a VMCS whose guest state is the caller itself, and VMLAUNCH
- * into it (the blue pill).  Then the exit loop runs on the VMM's own stack for
- * the lifetime of the machine.
+ * VMM start-up, on the BSP first and then on every AP (the loader calls the
+ * entry on each through EFI MP services): validate the handoff, build host
+ * structures, turn VMX on, build a VMCS whose guest state is the caller
+ * itself, and VMLAUNCH into it (the blue pill).  Then the exit loop runs on
+ * this CPU's VMM stack for the lifetime of the machine.  What all CPUs share
+ * (pool, host page tables, EPT, controls) is built once by the BSP.
  */
 #include "vmm.h"
 #include "cpu.h"
@@ -17,16 +19,19 @@
 #include "serial.h"
 #include "lib/ptv_string.h"
 #include "vmx/vmx_cpu.h"
+#include "smp/smp.h"
 #include <ptv/vmcall.h>
 
 #define VMM_STACK_PAGES 8
 
-unsigned ptv_cpu_id;
+struct percpu percpu_area[PTV_MAX_CPUS];
 struct vmm_span vmm_span;
 const struct ptv_config *vmm_cfg;
-uint64_t vmm_host_cr3, vmm_stack_top;
+uint64_t vmm_host_cr3;
 
-static struct vcpu bsp_vcpu;
+static struct ptv_handoff *vmm_handoff;    /* the BSP's, once validated */
+static volatile uint32_t vmm_global_ready; /* the BSP set up what all CPUs share */
+static volatile uint32_t cpu_claimed[PTV_MAX_CPUS];
 
 static void canary_fill(uint8_t *page)
 {
@@ -38,7 +43,7 @@ static void canary_fill(uint8_t *page)
 bool vmm_canary_intact(const struct vcpu *v)
 {
     static const char pat[16] = PTV_CANARY_PATTERN;
-    const uint8_t *page = (const uint8_t *)(uintptr_t)v->canary_pa;
+    const uint8_t *page = (const uint8_t *)(uintptr_t)vm.canary_pa;
     for (unsigned i = 0; i < PAGE_SIZE; i += sizeof(pat))
         if (memcmp(page + i, pat, sizeof(pat)))
             return false;
@@ -47,11 +52,44 @@ bool vmm_canary_intact(const struct vcpu *v)
 
 static void panic_dump(void)
 {
-    vcpu_dump(&bsp_vcpu);
+    struct percpu *pc = this_cpu();
+    if (pc->vcpu)
+        vcpu_dump(pc->vcpu);
+}
+
+/*
+ * This CPU becomes CPU `id` of the VMM: its struct percpu, reached through
+ * GS.base from now on (the caller's GS.base is kept for the guest and put
+ * back if the VMM does not start here).
+ */
+static bool percpu_enter(unsigned id)
+{
+    if (id >= PTV_MAX_CPUS || __atomic_exchange_n(&cpu_claimed[id], 1, __ATOMIC_SEQ_CST))
+        return false;
+    struct percpu *pc = &percpu_area[id];
+    pc->self = pc;
+    pc->id = id;
+    struct cpuid_regs l1 = cpuid_count(1, 0);
+    pc->apic_id = l1.ebx >> 24;
+    pc->x2apic_id = pc->apic_id;
+    if (cpuid_count(0, 0).eax >= 0xb && cpuid_count(0xb, 0).ebx)
+        pc->x2apic_id = cpuid_count(0xb, 0).edx;
+    pc->caller_gs_base = rdmsr(MSR_GS_BASE);
+    wrmsr(MSR_GS_BASE, (uint64_t)(uintptr_t)pc);
+    uint64_t apic_base;
+    pc->bsp = !rdmsr_safe(MSR_IA32_APICBASE, &apic_base) && (apic_base & (1u << 8));
+    return true;
+}
+
+static void percpu_leave(void)
+{
+    struct percpu *pc = this_cpu();
+    wrmsr(MSR_GS_BASE, pc->caller_gs_base);
+    __atomic_store_n(&cpu_claimed[pc->id], 0, __ATOMIC_SEQ_CST);
 }
 
 /* the exit loop: for (;;) { vmx_run(); handle(); } -- returns only if the very first
- * VMLAUNCH fails (then the caller is told and boots natively) */
+ * VMLAUNCH fails (then the caller is told) */
 static uint64_t vcpu_loop(void *arg)
 {
     struct vcpu *v = arg;
@@ -98,41 +136,75 @@ static void fixup_selftest(void)
                 "exception fix-up self-test not possible here (locked MSR write did not fault)");
 }
 
-static int vmm_setup(struct ptv_handoff *h, struct caller_state *cs, struct desc_ptr *fw_idt)
+/* what only the BSP does, once, before VMXON: the pool, the canary, host page tables,
+ * the VMX capabilities and controls, the PT decision */
+static int vmm_global_setup(struct ptv_handoff *h)
 {
     const char *why;
     int st;
-    struct vcpu *v = &bsp_vcpu;
     palloc_init(h->pool_base, h->pool_size);
     vmm_span.base = h->vmm_base;
     vmm_span.size = h->pool_base + h->pool_size - h->vmm_base;
-    v->handoff = h;
-    if (!palloc_page(&v->canary_pa))
+    if (!palloc_page(&vm.canary_pa))
         return PTV_ENTRY_NO_MEMORY;
-    canary_fill((uint8_t *)(uintptr_t)v->canary_pa);
-    if (host_desc_init())
-        return PTV_ENTRY_NO_MEMORY;
-    asm volatile("sidt %0" : "=m"(*fw_idt));
-    v->guest_idtr = *fw_idt;
-    host_idt_load(); /* from here on MSR probes survive #GP */
+    canary_fill((uint8_t *)(uintptr_t)vm.canary_pa);
     if ((st = vmx_read_caps(&why)) || (st = vmx_choose_controls(&why))) {
         pr_err("vmx", "%s", why);
         return st;
     }
+    /* NMIs exit, so the VMM's shootdown IPIs never reach the guest; virtual NMIs
+     * track the guest's own NMI blocking (SDM Vol. 3C 25.3, 26.6.1.2) */
+    uint32_t nmi = PIN_BASED_NMI_EXITING | PIN_BASED_VIRTUAL_NMIS;
+    if (((vmx_caps.pin >> 32) & nmi) == nmi)
+        vmx_ctls.pin |= nmi;
     uint64_t top = 4ull << 30;
     for (unsigned i = 0; i < h->nr_mem; i++)
         if (h->mem[i].base + h->mem[i].size > top)
             top = h->mem[i].base + h->mem[i].size;
     vmm_host_cr3 = host_paging_build(top);
-    void *stack = palloc_pages(VMM_STACK_PAGES, NULL);
-    if (!vmm_host_cr3 || !stack)
+    if (!vmm_host_cr3)
         return PTV_ENTRY_NO_MEMORY;
-    vmm_stack_top = (uint64_t)(uintptr_t)stack + VMM_STACK_PAGES * PAGE_SIZE;
     pt_probe(h->cfg.pt_mode);
+    smp_init();
+    return 0;
+}
+
+/* this CPU's own structures: host GDT/TSS/IDT, exit stack, vCPU */
+static int vmm_cpu_setup(struct ptv_handoff *h, struct desc_ptr *fw_idt)
+{
+    struct percpu *pc = this_cpu();
+    struct vcpu *v = palloc_pages((sizeof(*v) + PAGE_SIZE - 1) / PAGE_SIZE, NULL);
+    void *stack = palloc_pages(VMM_STACK_PAGES, NULL);
+    if (!v || !stack || host_desc_init())
+        return PTV_ENTRY_NO_MEMORY;
+    asm volatile("sidt %0" : "=m"(*fw_idt));
+    host_idt_load(); /* from here on MSR probes survive #GP */
+    pc->stack_top = (uint64_t)(uintptr_t)stack + VMM_STACK_PAGES * PAGE_SIZE;
+    pc->vcpu = v;
+    v->id = pc->id;
+    v->handoff = h;
+    v->canary_pa = vm.canary_pa;
+    v->ept = &vm.ept;
+    v->ept_od = &vm.ept_od;
+    v->guest_idtr = *fw_idt;
+    return 0;
+}
+
+/* VMXON and the VMCS whose guest is the caller; the BSP builds the shared EPT here */
+static int vmm_cpu_vmx(struct ptv_handoff *h, struct caller_state *cs, bool bsp)
+{
+    struct vcpu *v = this_cpu()->vcpu;
+    int st;
     if (vmx_on(v, &st))
         return st;
-    fixup_selftest();
-    vmm_selfcheck_boot();
+    if (bsp) {
+        fixup_selftest();
+        vmm_selfcheck_boot();
+        if (vm_ept_setup(h)) {
+            vmx_off();
+            return PTV_ENTRY_NO_MEMORY;
+        }
+    }
     if (vmcs_setup(v, cs)) { /* out of pool, or a guest state VM entry would refuse */
         vmx_off();
         return PTV_ENTRY_VMX_FAILED;
@@ -143,31 +215,114 @@ static int vmm_setup(struct ptv_handoff *h, struct caller_state *cs, struct desc
     return 0;
 }
 
-int vmm_main(struct ptv_handoff *h, struct caller_state *cs)
+/* only failures get here: leave the CPU as the caller had it */
+static int vmm_not_started(int st, const struct desc_ptr *fw_idt, uint64_t rflags)
+{
+    struct vcpu *v = this_cpu()->vcpu;
+    if (st != PTV_ENTRY_OK && v && v->vmxon_pa && (read_cr4() & X86_CR4_VMXE))
+        vmx_off();
+    if (fw_idt->base)
+        asm volatile("lidt %0" ::"m"(*fw_idt));
+    pr_err("vmm", "not started on this CPU (status %d)", st);
+    percpu_leave();
+    if (rflags & X86_EFLAGS_IF)
+        asm volatile("sti");
+    return st;
+}
+
+/*
+ * An AP that entered VMX but cannot run the guest stays in VMX root, where INIT
+ * is blocked (SDM Vol. 3C 24.8 / 26.2): the guest can never wake it outside
+ * the VMM.  It still answers NMIs (nobody sends it shootdowns: it is not ACTIVE).
+ */
+static __attribute__((noreturn)) void park_in_root(int st)
+{
+    pr_err("smp", "cannot run the guest here (status %d): CPU parked in VMX root, INIT blocked",
+           st);
+    for (;;)
+        asm volatile("cli; hlt");
+}
+
+/* SDM Vol. 3C A.6: IA32_VMX_MISC bit 8, the wait-for-SIPI activity state */
+static bool vmx_can_virtualize_aps(const char **why)
+{
+    if (vmx_caps.misc & (1ull << 8))
+        return true;
+    *why = "no wait-for-SIPI activity state (IA32_VMX_MISC[8]): the guest could never start "
+           "this AP";
+    return false;
+}
+
+static int vmm_bsp_main(struct ptv_handoff *h, struct caller_state *cs)
 {
     const char *why;
     if (ptv_handoff_check(h, &why))
         return PTV_ENTRY_BAD_HANDOFF; /* no serial settings to trust yet: the loader reports */
+    uint64_t rflags = read_rflags();
+    cli();
+    if (!percpu_enter(0))
+        return PTV_ENTRY_BAD_HANDOFF;
     vmm_cfg = &h->cfg;
     serial_init(h->cfg.serial_port, h->cfg.serial_baud);
     log_set_level(h->cfg.log_level);
     pr_info("vmm", "ptvisor VMM %s: image %#lx+%#lx, pool %#lx+%#lx, %u memory ranges", PTV_VERSION,
             h->vmm_base, h->vmm_size, h->pool_base, h->pool_size, h->nr_mem);
+    struct desc_ptr fw_idt = {0};
+    int st = vmm_global_setup(h);
+    if (!st)
+        st = vmm_cpu_setup(h, &fw_idt);
+    if (!st)
+        st = vmm_cpu_vmx(h, cs, true);
+    if (!st) {
+        vmm_handoff = h;
+        __atomic_store_n(&vmm_global_ready, 1, __ATOMIC_SEQ_CST);
+        smp_set_state(SD_CPU_ACTIVE);
+        st = (int)run_on_stack(this_cpu()->stack_top, vcpu_loop, this_cpu()->vcpu);
+        smp_set_state(SD_CPU_OFF);
+        __atomic_store_n(&vmm_global_ready, 0, __ATOMIC_SEQ_CST);
+    }
+    pr_err("vmm", "the loader boots the guest natively");
+    return vmm_not_started(st, &fw_idt, rflags);
+}
+
+/*
+ * An AP, called by the loader through EFI MP services after the BSP runs as
+ * the guest: the same blue pill on this CPU, sharing the BSP's EPT, controls
+ * and pool.  A failure before VMXON returns (the loader parks the CPU with
+ * interrupts off and says so); after VMXON the CPU parks in VMX root.
+ */
+static int vmm_ap_main(struct ptv_handoff *h, struct caller_state *cs, unsigned cpu)
+{
+    if (!__atomic_load_n(&vmm_global_ready, __ATOMIC_SEQ_CST) || h != vmm_handoff)
+        return PTV_ENTRY_BAD_HANDOFF;
     uint64_t rflags = read_rflags();
     cli();
+    if (!percpu_enter(cpu))
+        return PTV_ENTRY_BAD_HANDOFF;
+    pr_info("smp", "AP %u (APIC ID %u) joining", cpu, this_cpu()->apic_id);
     struct desc_ptr fw_idt = {0};
-    int st = vmm_setup(h, cs, &fw_idt);
+    int st = vmm_cpu_setup(h, &fw_idt);
     if (!st)
-        st = (int)run_on_stack(vmm_stack_top, vcpu_loop, &bsp_vcpu);
-    /* only failures get here: leave the CPU as the caller had it */
-    if (st != PTV_ENTRY_OK && bsp_vcpu.vmxon_pa && (read_cr4() & X86_CR4_VMXE))
-        vmx_off();
-    if (fw_idt.base)
-        asm volatile("lidt %0" ::"m"(fw_idt));
-    if (rflags & X86_EFLAGS_IF)
-        asm volatile("sti");
-    pr_err("vmm", "not started (status %d): the loader boots the guest natively", st);
-    return st;
+        st = vmm_cpu_vmx(h, cs, false);
+    if (!st) {
+        const char *why;
+        /* without the wait-for-SIPI activity state a guest's SIPI never reaches the
+         * VMM: the AP would be lost to the guest either way, so it stays in root */
+        if (!vmx_can_virtualize_aps(&why)) {
+            pr_err("smp", "%s", why);
+            park_in_root(PTV_ENTRY_MISSING_CONTROL);
+        }
+        smp_set_state(SD_CPU_ACTIVE);
+        st = (int)run_on_stack(this_cpu()->stack_top, vcpu_loop, this_cpu()->vcpu);
+        smp_set_state(SD_CPU_OFF);
+        park_in_root(st);
+    }
+    return vmm_not_started(st, &fw_idt, rflags);
+}
+
+int vmm_main(struct ptv_handoff *h, struct caller_state *cs, uint64_t cpu)
+{
+    return cpu == 0 ? vmm_bsp_main(h, cs) : vmm_ap_main(h, cs, (unsigned)cpu);
 }
 
 void machine_crash_action(unsigned action)

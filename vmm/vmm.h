@@ -14,7 +14,8 @@ struct caller_state {
 };
 _Static_assert(sizeof(struct caller_state) == 72, "caller_state layout is used by entry.S");
 
-int vmm_main(struct ptv_handoff *h, struct caller_state *cs);
+/* cpu: 0 on the BSP, the MP-services processor number on an AP (entry.S: RSI) */
+int vmm_main(struct ptv_handoff *h, struct caller_state *cs, uint64_t cpu);
 uint64_t run_on_stack(uint64_t stack_top, uint64_t (*fn)(void *), void *arg);
 
 /* the VMM's own memory as one span [base, base+size): image + handoff + pool */
@@ -26,8 +27,8 @@ extern const struct ptv_config *vmm_cfg;
 
 __attribute__((noreturn)) void machine_crash_action(unsigned action);
 
-/* host CR3 and the top of the VMM stack the exit loop runs on (main.c) */
-extern uint64_t vmm_host_cr3, vmm_stack_top;
+/* host CR3, shared by every CPU (main.c) */
+extern uint64_t vmm_host_cr3;
 
 struct vcpu;
 /* the canary page inside VMM memory still holds PTV_CANARY_PATTERN */

@@ -12,8 +12,9 @@
 #include "config.h"
 
 #define PTV_HANDOFF_MAGIC   0x314646484f565450ull /* "PTVOHFF1" little-endian */
-#define PTV_HANDOFF_VERSION 1
+#define PTV_HANDOFF_VERSION 2
 #define PTV_HANDOFF_MAX_MEM 256
+#define PTV_MAX_CPUS        64 /* CPUs the VMM runs on; AP numbers beyond are refused */
 
 /* memory map in neutral form (no EFI types cross this boundary) */
 enum ptv_mem_type {
@@ -52,11 +53,14 @@ struct ptv_handoff {
 };
 
 /*
- * The VMM entry point, called by the loader on the BSP with the System V
- * calling convention:
- *     int ptv_vmm_entry(struct ptv_handoff *h);
+ * The VMM entry point, called by the loader with the System V calling
+ * convention, first on the BSP with cpu = 0, then (version 2) on every enabled
+ * AP through EFI MP services with cpu = its number (1..PTV_MAX_CPUS-1), the same
+ * handoff pointer:
+ *     int ptv_vmm_entry(struct ptv_handoff *h, uint64_t cpu);
  * It returns PTV_ENTRY_OK when the caller now runs as the guest, otherwise a
- * PTV_ENTRY_* error: the CPU is then left as it was (VMX off).
+ * PTV_ENTRY_* error: the CPU is then left as it was (VMX off).  An AP that
+ * entered VMX but cannot run the guest never returns (parked in VMX root).
  */
 enum ptv_entry_status {
     PTV_ENTRY_OK = 0,

@@ -5,6 +5,8 @@
  */
 #include "dev/uart_console.h"
 #include "dev/uart_mux.h"
+#include "smp/smp.h"
+#include "smp/spinlock.h"
 #include "cpu.h"
 #include "percpu.h"
 #include "serial.h"
@@ -20,7 +22,26 @@
 
 static struct uart_mux mux;
 static bool ready;
-static bool busy; /* the multiplexer is running: a nested writer (a VMM fault) goes raw */
+/* one CPU at a time in the multiplexer; a nested writer on the owning CPU (a VMM
+ * fault inside it) goes raw instead of deadlocking */
+static struct spinlock lock;
+static volatile unsigned owner; /* this_cpu_id() + 1 of the holder, 0 = free */
+
+static bool mux_enter(void)
+{
+    unsigned me = this_cpu_id() + 1;
+    if (__atomic_load_n(&owner, __ATOMIC_RELAXED) == me)
+        return false;
+    spin_lock_relax(&lock, smp_relax, NULL); /* a waiter still answers EPT shootdowns */
+    owner = me;
+    return true;
+}
+
+static void mux_leave(void)
+{
+    owner = 0;
+    spin_unlock(&lock);
+}
 static char drop_prefix[32];
 
 static uint8_t hw_in(void *ctx, unsigned off)
@@ -64,22 +85,20 @@ void console_write(const char *s, size_t n, bool urgent)
 {
     if (!console_ready())
         return;
-    if (busy) { /* only a fault inside the multiplexer gets here: say it anyway */
+    if (!mux_enter()) { /* only a fault inside the multiplexer gets here: say it anyway */
         serial_write(s, n);
         return;
     }
-    busy = true;
     uart_mux_vmm_write(&mux, s, n, urgent, rdtsc());
-    busy = false;
+    mux_leave();
 }
 
 void console_flush(void)
 {
-    if (!console_ready() || busy)
+    if (!console_ready() || !mux_enter())
         return;
-    busy = true;
     uart_mux_flush(&mux);
-    busy = false;
+    mux_leave();
 }
 
 uint16_t console_port(void)
@@ -94,21 +113,19 @@ unsigned console_trap_mask(void)
 
 uint8_t console_guest_in(unsigned off)
 {
-    if (!console_ready())
+    if (!console_ready() || !mux_enter())
         return 0xff;
-    busy = true;
     uint8_t v = uart_mux_in(&mux, off, rdtsc());
-    busy = false;
+    mux_leave();
     return v;
 }
 
 void console_guest_out(unsigned off, uint8_t val)
 {
-    if (!console_ready())
+    if (!console_ready() || !mux_enter())
         return;
-    busy = true;
     uart_mux_out(&mux, off, val, rdtsc());
-    busy = false;
+    mux_leave();
 }
 
 uint64_t console_dropped(void)

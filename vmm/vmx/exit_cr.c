@@ -57,10 +57,12 @@ static bool load_pdptes(struct vcpu *v, uint64_t cr3)
 {
     uint64_t pdpte[4] = {0, 0, 0, 0}, gpa = cr3 & 0xffffffe0ull, hpa;
     unsigned perms = 0;
-    if (!ept_translate(&v->ept, gpa, &hpa, &perms, NULL, NULL) && (perms & EPT_R) && hpa == gpa &&
+    vm_ept_lock(); /* another CPU may be pruning EPT tables */
+    if (!ept_translate(v->ept, gpa, &hpa, &perms, NULL, NULL) && (perms & EPT_R) && hpa == gpa &&
         hpa - vmm_span.base >= vmm_span.size)
         for (unsigned i = 0; i < 4; i++)
             pdpte[i] = ((const volatile uint64_t *)(uintptr_t)hpa)[i];
+    vm_ept_unlock();
     if (pdptes_check(pdpte, vmx_caps.maxphyaddr))
         return false;
     vmcs_write64(GUEST_PDPTR0, pdpte[0]);

@@ -25,6 +25,8 @@
 #include "pt/pt_eptv.h"
 #include "lib/ptv_string.h"
 #include "vmx/pt_vmx.h"
+#include "percpu.h"
+#include "smp/smp.h"
 
 static void *ept_alloc(void *ctx, uint64_t *pa)
 {
@@ -74,10 +76,23 @@ bool vmx_host_mtrrs_unchanged(void)
     return !memcmp(&now, &host_mtrrs, sizeof(now));
 }
 
-int vmx_ept_setup(struct vcpu *v)
+struct vm vm;
+
+void vm_ept_lock(void)
+{
+    spin_lock_relax(&vm.ept_lock, smp_relax, NULL);
+}
+
+void vm_ept_unlock(void)
+{
+    spin_unlock(&vm.ept_lock);
+}
+
+/* the one EPT of the guest, built once on the BSP (after its VMXON: INVEPT) */
+int vm_ept_setup(const struct ptv_handoff *h)
 {
     static const struct ept_ops ops = {.alloc_page = ept_alloc, .pa_to_va = ept_pa_to_va};
-    const struct ptv_handoff *h = v->handoff;
+    struct vm *v = &vm;
     uint64_t ev = vmx_caps.ept_vpid;
     struct mtrr_state *mtrr = &host_mtrrs;
     uint64_t top, limit;
@@ -97,6 +112,7 @@ int vmx_ept_setup(struct vcpu *v)
     /* the spare pages one on-demand map needs, so a short pool later still maps */
     if (!palloc_page(&v->sink_pa) || ept_reserve(&v->ept, v->ept.levels - 1u))
         return -1;
+    v->eptp = ept_eptp(&v->ept);
     if (top < limit &&
         ept_od_init(&v->ept_od, &v->ept, mtrr, top, limit, EPT_OD_MAX_TABLES, od_flush, NULL)) {
         pr_err("ept", "on-demand maps above %#lx: bad set-up", top);
@@ -116,11 +132,12 @@ int vmx_ept_setup(struct vcpu *v)
     return 0;
 }
 
+/* INVEPT on this CPU; no VMCS needed (the NMI path runs it anywhere in root) */
 void vmx_invept_all(void)
 {
     struct {
         uint64_t eptp, rsvd;
-    } desc = {vmcs_read64(EPT_POINTER), 0};
+    } desc = {vm.eptp, 0};
     /* all-context where the CPU has it, else single-context for our one EPTP */
     uint64_t type = vmx_caps.ept_vpid & VMX_EPT_EXTENT_GLOBAL_BIT ? 2 : 1;
     uint8_t fail;
@@ -129,12 +146,24 @@ void vmx_invept_all(void)
         pr_err("ept", "INVEPT failed");
 }
 
+/*
+ * Make an EPT change visible everywhere before the VMM relies on it: INVEPT
+ * here and on every other CPU that runs the guest (an EPT shootdown, with
+ * vm.ept_lock held).  Only then are retired table pages reusable
+ * (ept_flush_done).  A CPU that does not answer leaves the retired pages
+ * retired: memory is lost, never reused under a stale translation.
+ */
 void vmx_ept_sync(struct ept *e)
 {
-    if (ept_flush_needed(e)) {
-        vmx_invept_all();
-        ept_flush_done(e);
+    if (!ept_flush_needed(e))
+        return;
+    uint64_t missing = 0;
+    if (smp_shootdown(&missing)) {
+        pr_err_rl("ept", "EPT shootdown: CPUs %#lx did not answer; retired EPT pages kept",
+                  missing);
+        return;
     }
+    ept_flush_done(e);
 }
 
 static bool in_vmm(uint64_t gpa)
@@ -145,10 +174,10 @@ static bool in_vmm(uint64_t gpa)
 /* map the sink at page; a short pool first gives back the on-demand tables */
 static int map_sink(struct vcpu *v, uint64_t page)
 {
-    int rc = ept_map(&v->ept, page, v->sink_pa, 4096, EPT_R | EPT_W, EPT_MT_WB | EPT_MT_IPAT);
+    int rc = ept_map(v->ept, page, vm.sink_pa, 4096, EPT_R | EPT_W, EPT_MT_WB | EPT_MT_IPAT);
 
-    if (rc == EPT_ENOMEM && v->ept_od.limit && !ept_od_drop_all(&v->ept_od, &v->ept))
-        rc = ept_map(&v->ept, page, v->sink_pa, 4096, EPT_R | EPT_W, EPT_MT_WB | EPT_MT_IPAT);
+    if (rc == EPT_ENOMEM && v->ept_od->limit && !ept_od_drop_all(v->ept_od, v->ept))
+        rc = ept_map(v->ept, page, vm.sink_pa, 4096, EPT_R | EPT_W, EPT_MT_WB | EPT_MT_IPAT);
     return rc;
 }
 
@@ -174,7 +203,7 @@ static enum exit_action vmm_memory_access(struct vcpu *v, const struct vmexit *e
         vcpu_inject_gp(v);
         return EXIT_INJECT;
     }
-    vmx_ept_sync(&v->ept);
+    vmx_ept_sync(v->ept);
     /* no pt_ctrl_mem_changed(): VMM memory is never in a shadow (only guest RAM is) */
     return EXIT_RESUME;
 }
@@ -188,10 +217,11 @@ static unsigned access_perms(uint64_t qual)
 }
 
 /*
- * A violation on a page whose EPT rights allow the access: a translation the
- * CPU cached before the VMM widened it (the VMM changes EPT only from this
- * CPU's exits and flushes after narrowing, so this is a stale TLB or a VMM
- * bug).  INVEPT and retry, at most EPT_STALE_MAX exits in a row.
+ * A violation on a page whose EPT rights allow the access: another CPU mapped
+ * it between this CPU's fault and its exit handler taking the EPT lock, or a
+ * translation this CPU cached before the VMM widened it (the VMM shoots down
+ * every narrowing, so anything else is a VMM bug).  INVEPT here and retry, at
+ * most EPT_STALE_MAX exits in a row.
  */
 static enum exit_action stale_violation(struct vcpu *v, const struct vmexit *e)
 {
@@ -205,34 +235,51 @@ static enum exit_action stale_violation(struct vcpu *v, const struct vmexit *e)
                EPT_STALE_MAX);
         return EXIT_STOP_GUEST;
     }
-    vmx_invept_all();
-    ept_flush_done(&v->ept);
+    vmx_invept_all();     /* this CPU's view; */
+    vmx_ept_sync(v->ept); /* a pending narrowing goes to every CPU */
     return EXIT_RESUME;
 }
 
+static enum exit_action ept_violation_locked(struct vcpu *v, const struct vmexit *e);
+
 enum exit_action handle_ept_violation(struct vcpu *v, const struct vmexit *e)
 {
-    uint64_t hpa;
-    unsigned perms;
-    int rc;
-    /* guest ToPA edit (shadow), PT output (hardware-GPA mode) */
+    /* the violation interrupted an IRET that had unblocked NMIs: block them again
+     * before the IRET restarts (virtual NMIs; SDM Vol. 3C, EPT-violation exit
+     * qualification bit 12, "NMI unblocking due to IRET") */
+    if ((e->qual & EPT_VIOLATION_NMI_UNBLOCK) && !(e->idt_vec_info & INTR_INFO_VALID) &&
+        (vmcs_read32(PIN_BASED_VM_EXEC_CONTROL) & PIN_BASED_VIRTUAL_NMIS))
+        vmcs_write32(GUEST_INTERRUPTIBILITY_INFO,
+                     vmcs_read32(GUEST_INTERRUPTIBILITY_INFO) | GUEST_INTR_STATE_NMI);
+    /* guest ToPA edit (shadow), PT output (hardware-GPA mode); takes the lock itself */
     if (pt_ctrl_ept_violation(&v->pt, e->gpa, e->qual) == PT_CTRL_EPTV_RESUME) {
         pt_vmx_log(v);
         return EXIT_RESUME;
     }
+    vm_ept_lock();
+    enum exit_action a = ept_violation_locked(v, e);
+    vm_ept_unlock();
+    return a;
+}
+
+static enum exit_action ept_violation_locked(struct vcpu *v, const struct vmexit *e)
+{
+    uint64_t hpa;
+    unsigned perms;
+    int rc;
     if (in_vmm(e->gpa))
         return vmm_memory_access(v, e);
     if (e->qual & EPT_VIOLATION_ASYNC)
         pr_warn_rl("ept", "asynchronous (PT) EPT violation at GPA %#lx with PT off", e->gpa);
-    rc = ept_translate(&v->ept, e->gpa, &hpa, &perms, NULL, NULL);
+    rc = ept_translate(v->ept, e->gpa, &hpa, &perms, NULL, NULL);
     if (rc == 0 && (perms & access_perms(e->qual)) == access_perms(e->qual))
         return stale_violation(v, e);
-    if (rc == EPT_ENOENT && v->ept_od.limit) {
+    if (rc == EPT_ENOENT && v->ept_od->limit) {
         /* beyond the identity map: device memory above RAM (64-bit BARs), or nothing */
         struct ept_od_map m;
-        rc = ept_od_fault(&v->ept_od, &v->ept, e->gpa, &m);
+        rc = ept_od_fault(v->ept_od, v->ept, e->gpa, &m);
         if (!rc) {
-            vmx_ept_sync(&v->ept);
+            vmx_ept_sync(v->ept);
             /* a new device mapping: no guest RAM changed, no shadow is affected */
             pr_info_rl("ept", "mapped [%#lx, %#lx) on demand (memory type %u)%s", m.base,
                        m.base + m.size, m.type, m.dropped ? "; older on-demand maps dropped" : "");
@@ -245,13 +292,13 @@ enum exit_action handle_ept_violation(struct vcpu *v, const struct vmexit *e)
             return EXIT_INJECT;
         }
     }
-    if (rc == EPT_EINVAL && e->gpa >= ept_gpa_limit(&v->ept)) {
+    if (rc == EPT_EINVAL && e->gpa >= ept_gpa_limit(v->ept)) {
         /* beyond what the walk can translate (GPA >= 2^48 on a 4-level walk,
          * MAXPHYADDR > 48 without 5-level EPT): no map can make the access
          * work, so it faults instead of stopping the guest (documented) */
         v->ept_unmappable++;
         pr_warn_rl("ept", "guest access at GPA %#lx beyond the %u-level EPT walk: #GP(0)", e->gpa,
-                   v->ept.levels);
+                   v->ept->levels);
         vcpu_inject_gp(v);
         return EXIT_INJECT;
     }

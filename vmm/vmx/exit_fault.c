@@ -9,14 +9,31 @@
 #include "log.h"
 #include "vmx/vmx_cpu.h"
 #include "pt/rtit.h"
+#include "percpu.h"
+#include "smp/smp.h"
 
-/* With an empty exception bitmap and no NMI exiting these only come from
- * a VMM change; reflect them to the guest exactly as they arrived. */
+/*
+ * NMIs exit (NMI exiting + virtual NMIs, so the VMM's shootdown IPIs never reach
+ * the guest): one that was an EPT shootdown request is answered here
+ * (vmm/smp/smp.c); any other is the guest's and is owed to it, delivered when
+ * the guest can take it (vmx_run.c).  The exception bitmap is empty, so other
+ * vectors only come from a VMM change; reflect them exactly as they arrived.
+ */
 enum exit_action handle_exception_nmi(struct vcpu *v, const struct vmexit *e)
 {
     if (!(e->intr_info & INTR_INFO_VALID))
         return EXIT_RESUME;
     uint32_t type = e->intr_info & INTR_INFO_INTR_TYPE_MASK;
+    if (type == INTR_TYPE_NMI_INTR) {
+        struct percpu *pc = this_cpu();
+        /* the exit interrupted an IRET that had unblocked NMIs: block them again */
+        if (e->intr_info & INTR_INFO_UNBLOCK_NMI && !(e->idt_vec_info & INTR_INFO_VALID))
+            vmcs_write32(GUEST_INTERRUPTIBILITY_INFO,
+                         vmcs_read32(GUEST_INTERRUPTIBILITY_INFO) | GUEST_INTR_STATE_NMI);
+        if (!smp_nmi(pc))
+            pc->nmi_owed = 1;
+        return EXIT_RESUME;
+    }
     v->inject = (struct pending_event){
         .valid = true,
         .info = e->intr_info & ~INTR_INFO_UNBLOCK_NMI,
@@ -98,22 +115,33 @@ static void vcpu_init_event(struct vcpu *v)
         pr_warn_rl("pt", "INIT: clearing TraceEn refused (%s)", res.reason);
 }
 
-/* INIT (pt-facts G.4): the only virtualized CPU is the BSP, which restarts at the
- * reset vector after INIT (an AP would wait for SIPI instead). */
+/*
+ * INIT (pt-facts G.4; SDM Vol. 3A 9.1, 9.4): the BSP restarts at the reset
+ * vector; an AP enters the wait-for-SIPI activity state (Vol. 3C 25.4.2), in
+ * which INIT is blocked and NMIs are held, so the EPT shootdown protocol stops
+ * waiting for it until its SIPI.
+ */
 enum exit_action handle_init(struct vcpu *v, const struct vmexit *e)
 {
-    pr_info_rl("vmx", "INIT received: the BSP restarts at the reset vector");
     vcpu_init_event(v);
-    vcpu_reset_real_mode(v, 0xf000, 0xffff0000ull, 0xfff0);
+    if (this_cpu()->bsp) {
+        pr_info_rl("vmx", "INIT received: the BSP restarts at the reset vector");
+        vcpu_reset_real_mode(v, 0xf000, 0xffff0000ull, 0xfff0);
+        return EXIT_RESUME;
+    }
+    v->inits++;
+    vcpu_reset_real_mode(v, 0, 0, 0);
+    smp_set_state(SD_CPU_WAIT_SIPI);
+    vmcs_write32(GUEST_ACTIVITY_STATE, GUEST_ACTIVITY_WAIT_SIPI);
     return EXIT_RESUME;
 }
 
-/* SIPI (only delivered in wait-for-SIPI, which this release never enters): real-mode
- * start at vector << 12 */
+/* SIPI (exits only in wait-for-SIPI, Vol. 3C 26.2): real-mode start at vector << 12 */
 enum exit_action handle_sipi(struct vcpu *v, const struct vmexit *e)
 {
     uint32_t vec = e->qual & 0xff;
     pr_info_rl("vmx", "SIPI vector %#x: vCPU starts in real mode at %#x", vec, vec << 12);
+    smp_set_state(SD_CPU_ACTIVE); /* answers any shootdown it missed, before guest code */
     vcpu_reset_real_mode(v, (uint16_t)(vec << 8), (uint64_t)vec << 12, 0);
     return EXIT_RESUME;
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* XSETBV, INVD, WBINVD, GETSEC and guest VMX instructions (pt-facts G.5). */
 #include "vmx/vcpu.h"
+#include "percpu.h"
 #include "vmx/exits.h"
 #include "vmx/vmcs.h"
 #include "cpu.h"
@@ -25,11 +26,11 @@ enum exit_action handle_xsetbv(struct vcpu *v, const struct vmexit *e)
     case XSETBV_OK:
         break;
     }
-    exc_fixup_hit = 0;
+    this_cpu()->exc_fixup_hit = 0;
     asm volatile("1: xsetbv\n2:\n\t" EXTABLE_ENTRY(1b, 2b)::"c"(index), "a"((uint32_t)val),
                  "d"((uint32_t)(val >> 32))
                  : "memory");
-    if (exc_fixup_hit) {
+    if (this_cpu()->exc_fixup_hit) {
         vcpu_inject_gp(v);
         return EXIT_INJECT;
     }

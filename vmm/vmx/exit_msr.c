@@ -101,34 +101,44 @@ static bool apic_base_write(struct vcpu *v, uint64_t val)
     v->apic_base = val;
     if (from == to)
         return false;
-    /* give the old window back what it mapped, then map the new one onto the APIC */
+    /* give the old window back what it mapped, then map the new one onto the APIC
+     * (one EPT for all vCPUs: the window shows each CPU its own APIC, documented) */
+    bool restored = false, moved = false;
+    vm_ept_lock();
     if (from != home && v->apic_window.saved) {
-        int r = v->apic_window.err ? ept_unmap(&v->ept, from, 4096)
-                                   : ept_map(&v->ept, from, v->apic_window.hpa, 4096,
+        int r = v->apic_window.err ? ept_unmap(v->ept, from, 4096)
+                                   : ept_map(v->ept, from, v->apic_window.hpa, 4096,
                                              v->apic_window.perms, v->apic_window.memtype);
         if (r)
             pr_warn_rl("vmx", "APIC window at %#lx: cannot restore its old mapping (%d)", from, r);
-        ept_od_unpin(&v->ept_od, from);
-        pt_ctrl_mem_changed(&v->pt, from, 4096);
+        ept_od_unpin(v->ept_od, from);
+        restored = true;
     }
     v->apic_window.saved = false;
     if (to != home) {
-        v->apic_window.err = ept_translate(&v->ept, to, &v->apic_window.hpa, &v->apic_window.perms,
+        v->apic_window.err = ept_translate(v->ept, to, &v->apic_window.hpa, &v->apic_window.perms,
                                            &v->apic_window.memtype, NULL);
         /* above RAM the window is kept out of the on-demand maps' drops (ept_ondemand.h) */
-        int r = ept_od_pin(&v->ept_od, to);
+        int r = ept_od_pin(v->ept_od, to);
         if (!r)
-            r = ept_map(&v->ept, to, home, 4096, EPT_R | EPT_W, EPT_MT_UC | EPT_MT_IPAT);
+            r = ept_map(v->ept, to, home, 4096, EPT_R | EPT_W, EPT_MT_UC | EPT_MT_IPAT);
         if (r) {
-            ept_od_unpin(&v->ept_od, to);
+            ept_od_unpin(v->ept_od, to);
             pr_warn_rl("vmx", "APIC window moved to %#lx: EPT map failed (%d)", to, r);
         } else
             v->apic_window.saved = true;
+        moved = true;
+    }
+    vmx_ept_sync(v->ept);
+    vm_ept_unlock();
+    /* the PT engine re-reads what changed (it takes the EPT lock itself) */
+    if (restored)
+        pt_ctrl_mem_changed(&v->pt, from, 4096);
+    if (moved) {
         pt_ctrl_mem_changed(&v->pt, to, 4096);
         pr_info_rl("vmx", "guest moved its xAPIC window to %#lx (the real APIC stays at %#lx)", to,
                    home);
     }
-    vmx_ept_sync(&v->ept);
     return false;
 }
 

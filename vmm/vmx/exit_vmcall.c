@@ -14,6 +14,8 @@
 #include "palloc.h"
 #include "lib/ptv_string.h"
 #include <ptv/vmcall.h>
+#include "percpu.h"
+#include "smp/smp.h"
 
 static bool allowed_at_cpl3(uint64_t fn)
 {
@@ -57,9 +59,18 @@ enum exit_action handle_vmcall(struct vcpu *v, const struct vmexit *e)
     }
     case PTV_VMCALL_VMM_STATS:
         r[GPR_RBX] = palloc_free_bytes() / PAGE_SIZE;
-        r[GPR_RCX] = ept_pages_held(&v->ept); /* tables incl. on-demand, spare, retired */
+        r[GPR_RCX] = ept_pages_held(v->ept); /* tables incl. on-demand, spare, retired */
         r[GPR_RDX] = log_lines;
         break;
+    case PTV_VMCALL_SMP_STATS: {
+        const struct percpu *pc = this_cpu();
+        r[GPR_RBX] = pc->id;
+        r[GPR_RCX] = smp_online();
+        r[GPR_RDX] = vmm_sd.completed;
+        r[GPR_RSI] = vmm_sd.last_ticks;
+        r[GPR_RDI] = vmm_sd.cpu[pc->id].answered;
+        break;
+    }
     case PTV_VMCALL_SELFCHECK: {
         struct vmm_selfcheck c = vmm_selfcheck(v);
         r[GPR_RBX] = c.failed;

@@ -33,7 +33,6 @@ static void cpu_vmwrite_rtit_ctl(void *ctx, uint64_t val)
 struct pt_lists {
     struct vmx_msr_entry *entry, *exit;
 };
-static struct pt_lists bsp_lists;
 
 static void cpu_set_msr_lists(void *ctx, const struct vmx_msr_entry *entry, unsigned n_entry,
                               const struct vmx_msr_entry *exit, unsigned n_exit)
@@ -75,7 +74,10 @@ static void mem_translate(void *ctx, uint64_t gpa, struct pt_mem_xlate *out)
         out->kind = PT_MEM_VMM;
         return;
     }
-    if (ept_translate(&v->ept, gpa, &hpa, NULL, NULL, &level)) {
+    vm_ept_lock(); /* another CPU may be pruning EPT tables */
+    int rc = ept_translate(v->ept, gpa, &hpa, NULL, NULL, &level);
+    vm_ept_unlock();
+    if (rc) {
         out->kind = PT_MEM_UNMAPPED;
         return;
     }
@@ -102,10 +104,13 @@ static bool mem_set_wp(void *ctx, uint64_t gpa_page, bool protect)
 {
     struct vcpu *v = ctx;
     bool narrowed = false;
-    if (ept_protect(&v->ept, gpa_page, PT_PAGE_SIZE, protect ? EPT_R | EPT_X : EPT_RWX, &narrowed))
-        return false;
-    vmx_ept_sync(&v->ept);
-    return true;
+    vm_ept_lock();
+    int rc =
+        ept_protect(v->ept, gpa_page, PT_PAGE_SIZE, protect ? EPT_R | EPT_X : EPT_RWX, &narrowed);
+    if (!rc)
+        vmx_ept_sync(v->ept); /* a write-protected ToPA page: on every CPU before it counts */
+    vm_ept_unlock();
+    return !rc;
 }
 
 static void *pt_alloc(void *ctx, uint64_t *hpa)
@@ -125,8 +130,15 @@ static void pt_free(void *ctx, void *va, uint64_t hpa)
 int pt_vmx_setup(struct vcpu *v)
 {
     static const struct pt_page_alloc alloc = {.alloc = pt_alloc, .free = pt_free};
-    static struct pt_mem_ops mem;
-    struct pt_cpu_ops cpu = {.ctx = &bsp_lists,
+    /* per vCPU: the engine keeps pointers to both */
+    struct {
+        struct pt_mem_ops mem;
+        struct pt_lists lists;
+    } *own = palloc_page(NULL);
+    if (!own)
+        return -1;
+    struct pt_lists *lists = &own->lists;
+    struct pt_cpu_ops cpu = {.ctx = lists,
                              .rdmsr = cpu_rdmsr,
                              .wrmsr = cpu_wrmsr,
                              .vmwrite_rtit_ctl = cpu_vmwrite_rtit_ctl,
@@ -134,7 +146,7 @@ int pt_vmx_setup(struct vcpu *v)
     struct pt_ctrl_mem m = {0};
     uint64_t entry_pa, exit_pa;
 
-    mem = (struct pt_mem_ops){
+    own->mem = (struct pt_mem_ops){
         .ctx = v, .translate = mem_translate, .read64 = mem_read64, .set_wp = mem_set_wp};
     if (pt_decision.mode == PT_ENGINE_HOST_GUEST_SHADOW) {
         m.sh = palloc_pages(PAGES_OF(sizeof(struct pt_shadow)), NULL);
@@ -143,13 +155,13 @@ int pt_vmx_setup(struct vcpu *v)
             palloc_pages(PAGES_OF(PT_CTRL_MAX_REGIONS * sizeof(struct pt_topa_region)), NULL);
         m.max_regions = PT_CTRL_MAX_REGIONS;
     }
-    if (pt_ctrl_init(&v->pt, &pt_decision, &pt_host_caps, &cpu, &mem, &alloc, &m)) {
+    if (pt_ctrl_init(&v->pt, &pt_decision, &pt_host_caps, &cpu, &own->mem, &alloc, &m)) {
         pr_err("pt", "out of VMM memory for the shadow ToPA state: vmm_pool too small");
         return -1;
     }
     if (!v->pt.active)
         return 0;
-    if (!(bsp_lists.entry = palloc_page(&entry_pa)) || !(bsp_lists.exit = palloc_page(&exit_pa)))
+    if (!(lists->entry = palloc_page(&entry_pa)) || !(lists->exit = palloc_page(&exit_pa)))
         return -1;
     vmx_ctls.proc2 |= pt_decision.secondary_ctls;
     vmx_ctls.exit |= pt_decision.exit_ctls;

@@ -13,6 +13,7 @@
 #include "pt/pt_caps.h"
 #include "pt/pt_ctrl.h"
 #include "vmx/emul_policy.h"
+#include "smp/spinlock.h"
 
 /* guest GPRs in the instruction-encoding order (0 = RAX ... 15 = R15); the
  * RSP slot is unused: the guest RSP lives in the VMCS (GUEST_RSP) */
@@ -86,13 +87,13 @@ struct vcpu {
     /* CR0/CR4 bits the VMM owns (fixed by VMX): guest sees the read shadows */
     uint64_t cr0_fixed0, cr0_fixed1, cr4_fixed0, cr4_fixed1;
     uint64_t cr0_mask, cr4_mask;
-    struct ept ept;
-    uint64_t sink_pa; /* where blocked guest accesses to VMM memory land */
+    struct ept *ept;       /* = &vm.ept: one EPT for every vCPU */
+    struct ept_od *ept_od; /* = &vm.ept_od */
     uint64_t ept_blocked;
-    struct ept_od ept_od; /* on-demand maps above the identity map (bounded) */
     uint64_t ept_stale, ept_stale_run, ept_stale_last; /* violations EPT allows (exit_ept.c) */
     uint64_t ept_unmappable; /* accesses beyond the EPT walk, answered with #GP */
     uint64_t exits_total;
+    uint64_t inits; /* INIT signals this (AP) vCPU took */
     uint64_t exits_by_reason[EXIT_REASON_MAX + 1];
     struct exit_record ring[EXIT_RING_SIZE];
     unsigned ring_next;
@@ -111,6 +112,25 @@ struct vcpu {
     uint64_t perf_global_virt;           /* IA32_PERF_GLOBAL_CTRL where the VMCS cannot switch it */
     struct pt_ctrl pt; /* the guest's PT: RTIT MSRs, shadow ToPA, switching (vmm/pt/pt_ctrl.h) */
 };
+
+/*
+ * What every vCPU shares: one guest, one EPT (docs/ARCHITECTURE.md, SMP).  EPT
+ * changes happen under ept_lock (vm_ept_lock()); a change that narrows a
+ * translation is made visible to every CPU by vmx_ept_sync() (an EPT
+ * shootdown, vmm/smp/) before the VMM relies on it.
+ */
+struct vm {
+    struct ept ept;
+    struct ept_od ept_od; /* on-demand maps above the identity map (bounded) */
+    uint64_t sink_pa;     /* where blocked guest accesses to VMM memory land */
+    uint64_t canary_pa;
+    uint64_t eptp;
+    struct spinlock ept_lock;
+};
+extern struct vm vm;
+/* take / release vm.ept_lock; a waiter keeps answering EPT shootdowns */
+void vm_ept_lock(void);
+void vm_ept_unlock(void);
 
 extern struct pt_decision pt_decision; /* chosen once at boot (vmx/pt_probe.c) */
 extern struct pt_caps pt_host_caps;    /* what the CPU offers */

@@ -15,6 +15,7 @@
 #include "vmx/guest_check.h"
 #include "vmx/pt_vmx.h"
 #include "vmx/exits.h"
+#include "percpu.h"
 
 extern char vmx_exit_stub[];
 
@@ -89,7 +90,7 @@ static int guest_state_setup(struct vcpu *v, const struct caller_state *cs)
     struct vmx_seg fs = seg_from_gdt(&gdtr, read_sel(4)), gs = seg_from_gdt(&gdtr, read_sel(5));
     struct vmx_seg ldtr = seg_from_gdt(&gdtr, read_sel(6)), tr = seg_from_gdt(&gdtr, read_sel(7));
     fs.base = rdmsr(MSR_FS_BASE);
-    gs.base = rdmsr(MSR_GS_BASE);
+    gs.base = this_cpu()->caller_gs_base; /* GS.base is the VMM's per-CPU pointer by now */
     if (tr.ar & VMX_AR_UNUSABLE) {
         /* OVMF leaves TR = 0 and VM entry needs a usable busy TSS for a 64-bit guest
          * (SDM 27.3.1.2).  The TSS is never consulted at CPL 0 without IST, so a
@@ -190,7 +191,7 @@ static void host_state_setup(uint64_t host_cr3, uint64_t stack_top)
     vmcs_write16(HOST_GS_SELECTOR, 0);
     vmcs_write16(HOST_TR_SELECTOR, HOST_TR_SEL);
     vmcs_writel(HOST_FS_BASE, 0);
-    vmcs_writel(HOST_GS_BASE, 0);
+    vmcs_writel(HOST_GS_BASE, (uint64_t)(uintptr_t)this_cpu()); /* percpu.h */
     vmcs_writel(HOST_TR_BASE, host_tss_base());
     vmcs_writel(HOST_GDTR_BASE, host_gdt_base());
     vmcs_writel(HOST_IDTR_BASE, host_idt_base());
@@ -222,7 +223,7 @@ int vmcs_setup(struct vcpu *v, const void *caller)
         return -1;
     if (vmx_io_bitmap_setup(v)) /* likewise: "use I/O bitmaps" for the shared UART */
         return -1;
-    host_state_setup(vmm_host_cr3, vmm_stack_top);
+    host_state_setup(vmm_host_cr3, this_cpu()->stack_top);
 
     vmcs_write32(PIN_BASED_VM_EXEC_CONTROL, vmx_ctls.pin);
     vmcs_write32(CPU_BASED_VM_EXEC_CONTROL, vmx_ctls.proc);
@@ -251,10 +252,10 @@ int vmcs_setup(struct vcpu *v, const void *caller)
     }
     if (vmx_ctls.proc2 & SECONDARY_EXEC_ENABLE_VPID)
         vmcs_write16(VIRTUAL_PROCESSOR_ID, 1);
-    if (vmx_msr_bitmap_setup(v) || vmx_ept_setup(v))
+    if (vmx_msr_bitmap_setup(v))
         return -1;
     vmcs_write64(MSR_BITMAP, v->msr_bitmap_pa);
     vmx_msr_state_setup(v);
-    vmcs_write64(EPT_POINTER, ept_eptp(&v->ept));
+    vmcs_write64(EPT_POINTER, vm.eptp);
     return 0;
 }

@@ -23,6 +23,9 @@ struct vmx_controls {
 extern struct vmx_controls vmx_ctls;
 
 int vmx_read_caps(const char **why) __attribute__((warn_unused_result));
+/* read this CPU's capabilities into *c (vmx_read_caps: into vmx_caps); for an AP, compare them
+ * with the BSP's by vmx_caps_same() (vmx_caps_policy.h) before sharing vmx_ctls */
+int vmx_read_caps_cpu(struct vmx_caps *c, const char **why) __attribute__((warn_unused_result));
 int vmx_choose_controls(const char **why) __attribute__((warn_unused_result));
 int vmx_on(struct vcpu *v, int *status) __attribute__((warn_unused_result));
 void vmx_off(void);
@@ -30,7 +33,8 @@ int vmcs_setup(struct vcpu *v, const void *caller_state) __attribute__((warn_unu
 int vmx_msr_bitmap_setup(struct vcpu *v) __attribute__((warn_unused_result));
 /* the guest's APIC base and MTRR copy, from the real MSRs (exit_msr.c) */
 void vmx_msr_state_setup(struct vcpu *v);
-int vmx_ept_setup(struct vcpu *v) __attribute__((warn_unused_result));
+/* the guest's one EPT (struct vm, vcpu.h), built once by the BSP */
+int vm_ept_setup(const struct ptv_handoff *h) __attribute__((warn_unused_result));
 void vmx_invept_all(void);
 /* INVEPT if an EPT change since the last sync requires it (ept_flush_needed) */
 void vmx_ept_sync(struct ept *e);
@@ -39,7 +43,7 @@ void pt_probe(uint32_t requested);
 void vmcs_dump(void);
 void exit_ring_dump(const struct vcpu *v);
 void exit_stats_print(const struct vcpu *v);
-/* the host MTRRs still hold what vmx_ept_setup() read (exit_ept.c) */
+/* the host MTRRs still hold what vm_ept_setup() read (exit_ept.c) */
 bool vmx_host_mtrrs_unchanged(void);
 
 /* PTV_VMCALL_SELFCHECK (selfcheck.c): PTV_SELFCHECK_* bits */

@@ -9,6 +9,8 @@
 #include "panic.h"
 #include "vmx/pt_vmx.h"
 #include "vmx/emul_policy.h"
+#include "percpu.h"
+#include "smp/smp.h"
 
 int vmx_enter(struct guest_regs *regs, int launched);
 
@@ -53,7 +55,8 @@ bool vcpu_code64(void)
 }
 
 /*
- * An NMI hit the VMM in root operation: it was the guest's.  Inject it when the
+ * The guest's NMI is owed (it hit the VMM in root operation, or exited under NMI
+ * exiting and was not an EPT shootdown request, vmm/smp/).  Inject it when the
  * guest can take one; while it is blocked (STI / MOV SS shadow, inside its NMI
  * handler) step the guest with the monitor trap flag and try again after each
  * instruction, so the NMI arrives as soon as the guest unblocks -- even if it
@@ -76,7 +79,7 @@ static void deliver_owed_nmi(struct vcpu *v)
         vmcs_read32(GUEST_ACTIVITY_STATE), vmcs_read32(GUEST_INTERRUPTIBILITY_INFO))) {
     case NMI_INJECT:
         vmcs_write32(VM_ENTRY_INTR_INFO_FIELD, INTR_INFO_VALID | INTR_TYPE_NMI_INTR | NMI_VECTOR);
-        host_nmi_pending = 0;
+        this_cpu()->nmi_owed = 0;
         set_mtf(v, false);
         break;
     case NMI_WAIT:
@@ -112,7 +115,8 @@ int vmx_run(struct vcpu *v, struct vmexit *e)
         vmcs_write32(VM_ENTRY_INSTRUCTION_LEN, v->inject.insn_len);
         v->inject.valid = false;
     }
-    if (host_nmi_pending)
+    smp_catch_up(); /* an EPT shootdown this CPU has not answered yet: INVEPT first */
+    if (this_cpu()->nmi_owed)
         deliver_owed_nmi(v);
     if (v->pt.active)
         pt_ctrl_before_entry(&v->pt);

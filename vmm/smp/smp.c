@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The SMP shim (smp.h): the pure shootdown protocol (shootdown.c) bound to the
+ * local APIC, INVEPT and the TSC.  Nothing here decides anything about
+ * ordering; that is the protocol's, tested on the host with simulated CPUs.
+ */
+#include "smp/smp.h"
+#include "cpu.h"
+#include "log.h"
+#include "vmx/vmx_cpu.h"
+
+#define APIC_BASE_EXTD    (1ull << 10) /* x2APIC mode */
+#define XAPIC_ICR_LO      0x300
+#define XAPIC_ICR_HI      0x310
+#define X2APIC_ICR_MSR    0x830
+#define ICR_DM_NMI        (4u << 8)
+#define ICR_LEVEL_ASSERT  (1u << 14)
+#define ICR_DELIVERY_BUSY (1u << 12)
+#define ICR_BUSY_POLLS    100000u
+/* how long an initiator waits for the others' INVEPT: ~0.3 s at 3 GHz */
+#define SHOOTDOWN_TIMEOUT (1ull << 30)
+
+struct shootdown vmm_sd;
+static volatile uint32_t nr_online;
+
+/*
+ * An NMI IPI to a CPU.  In xAPIC mode the VMM shares the guest's ICR: the guest
+ * may have written ICR-high and not yet ICR-low when it exited, so ICR-high is
+ * put back afterwards (x2APIC: one 64-bit write, nothing to restore).
+ */
+static void send_nmi(void *ctx, unsigned cpu)
+{
+    const struct percpu *t = &percpu_area[cpu];
+    uint64_t base = rdmsr(MSR_IA32_APICBASE);
+    if (base & APIC_BASE_EXTD) {
+        wrmsr(X2APIC_ICR_MSR, (uint64_t)t->x2apic_id << 32 | ICR_DM_NMI | ICR_LEVEL_ASSERT);
+        return;
+    }
+    volatile uint32_t *apic =
+        (volatile uint32_t *)(uintptr_t)(base & ~0xfffull & ((1ull << 52) - 1));
+    uint32_t hi = apic[XAPIC_ICR_HI / 4];
+    apic[XAPIC_ICR_HI / 4] = t->apic_id << 24;
+    apic[XAPIC_ICR_LO / 4] = ICR_DM_NMI | ICR_LEVEL_ASSERT;
+    for (unsigned i = 0; i < ICR_BUSY_POLLS && (apic[XAPIC_ICR_LO / 4] & ICR_DELIVERY_BUSY); i++)
+        pause();
+    apic[XAPIC_ICR_HI / 4] = hi;
+}
+
+static void flush_local(void *ctx)
+{
+    vmx_invept_all();
+}
+
+static uint64_t now(void *ctx)
+{
+    return rdtsc();
+}
+
+static void relax(void *ctx)
+{
+    pause();
+}
+
+static const struct sd_ops ops = {
+    .send_ipi = send_nmi, .flush_local = flush_local, .now = now, .relax = relax};
+
+void smp_init(void)
+{
+    sd_init(&vmm_sd, PTV_MAX_CPUS);
+}
+
+void smp_set_state(enum sd_cpu_state st)
+{
+    unsigned self = this_cpu_id();
+    if (st == SD_CPU_ACTIVE && vmm_sd.cpu[self].state == SD_CPU_OFF)
+        __atomic_add_fetch(&nr_online, 1, __ATOMIC_SEQ_CST);
+    sd_set_state(&vmm_sd, self, st, &ops);
+}
+
+bool smp_nmi(struct percpu *pc)
+{
+    bool ours = sd_on_nmi(&vmm_sd, pc->id, &ops);
+    if (ours)
+        pc->vmm_nmis++;
+    return ours;
+}
+
+void smp_catch_up(void)
+{
+    sd_catch_up(&vmm_sd, this_cpu_id(), &ops);
+}
+
+void smp_relax(void *ctx)
+{
+    sd_catch_up(&vmm_sd, this_cpu_id(), &ops);
+    pause();
+}
+
+int smp_shootdown(uint64_t *missing)
+{
+    return sd_run(&vmm_sd, this_cpu_id(), &ops, SHOOTDOWN_TIMEOUT, missing);
+}
+
+unsigned smp_online(void)
+{
+    return nr_online;
+}
+
+_Static_assert(SMP_MAX_CPUS == PTV_MAX_CPUS, "one CPU limit for the VMM and the protocol");
