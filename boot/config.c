@@ -13,7 +13,7 @@
 #define DEFAULT_GUEST "\\ptvisor\\vmlinuz.efi"
 #define DEFAULT_CMDLINE                                                                            \
     "initrd=\\ptvisor\\initrd.img console=ttyS0,115200 "                                           \
-    "earlyprintk=serial,ttyS0,115200 panic=-1 nosmp"
+    "earlyprintk=serial,ttyS0,115200 panic=-1"
 
 _Static_assert(sizeof(DEFAULT_GUEST) <= PTV_CFG_PATH_MAX, "default guest path fits");
 _Static_assert(sizeof(DEFAULT_CMDLINE) <= PTV_CFG_CMDLINE_MAX, "default cmdline fits");

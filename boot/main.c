@@ -7,6 +7,7 @@
  */
 #include "loader.h"
 #include "config.h"
+#include "acpi_madt.h"
 
 #define CFG_FILE_MAX  (64 * 1024)
 #define FAIL_STALL_US (5 * 1000 * 1000)
@@ -52,6 +53,8 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
     }
     read_config(li, &cfg);
     console_configure(&cfg);
+    /* before the VMM and the guest look at ACPI: a test-vehicle aid, no-op with a firmware MADT */
+    acpi_add_madt_if_missing();
 
     if (!cfg.start_vmm) {
         say("vmm = off in ptvisor.cfg -- booting natively");

@@ -92,7 +92,7 @@ no-vmx)
     mkesp "$cfg" with-kernel with-vmm
     boot 90 "$marker"
     has_line "$no_vmx"
-    has_line 'ptvisor: starting guest \ptvisor\vmlinuz.efi: initrd=\ptvisor\initrd.img console=ttyS0,115200 earlyprintk=serial,ttyS0,115200 panic=-1 nosmp'
+    has_line 'ptvisor: starting guest \ptvisor\vmlinuz.efi: initrd=\ptvisor\initrd.img console=ttyS0,115200 earlyprintk=serial,ttyS0,115200 panic=-1'
     before "$no_vmx" "$marker"
     has_text "$marker"
     ;;

@@ -69,7 +69,7 @@ static void test_defaults(void **state)
     assert_int_equal(cfg.start_vmm, 1);
     assert_string_equal(cfg.guest_path, "\\ptvisor\\vmlinuz.efi");
     assert_string_equal(cfg.cmdline, "initrd=\\ptvisor\\initrd.img console=ttyS0,115200 "
-                                     "earlyprintk=serial,ttyS0,115200 panic=-1 nosmp");
+                                     "earlyprintk=serial,ttyS0,115200 panic=-1");
 }
 
 /* boot/ptvisor.cfg, the shipped file, spells out exactly the built-in defaults */
