@@ -11,6 +11,7 @@
 #include "pt/rtit.h"
 #include "percpu.h"
 #include "smp/smp.h"
+#include "vmx/vcpu_reset.h"
 
 /*
  * NMIs exit (NMI exiting + virtual NMIs, so the VMM's shootdown IPIs never reach
@@ -51,46 +52,53 @@ enum exit_action handle_triple_fault(struct vcpu *v, const struct vmexit *e)
     return EXIT_STOP_GUEST;
 }
 
-#define SEG_REAL(SEG, sel, base, ar)                                                               \
+#define SEG_WRITE(SEG, g)                                                                          \
     do {                                                                                           \
-        vmcs_write16(GUEST_##SEG##_SELECTOR, sel);                                                 \
-        vmcs_writel(GUEST_##SEG##_BASE, base);                                                     \
-        vmcs_write32(GUEST_##SEG##_LIMIT, 0xffff);                                                 \
-        vmcs_write32(GUEST_##SEG##_AR_BYTES, ar);                                                  \
+        vmcs_write16(GUEST_##SEG##_SELECTOR, (g).sel);                                             \
+        vmcs_writel(GUEST_##SEG##_BASE, (g).base);                                                 \
+        vmcs_write32(GUEST_##SEG##_LIMIT, (g).limit);                                              \
+        vmcs_write32(GUEST_##SEG##_AR_BYTES, (g).ar);                                              \
     } while (0)
 
-/* the architectural state after INIT (SDM Vol. 3A 9.1.1, table 9-1), starting at
- * CS:IP = sel:rip with CS.base = base, in real mode (unrestricted guest) */
-static void vcpu_reset_real_mode(struct vcpu *v, uint16_t sel, uint64_t base, uint64_t rip)
+/*
+ * Load the architectural state after INIT / at SIPI (vmx/vcpu_reset.c: SDM Vol.
+ * 3A 9.1.1 Table 9-1, host-tested against the VM-entry checks) into the VMCS.
+ * CR2 and DR0-DR3/DR6 are not switched by the VMM: the guest's values stay in
+ * the registers (documented deviation, no guest relies on them after INIT).
+ */
+static void vcpu_load_reset(struct vcpu *v, enum vreset_kind kind, uint8_t vector)
 {
+    struct vreset_state s;
+    vreset_state(&s, kind, vector, cpuid_count(1, 0).eax, vcpu_guest_cr0(v));
     for (unsigned i = 0; i < NR_GPRS; i++)
-        v->regs.gpr[i] = 0;
-    vmcs_writel(CR0_READ_SHADOW, 0x60000010);
-    vmcs_writel(GUEST_CR0, (0x60000010 | v->cr0_fixed0) & v->cr0_fixed1);
-    vmcs_writel(CR4_READ_SHADOW, 0);
-    vmcs_writel(GUEST_CR4, v->cr4_fixed0 & v->cr4_fixed1);
-    vmcs_writel(GUEST_CR3, 0);
-    vmcs_write64(GUEST_IA32_EFER, 0);
+        v->regs.gpr[i] = s.gpr[i];
+    vmcs_writel(GUEST_RSP, s.gpr[GPR_RSP]);
+    vmcs_writel(CR0_READ_SHADOW, s.cr0);
+    vmcs_writel(GUEST_CR0, (s.cr0 | v->cr0_fixed0) & v->cr0_fixed1);
+    vmcs_writel(CR4_READ_SHADOW, s.cr4);
+    vmcs_writel(GUEST_CR4, (s.cr4 | v->cr4_fixed0) & v->cr4_fixed1);
+    vmcs_writel(GUEST_CR3, s.cr3);
+    vmcs_write64(GUEST_IA32_EFER, s.efer);
     vmcs_write32(VM_ENTRY_CONTROLS, vmcs_read32(VM_ENTRY_CONTROLS) & ~VM_ENTRY_IA32E_MODE);
-    SEG_REAL(CS, sel, base, 0x9b);
-    SEG_REAL(DS, 0, 0, 0x93);
-    SEG_REAL(ES, 0, 0, 0x93);
-    SEG_REAL(SS, 0, 0, 0x93);
-    SEG_REAL(FS, 0, 0, 0x93);
-    SEG_REAL(GS, 0, 0, 0x93);
-    SEG_REAL(LDTR, 0, 0, 0x82);
-    SEG_REAL(TR, 0, 0, 0x8b);
-    vmcs_writel(GUEST_GDTR_BASE, 0);
-    vmcs_write32(GUEST_GDTR_LIMIT, 0xffff);
-    vmcs_writel(GUEST_IDTR_BASE, 0);
-    vmcs_write32(GUEST_IDTR_LIMIT, 0xffff);
-    vmcs_writel(GUEST_RIP, rip);
-    vmcs_writel(GUEST_RSP, 0);
-    vmcs_writel(GUEST_RFLAGS, 0x2);
-    vmcs_writel(GUEST_DR7, 0x400);
-    vmcs_write32(GUEST_INTERRUPTIBILITY_INFO, 0);
-    vmcs_write32(GUEST_ACTIVITY_STATE, GUEST_ACTIVITY_ACTIVE);
-    vmx_invept_all();
+    SEG_WRITE(CS, s.cs);
+    SEG_WRITE(DS, s.ds);
+    SEG_WRITE(ES, s.es);
+    SEG_WRITE(SS, s.ss);
+    SEG_WRITE(FS, s.fs);
+    SEG_WRITE(GS, s.gs);
+    SEG_WRITE(LDTR, s.ldtr);
+    SEG_WRITE(TR, s.tr);
+    vmcs_writel(GUEST_GDTR_BASE, s.gdtr_base);
+    vmcs_write32(GUEST_GDTR_LIMIT, s.gdtr_limit);
+    vmcs_writel(GUEST_IDTR_BASE, s.idtr_base);
+    vmcs_write32(GUEST_IDTR_LIMIT, s.idtr_limit);
+    vmcs_writel(GUEST_RIP, s.rip);
+    vmcs_writel(GUEST_RFLAGS, s.rflags);
+    vmcs_writel(GUEST_DR7, s.dr7);
+    vmcs_write32(GUEST_INTERRUPTIBILITY_INFO, s.interruptibility);
+    vmcs_writel(GUEST_PENDING_DBG_EXCEPTIONS, s.pending_dbg);
+    vmcs_write32(GUEST_ACTIVITY_STATE, s.activity);
+    vmx_invept_all(); /* INIT flushes the TLBs: the guest's VPID-tagged ones with them */
 }
 
 /*
@@ -119,30 +127,39 @@ static void vcpu_init_event(struct vcpu *v)
  * INIT (pt-facts G.4; SDM Vol. 3A 9.1, 9.4): the BSP restarts at the reset
  * vector; an AP enters the wait-for-SIPI activity state (Vol. 3C 25.4.2), in
  * which INIT is blocked and NMIs are held, so the EPT shootdown protocol stops
- * waiting for it until its SIPI.
+ * waiting for it until its SIPI.  No log line on this path: a SIPI that
+ * arrives while the AP is still in root is lost (Vol. 3C 26.2), so the way
+ * back into wait-for-SIPI stays short.
  */
 enum exit_action handle_init(struct vcpu *v, const struct vmexit *e)
 {
-    vcpu_init_event(v);
-    if (this_cpu()->bsp) {
+    bool bsp = this_cpu()->bsp;
+    switch (vreset_on_init(bsp, vmcs_read32(GUEST_ACTIVITY_STATE))) {
+    case VRESET_RESET_VECTOR:
+        vcpu_init_event(v);
+        vcpu_load_reset(v, VRESET_INIT_BSP, 0);
         pr_info_rl("vmx", "INIT received: the BSP restarts at the reset vector");
-        vcpu_reset_real_mode(v, 0xf000, 0xffff0000ull, 0xfff0);
+        return EXIT_RESUME;
+    case VRESET_WAIT_SIPI:
+        v->inits++;
+        vcpu_init_event(v);
+        vcpu_load_reset(v, VRESET_INIT_AP, 0);
+        smp_set_state(SD_CPU_WAIT_SIPI);
+        return EXIT_RESUME;
+    default: /* blocked in wait-for-SIPI: never an exit there */
         return EXIT_RESUME;
     }
-    v->inits++;
-    vcpu_reset_real_mode(v, 0, 0, 0);
-    smp_set_state(SD_CPU_WAIT_SIPI);
-    vmcs_write32(GUEST_ACTIVITY_STATE, GUEST_ACTIVITY_WAIT_SIPI);
-    return EXIT_RESUME;
 }
 
-/* SIPI (exits only in wait-for-SIPI, Vol. 3C 26.2): real-mode start at vector << 12 */
+/* SIPI (exits only in wait-for-SIPI, Vol. 3C 26.2): real mode at vector << 12 */
 enum exit_action handle_sipi(struct vcpu *v, const struct vmexit *e)
 {
-    uint32_t vec = e->qual & 0xff;
-    pr_info_rl("vmx", "SIPI vector %#x: vCPU starts in real mode at %#x", vec, vec << 12);
+    uint8_t vec = (uint8_t)e->qual;
+    if (vreset_on_sipi(vmcs_read32(GUEST_ACTIVITY_STATE), vec) != VRESET_START)
+        return EXIT_RESUME;
     smp_set_state(SD_CPU_ACTIVE); /* answers any shootdown it missed, before guest code */
-    vcpu_reset_real_mode(v, (uint16_t)(vec << 8), (uint64_t)vec << 12, 0);
+    vcpu_load_reset(v, VRESET_SIPI, vec);
+    pr_info_rl("vmx", "SIPI vector %#x: vCPU starts in real mode at %#x", vec, vec << 12);
     return EXIT_RESUME;
 }
 
