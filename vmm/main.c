@@ -243,14 +243,22 @@ static __attribute__((noreturn)) void park_in_root(int st)
         asm volatile("cli; hlt");
 }
 
-/* SDM Vol. 3C A.6: IA32_VMX_MISC bit 8, the wait-for-SIPI activity state */
+/* What an AP needs beyond the BSP: the wait-for-SIPI activity state (SDM Vol. 3C
+ * A.6, IA32_VMX_MISC[8]) or the guest could never start it; NMI exiting with
+ * virtual NMIs, or the VMM's shootdown NMIs would reach the guest */
 static bool vmx_can_virtualize_aps(const char **why)
 {
-    if (vmx_caps.misc & (1ull << 8))
-        return true;
-    *why = "no wait-for-SIPI activity state (IA32_VMX_MISC[8]): the guest could never start "
-           "this AP";
-    return false;
+    uint32_t nmi = PIN_BASED_NMI_EXITING | PIN_BASED_VIRTUAL_NMIS;
+    if (!(vmx_caps.misc & (1ull << 8))) {
+        *why = "no wait-for-SIPI activity state (IA32_VMX_MISC[8]): the guest could never start "
+               "this AP";
+        return false;
+    }
+    if ((vmx_ctls.pin & nmi) != nmi) {
+        *why = "no NMI exiting / virtual NMIs: EPT shootdown NMIs would reach the guest";
+        return false;
+    }
+    return true;
 }
 
 static int vmm_bsp_main(struct ptv_handoff *h, struct caller_state *cs)
