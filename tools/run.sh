@@ -8,7 +8,48 @@
 #       the one place VMX executes on a machine without it).  tcg = QEMU TCG (no
 #       VMX: shows the loader's no-VMX path).  Stops at PTVISOR-GUEST-DONE, on
 #       Ctrl-C or after RUN_TIMEOUT seconds (default 900).
+#   kvm:  refused in one line, exit 1, when nested KVM cannot work here.
+#   tools/run.sh --kvm-check: print why nested QEMU/KVM cannot run here (nothing
+#       if it can); exit 1 / 0.  PTV_KVM_DEV, PTV_CPUINFO and PTV_KVM_NESTED
+#       replace /dev/kvm, /proc/cpuinfo and kvm_intel's nested parameter (tests).
 set -u
+kvm_dev=${PTV_KVM_DEV:-/dev/kvm}
+cpuinfo=${PTV_CPUINFO:-/proc/cpuinfo}
+nested_param=${PTV_KVM_NESTED:-/sys/module/kvm_intel/parameters/nested}
+
+# Why nested KVM cannot be used here, or nothing if it can.
+kvm_unusable() {
+    [ -e "$kvm_dev" ] || { echo "$kvm_dev missing (no KVM on this host)"; return; }
+    [ -r "$kvm_dev" ] && [ -w "$kvm_dev" ] || { echo "$kvm_dev not read/writable by $(id -un)"; return; }
+    if ! grep -qw vmx "$cpuinfo" 2>/dev/null; then
+        if grep -qw svm "$cpuinfo" 2>/dev/null; then
+            echo "host CPU has no vmx flag (AMD SVM host: ptvisor needs Intel VT-x, nested KVM here offers SVM)"
+        else
+            echo "host CPU has no vmx flag in $cpuinfo"
+        fi
+        return
+    fi
+    [ -r "$nested_param" ] || { echo "kvm_intel not loaded ($nested_param missing)"; return; }
+    local nested
+    nested=$(cat "$nested_param")
+    case $nested in Y | 1) ;; *) echo "kvm_intel nested=$nested: load it with nested=1 for nested VMX"; return ;; esac
+    command -v qemu-system-x86_64 >/dev/null || { echo "qemu-system-x86_64 not installed"; return; }
+    local probe rc
+    probe=$(echo quit | timeout 20 qemu-system-x86_64 -machine q35,accel=kvm -cpu host -m 64 \
+        -nodefaults -display none -monitor stdio -S 2>&1)
+    rc=$?
+    if [ $rc != 0 ] || echo "$probe" | grep -qi error; then
+        echo "QEMU -accel kvm -cpu host probe failed: $(echo "$probe" | grep -i error | head -n 1)"
+    fi
+}
+
+if [ "${1:-}" = --kvm-check ]; then
+    why=$(kvm_unusable)
+    [ -z "$why" ] && exit 0
+    echo "run-kvm: nested QEMU/KVM unusable: $why"
+    exit 1
+fi
+
 img=$1 want=${2:-auto}
 here=$(cd "$(dirname "$0")/.." && pwd)
 out=${RUN_DIR:-$(dirname "$img")/run}
@@ -18,22 +59,6 @@ stop='PTVISOR-GUEST-DONE'
 stop_any="$stop|Kernel panic - not syncing|\\[cpu[0-9]+ vmm\\] error: halted|crash dump complete"
 mkdir -p "$out"
 serial="$out/serial.log"
-
-# Why nested KVM cannot be used here, or nothing if it can.
-kvm_unusable() {
-    grep -qw vmx /proc/cpuinfo || { echo "host CPU has no vmx flag"; return; }
-    [ -r /dev/kvm ] && [ -w /dev/kvm ] || { echo "/dev/kvm missing or not read/writable"; return; }
-    local nested
-    nested=$(cat /sys/module/kvm_intel/parameters/nested 2>/dev/null || echo N)
-    case $nested in Y | 1) ;; *) echo "kvm_intel nested=$nested"; return ;; esac
-    local probe
-    probe=$(echo quit | timeout 20 qemu-system-x86_64 -machine q35,accel=kvm -cpu host -m 64 \
-        -nodefaults -display none -monitor stdio -S 2>&1)
-    local rc=$?
-    if [ $rc != 0 ] || echo "$probe" | grep -qi error; then
-        echo "QEMU -accel kvm -cpu host probe failed: $(echo "$probe" | grep -i error | head -n 1)"
-    fi
-}
 
 vehicle=$want
 if [ "$want" = auto ]; then
@@ -47,7 +72,7 @@ if [ "$want" = auto ]; then
     fi
 elif [ "$want" = kvm ]; then
     why=$(kvm_unusable)
-    [ -z "$why" ] || echo "run: warning: $why; trying QEMU/KVM anyway"
+    [ -z "$why" ] || { echo "run-kvm: nested QEMU/KVM unusable: $why"; exit 1; }
     echo "run: vehicle QEMU/KVM nested (-cpu host), forced"
 else
     echo "run: vehicle $want, forced"

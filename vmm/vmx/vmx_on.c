@@ -1,19 +1,17 @@
 /* SPDX-License-Identifier: MIT */
-/* VMX capability discovery, control selection and VMXON (SDM Vol. 3C 24.7, 24.8). */
+/* VMX capability discovery, the control decision's inputs, and VMXON (SDM Vol. 3C 24.7, 24.8). */
 #include "vmx/vmx_cpu.h"
 #include "vmx/vmcs.h"
 #include "cpu.h"
 #include "log.h"
 #include "palloc.h"
-#include "pt/rtit.h"
-#include "lib/fmt.h"
-#include "vmx/guest_policy.h"
+#include "vmx/vmx_caps_policy.h"
 #include <ptv/handoff.h>
 
 struct vmx_caps vmx_caps;
 struct vmx_controls vmx_ctls;
 
-int vmx_read_caps(const char **why)
+int vmx_read_caps_cpu(struct vmx_caps *c, const char **why)
 {
     if (!(cpuid_count(1, 0).ecx & (1u << 5))) {
         *why = "no VMX: CPUID.1:ECX[5]=0";
@@ -27,7 +25,6 @@ int vmx_read_caps(const char **why)
                "in firmware setup)";
         return PTV_ENTRY_VMX_LOCKED_OFF;
     }
-    struct vmx_caps *c = &vmx_caps;
     c->basic = rdmsr(MSR_IA32_VMX_BASIC);
     bool true_ctls = c->basic & VMX_BASIC_TRUE_CTLS;
     c->pin = rdmsr(true_ctls ? MSR_IA32_VMX_TRUE_PINBASED_CTLS : MSR_IA32_VMX_PINBASED_CTLS);
@@ -48,79 +45,35 @@ int vmx_read_caps(const char **why)
                       : 0;
     c->maxphyaddr =
         cpuid_count(0x80000000, 0).eax >= 0x80000008 ? cpuid_count(0x80000008, 0).eax & 0xff : 36;
-    if (VMX_BASIC_REGION_SIZE(c->basic) > PAGE_SIZE || (c->basic & VMX_BASIC_32BIT_PHYS) ||
-        VMX_BASIC_MEM_TYPE(c->basic) != VMX_MEMTYPE_WB) {
-        *why = "IA32_VMX_BASIC: unsupported region size, 32-bit addresses or non-WB VMCS type";
+    const char *basic = vmx_basic_unusable(c->basic);
+    if (basic) {
+        *why = basic;
         return PTV_ENTRY_MISSING_CONTROL;
     }
     return 0;
 }
 
-/* one named message per missing required control */
-static int need(uint64_t cap, uint32_t req, uint32_t opt, uint32_t *out, const char *what,
-                const char **why)
+int vmx_read_caps(const char **why)
 {
-    uint32_t missing;
-    if (vmx_adjust_controls(cap, req, opt, out, &missing)) {
-        static char msg[120];
-        ptv_snprintf(msg, sizeof(msg), "required %s control(s) %#x not supported", what, missing);
-        *why = msg;
-        return -1;
-    }
-    return 0;
+    return vmx_read_caps_cpu(&vmx_caps, why);
 }
 
+/* Gather the decision's inputs on this CPU; the decision itself is vmx_caps_policy.c. */
 int vmx_choose_controls(const char **why)
 {
-    struct vmx_caps *c = &vmx_caps;
-    struct vmx_controls *k = &vmx_ctls;
-    if (need(c->pin, 0, 0, &k->pin, "pin-based", why) ||
-        need(c->proc, CPU_BASED_USE_MSR_BITMAPS | CPU_BASED_ACTIVATE_SECONDARY_CONTROLS, 0,
-             &k->proc, "primary processor-based", why) ||
-        need(c->proc2, SECONDARY_EXEC_ENABLE_EPT | SECONDARY_EXEC_UNRESTRICTED_GUEST,
-             SECONDARY_EXEC_ENABLE_RDTSCP | SECONDARY_EXEC_ENABLE_INVPCID | SECONDARY_EXEC_XSAVES |
-                 SECONDARY_EXEC_ENABLE_VPID | SECONDARY_EXEC_ENABLE_USR_WAIT_PAUSE,
-             &k->proc2, "secondary processor-based (EPT, unrestricted guest)", why) ||
-        need(c->exit,
-             VM_EXIT_HOST_ADDR_SPACE_SIZE | VM_EXIT_SAVE_IA32_EFER | VM_EXIT_LOAD_IA32_EFER |
-                 VM_EXIT_SAVE_IA32_PAT | VM_EXIT_LOAD_IA32_PAT,
-             VM_EXIT_SAVE_DEBUG_CONTROLS | VM_EXIT_LOAD_IA32_PERF_GLOBAL_CTRL, &k->exit, "VM-exit",
-             why) ||
-        need(c->entry, VM_ENTRY_LOAD_IA32_EFER | VM_ENTRY_LOAD_IA32_PAT,
-             VM_ENTRY_LOAD_DEBUG_CONTROLS | VM_ENTRY_LOAD_IA32_PERF_GLOBAL_CTRL, &k->entry,
-             "VM-entry", why))
-        return PTV_ENTRY_MISSING_CONTROL;
-    /* Performance counters must not run in VMX root: a guest-programmed PEBS/DS area
-     * would be written through the VMM's page tables, past EPT.  Load 0 into
-     * IA32_PERF_GLOBAL_CTRL at every exit (and the guest's value at entry) when the
-     * CPU has the MSR (architectural PMU v2+, CPUID.0xA) and both controls. */
-    bool pmu2 = cpuid_count(0, 0).eax >= 0xa && (cpuid_count(0xa, 0).eax & 0xff) >= 2;
-    if (!pmu2 || !(k->exit & VM_EXIT_LOAD_IA32_PERF_GLOBAL_CTRL) ||
-        !(k->entry & VM_ENTRY_LOAD_IA32_PERF_GLOBAL_CTRL)) {
-        k->exit &= ~VM_EXIT_LOAD_IA32_PERF_GLOBAL_CTRL;
-        k->entry &= ~VM_ENTRY_LOAD_IA32_PERF_GLOBAL_CTRL;
-        if (pmu2)
-            pr_warn("vmx", "no load-PERF_GLOBAL_CTRL controls: guest-programmed counters keep "
-                           "running in the VMM (PEBS could write VMM memory)");
+    static struct vmx_ctl_decision d; /* *why points into it after a refusal */
+    struct vmx_cpu_profile p = {.caps = vmx_caps};
+    if (cpuid_count(0, 0).eax >= 0xa)
+        p.pmu_version = (uint8_t)cpuid_count(0xa, 0).eax;
+    int st = vmx_decide_controls(&p, &d);
+    if (d.perf_global_unswitched)
+        pr_warn("vmx", "no load-PERF_GLOBAL_CTRL controls: guest-programmed counters keep "
+                       "running in the VMM (PEBS could write VMM memory)");
+    if (st) {
+        *why = d.reason;
+        return st;
     }
-    /* the PT controls are only turned on by the PT engine when it owns them */
-    k->proc2 &= ~(SECONDARY_EXEC_PT_USE_GPA | SECONDARY_EXEC_PT_CONCEAL_VMX);
-    uint64_t ev = c->ept_vpid;
-    if (!(ev & VMX_EPT_PAGE_WALK_4_BIT) || !(ev & VMX_EPTP_WB_BIT)) {
-        *why = "EPT lacks 4-level walks or write-back paging structures";
-        return PTV_ENTRY_MISSING_CONTROL;
-    }
-    if (!(ev & VMX_EPT_INVEPT_BIT) ||
-        !(ev & (VMX_EPT_EXTENT_GLOBAL_BIT | VMX_EPT_EXTENT_SINGLE_CONTEXT_BIT))) {
-        *why = "INVEPT not supported";
-        return PTV_ENTRY_MISSING_CONTROL;
-    }
-    if ((k->proc2 & SECONDARY_EXEC_ENABLE_VPID) && !(ev & VMX_VPID_INVVPID_BIT))
-        k->proc2 &= ~SECONDARY_EXEC_ENABLE_VPID;
-    k->guest_features = (k->proc2 & SECONDARY_EXEC_ENABLE_RDTSCP ? GUEST_FEAT_RDTSCP : 0) |
-                        (k->proc2 & SECONDARY_EXEC_ENABLE_INVPCID ? GUEST_FEAT_INVPCID : 0) |
-                        (k->proc2 & SECONDARY_EXEC_XSAVES ? GUEST_FEAT_XSAVES : 0) |
-                        (k->proc2 & SECONDARY_EXEC_ENABLE_USR_WAIT_PAUSE ? GUEST_FEAT_WAITPKG : 0);
+    vmx_ctls = d.ctls;
     return 0;
 }
 
