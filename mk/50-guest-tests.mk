@@ -5,19 +5,21 @@
 #   build/tests/guest/selftest.efi      the report library and trap catcher themselves
 #   build/tests/guest/pt-selftest.efi   on-box PT self-test (make selftest-usb; SKIPs without PT)
 #   build/tests/guest/attack.efi        the adversarial suite (a hostile guest; issue 7)
+#   build/tests/guest/smp.efi           the second CPU under the VMM (Bochs CPUS=2; issue 8)
 #
 #   make test-bochs-conformance   loader + VMM + conformance.efi in Bochs (real VMX/EPT)
 #   make test-qemu-guest-lib      selftest.efi and conformance.efi booted bare in QEMU TCG
 #   make test-guest-harness       the conformance verdict script against good and broken logs
 
 GUEST_OUT      := $(BUILD)/tests/guest
-GUEST_PROGS    := conformance selftest pt-selftest attack
+GUEST_PROGS    := conformance selftest pt-selftest attack smp
 GUEST_LIB_OBJS := $(addprefix $(GUEST_OUT)/,libtest.o trap.o trap_stubs.o) $(GUEST_OUT)/lib_fmt.o
 conformance_GUEST_OBJS := $(addprefix $(GUEST_OUT)/,conformance.o conf_memory.o user.o user_stubs.o)
 selftest_GUEST_OBJS    := $(addprefix $(GUEST_OUT)/,selftest.o)
 pt-selftest_GUEST_OBJS := $(GUEST_OUT)/pt_selftest.o
 attack_GUEST_OBJS      := $(addprefix $(GUEST_OUT)/,attack.o attack_rt_stubs.o attack_cpu.o attack_cpu_asm_stubs.o \
                             attack_msr.o attack_vmcall.o attack_mem.o attack_uart.o user.o user_stubs.o)
+smp_GUEST_OBJS         := $(addprefix $(GUEST_OUT)/,smp.o smp_mp.o smp_shoot.o smp_tramp_stubs.o)
 GUEST_EFIS     := $(foreach p,$(GUEST_PROGS),$(GUEST_OUT)/$(p).efi)
 
 ALL_TARGETS  += $(GUEST_EFIS)
@@ -97,4 +99,16 @@ test-bochs-attacks:
 	then tests/step.sh $(BUILD)/results bochs:attacks tests/system/bochs-attacks.sh $(BUILD); \
 	else tests/step.sh $(BUILD)/results bochs:attacks \
 	    sh -c 'tail -n 20 $(BUILD)/test/attack-build.log; echo "build of $(ATTACK_DEPS) failed"; exit 1'; \
+	fi
+
+# The SMP suite (issue 8): one Bochs boot with 2 CPUs of smp.efi as the guest.
+.PHONY: test-bochs-smp
+TEST_TARGETS += test-bochs-smp
+SMP_DEPS := $(GUEST_OUT)/smp.efi $(BUILD)/boot/BOOTX64.EFI $(BUILD)/vmm/vmm.elf
+test-bochs-smp:
+	@mkdir -p $(BUILD)/test
+	$(Q)if $(MAKE) --no-print-directory $(SMP_DEPS) >$(BUILD)/test/smp-build.log 2>&1; \
+	then tests/step.sh $(BUILD)/results bochs:smp tests/system/bochs-smp.sh $(BUILD); \
+	else tests/step.sh $(BUILD)/results bochs:smp \
+	    sh -c 'tail -n 20 $(BUILD)/test/smp-build.log; echo "build of $(SMP_DEPS) failed"; exit 1'; \
 	fi
