@@ -20,6 +20,7 @@
 #include "lib/ptv_string.h"
 #include "vmx/vmx_cpu.h"
 #include "smp/smp.h"
+#include "vmx/vmx_caps_policy.h"
 #include <ptv/vmcall.h>
 
 #define VMM_STACK_PAGES 8
@@ -243,24 +244,6 @@ static __attribute__((noreturn)) void park_in_root(int st)
         asm volatile("cli; hlt");
 }
 
-/* What an AP needs beyond the BSP: the wait-for-SIPI activity state (SDM Vol. 3C
- * A.6, IA32_VMX_MISC[8]) or the guest could never start it; NMI exiting with
- * virtual NMIs, or the VMM's shootdown NMIs would reach the guest */
-static bool vmx_can_virtualize_aps(const char **why)
-{
-    uint32_t nmi = PIN_BASED_NMI_EXITING | PIN_BASED_VIRTUAL_NMIS;
-    if (!(vmx_caps.misc & (1ull << 8))) {
-        *why = "no wait-for-SIPI activity state (IA32_VMX_MISC[8]): the guest could never start "
-               "this AP";
-        return false;
-    }
-    if ((vmx_ctls.pin & nmi) != nmi) {
-        *why = "no NMI exiting / virtual NMIs: EPT shootdown NMIs would reach the guest";
-        return false;
-    }
-    return true;
-}
-
 static int vmm_bsp_main(struct ptv_handoff *h, struct caller_state *cs)
 {
     const char *why;
@@ -310,13 +293,19 @@ static int vmm_ap_main(struct ptv_handoff *h, struct caller_state *cs, unsigned 
     pr_info("smp", "AP %u (APIC ID %u) joining", cpu, this_cpu()->apic_id);
     struct desc_ptr fw_idt = {0};
     int st = vmm_cpu_setup(h, &fw_idt);
+    struct vmx_caps mine;
+    const char *why;
+    /* the BSP's controls and EPT are shared: only a CPU with the same VMX capabilities */
+    if (!st && ((st = vmx_read_caps_cpu(&mine, &why)) || !vmx_caps_same(&vmx_caps, &mine, &why))) {
+        pr_err("smp", "%s", why);
+        st = st ? st : PTV_ENTRY_MISSING_CONTROL;
+    }
     if (!st)
         st = vmm_cpu_vmx(h, cs, false);
     if (!st) {
-        const char *why;
         /* without the wait-for-SIPI activity state a guest's SIPI never reaches the
-         * VMM: the AP would be lost to the guest either way, so it stays in root */
-        if (!vmx_can_virtualize_aps(&why)) {
+         * VMM, without NMI exiting the VMM's IPIs reach the guest: the AP stays in root */
+        if (!vmx_can_virtualize_aps(&(struct vmx_cpu_profile){.caps = vmx_caps}, &why)) {
             pr_err("smp", "%s", why);
             park_in_root(PTV_ENTRY_MISSING_CONTROL);
         }

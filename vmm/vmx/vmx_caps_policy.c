@@ -137,6 +137,13 @@ bool vmx_can_virtualize_aps(const struct vmx_cpu_profile *p, const char **why)
                "reach the VMM";
         return false;
     }
+    /* the EPT shootdown IPI is an NMI: it must exit, and the guest's own NMI blocking
+     * must be tracked by the CPU (virtual NMIs) once NMIs exit (SDM Vol. 3C 25.3) */
+    uint32_t nmi = PIN_BASED_NMI_EXITING | PIN_BASED_VIRTUAL_NMIS;
+    if (((p->caps.pin >> 32) & nmi) != nmi) {
+        *why = "no NMI exiting / virtual NMIs: the VMM's EPT shootdown NMIs would reach the guest";
+        return false;
+    }
     return true;
 }
 
