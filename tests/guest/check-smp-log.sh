@@ -9,7 +9,7 @@
 set -u
 serial=$1
 here=$(dirname "$0")
-MIN_CHECKS=${MIN_CHECKS:-25}
+MIN_CHECKS=${MIN_CHECKS:-28}
 NR_CHECKS=6
 status=0
 fail() { echo "FAIL: $*"; status=1; }

@@ -213,8 +213,7 @@ static const char *tramp_setup(void)
         return "the trampoline is larger than its page";
     for (unsigned i = 0; i < sizeof(fixed) / sizeof(fixed[0]) && EFI_ERROR(s); i++) {
         a = fixed[i];
-        s = uefi_call_wrapper(BS->AllocatePages, 4, AllocateAddress, EfiLoaderData, SMP_PAGES,
-                              &a);
+        s = uefi_call_wrapper(BS->AllocatePages, 4, AllocateAddress, EfiLoaderData, SMP_PAGES, &a);
     }
     if (EFI_ERROR(s)) {
         a = 0x9ffff;
@@ -246,15 +245,8 @@ static void check_sipi_ap(void)
     if (smp_mb->stage < SMP_STAGE_PM32)
         return;
     report_hv("sipi-ap");
-    char sig[13];
-    __builtin_memcpy(sig, (const void *)&smp_mb->hv_ebx, 4);
-    __builtin_memcpy(sig + 4, (const void *)&smp_mb->hv_ecx, 4);
-    __builtin_memcpy(sig + 8, (const void *)&smp_mb->hv_edx, 4);
-    sig[12] = 0;
-    for (int i = 0; i < 12; i++)
-        if (sig[i] && (sig[i] < 0x20 || sig[i] > 0x7e))
-            sig[i] = '?';
-    report(smp_mb->hv_ok, "sipi-ap: CPUID 0x40000000 on the AP says \"%s\" (want ptvisor)", sig);
+    report(smp_mb->hv_ok, "sipi-ap: CPUID 0x40000000 on the AP says ptvisor (0x%x 0x%x 0x%x)",
+           (uint32_t)smp_mb->hv_ebx, (uint32_t)smp_mb->hv_ecx, (uint32_t)smp_mb->hv_edx);
     if (smp_mb->canary_val == smp_canary_word)
         report(false, "sipi-ap: AP read the VMM canary (\"ptvisor-\" at 0x%lx)", smp_canary_pa);
     else
@@ -280,13 +272,13 @@ static void check_init_storm(void)
     if (smp_mb->stage >= SMP_STAGE_PM32)
         report_hv("init-storm");
     struct smp_regs ver, sc;
-    bool alive = smp_vmcall(PTV_VMCALL_VERSION, 0, &ver) == TRAP_NONE &&
-                 ver.rax == PTV_VMCALL_OK && ver.rbx == PTV_VMCALL_ABI_VERSION;
-    bool checked = alive && smp_vmcall(PTV_VMCALL_SELFCHECK, 0, &sc) == TRAP_NONE &&
-                   sc.rax == PTV_VMCALL_OK;
+    bool alive = smp_vmcall(PTV_VMCALL_VERSION, 0, &ver) == TRAP_NONE && ver.rax == PTV_VMCALL_OK &&
+                 ver.rbx == PTV_VMCALL_ABI_VERSION;
+    bool checked =
+        alive && smp_vmcall(PTV_VMCALL_SELFCHECK, 0, &sc) == TRAP_NONE && sc.rax == PTV_VMCALL_OK;
     report(alive && checked && (sc.rcx & PTV_SELFCHECK_CANARY) && !sc.rbx,
-           "init-storm: VMM answers, SELFCHECK ok (failed 0x%lx of 0x%lx)",
-           checked ? sc.rbx : ~0ul, checked ? sc.rcx : 0ul);
+           "init-storm: VMM answers, SELFCHECK ok (failed 0x%lx of 0x%lx)", checked ? sc.rbx : ~0ul,
+           checked ? sc.rcx : 0ul);
     if (up)
         report_ap_smp_stats("init-storm");
 }
@@ -347,8 +339,7 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
         return finish() ? EFI_ABORTED : EFI_SUCCESS;
     }
     smp_vmm_base = r.rbx, smp_vmm_size = r.rcx, smp_canary_pa = r.rdx;
-    report_info("VMM at 0x%lx size 0x%lx canary 0x%lx", smp_vmm_base, smp_vmm_size,
-                smp_canary_pa);
+    report_info("VMM at 0x%lx size 0x%lx canary 0x%lx", smp_vmm_base, smp_vmm_size, smp_canary_pa);
 
     uint32_t id = 0;
     bool found = false;

@@ -21,12 +21,15 @@
 
 #define MP_GUID                                                                                    \
     {                                                                                              \
-        0x3fdda605, 0xa76e, 0x4f46, { 0xad, 0x29, 0x12, 0xf4, 0x53, 0x1b, 0x3d, 0x08 }             \
+        0x3fdda605, 0xa76e, 0x4f46,                                                                \
+        {                                                                                          \
+            0xad, 0x29, 0x12, 0xf4, 0x53, 0x1b, 0x3d, 0x08                                         \
+        }                                                                                          \
     }
-#define PROCESSOR_AS_BSP_BIT       0x1
-#define PROCESSOR_ENABLED_BIT      0x2
-#define MP_TIMEOUT_US              5000000
-#define CANARY_SCRIBBLE            0x5a5a5a5a5a5a5a5aull
+#define PROCESSOR_AS_BSP_BIT  0x1
+#define PROCESSOR_ENABLED_BIT 0x2
+#define MP_TIMEOUT_US         5000000
+#define CANARY_SCRIBBLE       0x5a5a5a5a5a5a5a5aull
 
 typedef VOID(EFIAPI *ap_procedure)(VOID *arg);
 
@@ -93,8 +96,8 @@ static void report_cpu_count(UINTN enabled)
     struct smp_regs r;
     int v = smp_vmcall(PTV_VMCALL_SMP_STATS, 0, &r);
     report(v == TRAP_NONE && r.rax == PTV_VMCALL_OK && r.rbx == 0 && r.rcx == enabled,
-           "mp-ap: BSP's SMP_STATS: RAX %ld, vCPU %lu, %lu CPUs under the VMM (want %lu)",
-           (int64_t)r.rax, r.rbx, r.rcx, (unsigned long)enabled);
+           "mp-ap: SMP_STATS on the BSP: RAX %ld, vCPU %lu, %lu CPUs (want 0, %lu)", (int64_t)r.rax,
+           r.rbx, r.rcx, (unsigned long)enabled);
 }
 
 void smp_check_mp(uint32_t *ap_apic_id, bool *found)
@@ -116,7 +119,8 @@ void smp_check_mp(uint32_t *ap_apic_id, bool *found)
         info = (processor_info){0};
         if (EFI_ERROR(uefi_call_wrapper(mp->GetProcessorInfo, 3, mp, i, &info)))
             continue;
-        if (!(info.StatusFlag & PROCESSOR_AS_BSP_BIT) && (info.StatusFlag & PROCESSOR_ENABLED_BIT)) {
+        if (!(info.StatusFlag & PROCESSOR_AS_BSP_BIT) &&
+            (info.StatusFlag & PROCESSOR_ENABLED_BIT)) {
             ap = i;
             *ap_apic_id = (uint32_t)info.ProcessorId;
             *found = true;
