@@ -10,7 +10,7 @@
 set -u
 build=$1
 here=$(cd "$(dirname "$0")/../.." && pwd)
-TIMEOUT=${TIMEOUT:-240}
+TIMEOUT=${TIMEOUT:-90}
 STOP_RE='crash dump complete|VMM halted|ptvisor: guest .* returned|SUMMARY: '
 export CPUS=2
 
