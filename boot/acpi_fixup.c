@@ -9,34 +9,9 @@
  */
 #include "loader.h"
 #include "acpi_madt.h"
+#include "mp_services.h"
 #include "lib/fmt.h"
 #include "lib/ptv_string.h"
-
-/* UEFI PI spec vol. 2, 13.4: EFI_MP_SERVICES_PROTOCOL (not in GNU-EFI's headers) */
-#define PTV_MP_SERVICES_GUID                                                                       \
-    {                                                                                              \
-        0x3fdda605, 0xa76e, 0x4f46,                                                                \
-        {                                                                                          \
-            0xad, 0x29, 0x12, 0xf4, 0x53, 0x1b, 0x3d, 0x08                                         \
-        }                                                                                          \
-    }
-#define PTV_PROCESSOR_AS_BSP  0x1
-#define PTV_PROCESSOR_ENABLED 0x2
-
-struct ptv_efi_cpu_info {
-    UINT64 ProcessorId; /* the APIC ID */
-    UINT32 StatusFlag;
-    UINT32 Package, Core, Thread;
-};
-
-struct ptv_efi_mp;
-typedef EFI_STATUS(EFIAPI *ptv_mp_count_fn)(struct ptv_efi_mp *self, UINTN *total, UINTN *enabled);
-typedef EFI_STATUS(EFIAPI *ptv_mp_info_fn)(struct ptv_efi_mp *self, UINTN n,
-                                           struct ptv_efi_cpu_info *info);
-struct ptv_efi_mp { /* only the first two members are used here */
-    ptv_mp_count_fn GetNumberOfProcessors;
-    ptv_mp_info_fn GetProcessorInfo;
-};
 
 /* I/O APIC registers (82093AA datasheet 3.0, 3.2.1-3.2.2) */
 #define IOAPIC_IOREGSEL 0x00

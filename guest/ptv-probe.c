@@ -11,12 +11,16 @@
  *   ptv-probe tsc              RDTSC (Bochs: instructions retired since reset)
  *   ptv-probe rip-wrap         CPL 3 CPUID at EIP 0xfffffffe of a 32-bit segment: SIGSEGV at 0
  *   ptv-probe cpuid-loop N [R] N x CPUID(0), R rounds (default 5), smallest RDTSC delta
+ *   ptv-probe pin CPU [N]      pinned to CPU (sched_setaffinity): N rounds of a small workload
+ *                              (default 1000000), the CPU it ran on, that CPU's CPUID view
  *
  * VMCALL outside VMX non-root operation raises #UD, so the VMCALL subcommands
  * first check CPUID.1:ECX[31] and the 0x40000000 signature and refuse (exit 2)
  * when ptvisor is not there.
  */
-#define _GNU_SOURCE /* REG_RIP */
+#define _GNU_SOURCE /* REG_RIP, sched_setaffinity, sched_getcpu */
+#include <errno.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdint.h>
@@ -237,6 +241,54 @@ static int do_cpuid_loop(const char *count, const char *rounds)
 }
 
 /*
+ * pin: run on one CPU only and say where the work ran and what CPUID says
+ * there (each CPU's hypervisor bit is its own VMCS's answer, or none).  Exit 1
+ * when the CPU cannot be chosen or the work ran elsewhere.
+ */
+static int do_pin(const char *cpu_s, const char *count)
+{
+    unsigned long cpu, n = 1000000, i;
+    uint64_t x = 0x9e3779b97f4a7c15ull, t0, t1;
+    cpu_set_t set;
+    char *end;
+
+    if (cpu_s == NULL || *cpu_s < '0' || *cpu_s > '9' ||
+        (count != NULL && !parse_count(count, &n))) {
+        fprintf(stderr, "usage: ptv-probe pin CPU [N]\n");
+        return 2;
+    }
+    cpu = strtoul(cpu_s, &end, 10);
+    if (*end != '\0' || cpu >= CPU_SETSIZE) {
+        fprintf(stderr, "usage: ptv-probe pin CPU [N]\n");
+        return 2;
+    }
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (sched_setaffinity(0, sizeof(set), &set) != 0) {
+        printf("ptvisor-guest: pin cpu=%lu error=\"sched_setaffinity: %s\"\n", cpu,
+               strerror(errno));
+        return 1;
+    }
+    int start = sched_getcpu();
+    t0 = rdtsc();
+    for (i = 0; i < n; i++) { /* xorshift64: work the compiler cannot drop */
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+    }
+    t1 = rdtsc();
+    struct hv_view v = read_view(); /* CPUID on this CPU */
+    int end_cpu = sched_getcpu();
+    int ok = start == (int)cpu && end_cpu == (int)cpu;
+    printf("ptvisor-guest: pin cpu=%lu ran_on=%d hypervisor=%d signature=\"%s\" loops=%lu "
+           "tsc_delta=%llu result=%#llx",
+           cpu, end_cpu, v.hypervisor, v.signature, n, (unsigned long long)(t1 - t0),
+           (unsigned long long)x);
+    printf(start != end_cpu ? " started_on=%d\n" : "\n", start);
+    return ok ? 0 : 1;
+}
+
+/*
  * rip-wrap: the CPL 3 attack of issue 7 item 7.  A 32-bit compatibility-mode
  * program (Linux's __USER32_CS) puts CPUID, which always exits to a VMM, in
  * the last two bytes below 4 GiB.  On hardware the next instruction is fetched
@@ -307,7 +359,9 @@ int main(int argc, char **argv)
         return do_rip_wrap();
     if (strcmp(cmd, "cpuid-loop") == 0)
         return do_cpuid_loop(argc > 2 ? argv[2] : NULL, argc > 3 ? argv[3] : NULL);
-    fprintf(stderr,
-            "usage: ptv-probe [view|vmcall-version|exit-stats|tsc|rip-wrap|cpuid-loop N [R]]\n");
+    if (strcmp(cmd, "pin") == 0)
+        return do_pin(argc > 2 ? argv[2] : NULL, argc > 3 ? argv[3] : NULL);
+    fprintf(stderr, "usage: ptv-probe [view|vmcall-version|exit-stats|tsc|rip-wrap|cpuid-loop N "
+                    "[R]|pin CPU [N]]\n");
     return 2;
 }

@@ -1,17 +1,27 @@
 #!/usr/bin/env bash
 # Linux under the VMM in Bochs: boot IMG (tools/mkimage.sh layout) on
-# corei7_skylake_x and check the serial console.
+# corei7_skylake_x with CPUS CPUs (environment, default 2) and check the
+# serial console.
 #
-#   tests/system/bochs-linux.sh IMG OUTDIR [TIMEOUT_S]
+#   [CPUS=N] tests/system/bochs-linux.sh IMG OUTDIR [TIMEOUT_S]
 #
 # PASS when the serial log shows, in this order of boot:
 #   "[cpu0 vmx] launched"                            the VMM blue-pilled the firmware
 #   PTVISOR-GUEST-READY                              the guest's /init runs (guest/init)
 #   ptvisor-guest: hypervisor=1 signature="ptvisor"  the guest sees ptvisor in CPUID
+# and, for SMP (issue 8), from inside the guest:
+#   cpus_online=0-(N-1)                              Linux brought every CPU up
+#   cpuinfo cpu=I hypervisor_flag=1                  each CPU has the flag in /proc/cpuinfo
+#   pin cpu=I ran_on=I hypervisor=1 signature="ptvisor"
+#                                                    a workload pinned on CPU I ran there,
+#                                                    and CPUID on that CPU answers ptvisor
+# OVMF on Bochs has no MADT: the loader adds one (boot/acpi_fixup.c, a
+# test-vehicle aid), so Linux can see the second CPU at all.
 # Bochs stops at PTVISOR-GUEST-DONE (or a kernel panic, or TIMEOUT_S).  The image
 # is copied first: OVMF may write to the ESP, and the original stays untouched.
 set -u
 img=$1 out=$2 timeout=${3:-${BOCHS_LINUX_TIMEOUT:-420}}
+export CPUS=${CPUS:-2}
 here=$(cd "$(dirname "$0")" && pwd)
 LAUNCHED='[cpu0 vmx] launched'
 # Stop at the end marker, or early when the guest kernel panics or the VMM halts.
@@ -29,7 +39,7 @@ start=$(date +%s)
 rc=$?
 secs=$(($(date +%s) - start))
 rm -f "$disk"
-echo "bochs-linux: ${secs} s incl. waiting for an emulator slot (Bochs timeout ${timeout} s, runner rc=$rc), serial log $serial"
+echo "bochs-linux: ${secs} s incl. waiting for an emulator slot ($CPUS CPUs, Bochs timeout ${timeout} s, runner rc=$rc), serial log $serial"
 
 fail=0
 check() { # check DESCRIPTION fixed-string
@@ -45,6 +55,57 @@ check "guest /init reached" "PTVISOR-GUEST-READY"
 check "guest sees ptvisor in CPUID" 'ptvisor-guest: hypervisor=1 signature="ptvisor"'
 check "CPL 3 CPUID at EIP 0xfffffffe wraps to 0 (issue 7)" "ptvisor-guest: rip-wrap ok rip=0"
 check "guest ran to the end" "PTVISOR-GUEST-DONE"
+
+# ---- SMP: each failure names the CPU and what is missing
+guest_val() { # guest_val KEY -> the value of KEY=... on the guest's last line that has it
+    tr -d '\r' <"$serial" | sed -n "s/^ptvisor-guest: .*\b$1=\([^ ]*\).*/\1/p" | tail -n 1
+}
+smp_context() { # what the loader, the VMM and the kernel said about bringing up CPUs
+    tr -d '\r' <"$serial" |
+        grep -aE 'ptvisor: (firmware has no MADT|ACPI|[0-9]+ of [0-9]+ CPUs)|\[cpu[0-9]+ [a-z]+\] (error|launched)|\[cpu[0-9]+ smp\]|smpboot: (Allowing|Total|CPU[0-9]+: (failed|stuck))|do_boot_cpu failed|APIC: (No|Unable)' |
+        head -n 12 | sed 's/^/         /'
+}
+want_online=0
+[ "$CPUS" -gt 1 ] && want_online=0-$((CPUS - 1))
+online=$(guest_val cpus_online)
+if ! grep -aqF PTVISOR-GUEST-READY "$serial"; then
+    echo "  FAIL SMP checks of $CPUS CPUs not run: the guest's /init never ran; on the way:"
+    smp_context
+    fail=1
+elif [ "$online" = "$want_online" ]; then
+    echo "  ok   all $CPUS CPUs online in the guest (cpus_online=$online)"
+else
+    echo "  FAIL all $CPUS CPUs online in the guest: cpus_online=${online:-<no line>}, want $want_online" \
+        "(possible=$(guest_val cpus_possible))"
+    smp_context
+    fail=1
+fi
+for i in $(seq 0 $((CPUS - 1))); do
+    grep -aqF PTVISOR-GUEST-READY "$serial" || break
+    hv=$(tr -d '\r' <"$serial" | sed -n "s/^ptvisor-guest: cpuinfo cpu=$i hypervisor_flag=\([01]\)\$/\1/p" | tail -n 1)
+    case "$hv" in
+    1) echo "  ok   CPU $i: /proc/cpuinfo shows the hypervisor flag" ;;
+    0) echo "  FAIL CPU $i: /proc/cpuinfo has no hypervisor flag on CPU $i (that CPU runs outside the VMM)"; fail=1 ;;
+    *) echo "  FAIL CPU $i: not in /proc/cpuinfo (Linux did not bring CPU $i online)"; fail=1 ;;
+    esac
+    pin=$(tr -d '\r' <"$serial" | grep -a "^ptvisor-guest: pin cpu=$i " | tail -n 1)
+    if echo "$pin" | grep -qF "pin cpu=$i ran_on=$i hypervisor=1 signature=\"ptvisor\""; then
+        echo "  ok   CPU $i: pinned workload ran on CPU $i under ptvisor"
+    elif [ -z "$pin" ]; then
+        echo "  FAIL CPU $i: no pinned workload ran (no 'ptvisor-guest: pin cpu=$i' line: CPU $i unknown to Linux or /init stopped early)"
+        fail=1
+    elif echo "$pin" | grep -q 'error='; then
+        echo "  FAIL CPU $i: the workload could not be pinned there: ${pin#ptvisor-guest: }"
+        fail=1
+    elif ! echo "$pin" | grep -q "ran_on=$i "; then
+        echo "  FAIL CPU $i: the pinned workload ran elsewhere: ${pin#ptvisor-guest: }"
+        fail=1
+    else
+        echo "  FAIL CPU $i: the workload ran on CPU $i but CPUID there does not answer ptvisor" \
+            "(outside the VMM): ${pin#ptvisor-guest: }"
+        fail=1
+    fi
+done
 grep -a '^ptvisor-guest:' "$serial" | tr -d '\r' | sed 's/^/  guest> /'
 if [ $fail != 0 ]; then
     echo "---- last lines of $serial ----"
