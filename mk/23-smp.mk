@@ -1,0 +1,12 @@
+# SMP (vmm/smp/): the EPT shootdown protocol is pure logic, compiled into the VMM (mk/80-vmm.mk
+# takes vmm/smp/*.c) and unchanged into the host test and fuzzer below.  The host test
+# force-includes tests/unit/sd_tso.h, which turns shootdown.c's __atomic builtins into
+# scheduling points on a modelled x86-TSO memory (the source is not changed).
+
+HOST_TESTS += test_shootdown
+test_shootdown_SRCS   := tests/unit/test_shootdown.c vmm/smp/shootdown.c
+test_shootdown_CFLAGS := -include tests/unit/sd_tso.h -pthread
+test_shootdown_LDLIBS := -pthread
+
+FUZZERS += fuzz_shootdown
+fuzz_shootdown_SRCS := tests/fuzz/fuzz_shootdown.c vmm/smp/shootdown.c
