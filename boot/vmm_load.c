@@ -13,6 +13,7 @@
 #include "handoff.h"
 #include "memmap.h"
 #include "mp_services.h"
+#include <ptv/vmcall.h>
 #include "lib/ptv_string.h"
 
 #define PAGE_SIZE     4096ull
@@ -224,12 +225,40 @@ struct ap_call {
     uint64_t vmm_cpu;
     volatile int32_t rc;
     volatile uint32_t done;
+    /* what the AP sees right after, as the guest (a check of the VMM by the loader) */
+    bool hv_bit, canary_unreadable;
+    uint64_t vcpu;
 };
+
+static uint64_t vmcall(uint64_t fn, uint64_t *rbx, uint64_t *rcx, uint64_t *rdx)
+{
+    uint64_t a = fn, b = 0, c = 0, d = 0;
+    asm volatile("vmcall" : "+a"(a), "+b"(b), "+c"(c), "+d"(d)::"rsi", "rdi", "r8", "r9", "memory");
+    *rbx = b, *rcx = c, *rdx = d;
+    return a;
+}
+
+/* from inside, on the AP that just became a guest: the hypervisor bit, the VMM's
+ * canary page unreadable, the VMM's own number for this vCPU */
+static void ap_look(struct ap_call *c)
+{
+    uint32_t eax = 1, ebx, ecx = 0, edx;
+    uint64_t base, size, canary, n, x;
+    asm volatile("cpuid" : "+a"(eax), "=b"(ebx), "+c"(ecx), "=d"(edx));
+    c->hv_bit = ecx >> 31;
+    if (!c->hv_bit || vmcall(PTV_VMCALL_VMM_RANGE, &base, &size, &canary))
+        return;
+    c->canary_unreadable = memcmp((const void *)(UINTN)canary, PTV_CANARY_PATTERN, 16) != 0;
+    if (!vmcall(PTV_VMCALL_SMP_STATS, &n, &x, &x))
+        c->vcpu = n;
+}
 
 static VOID EFIAPI ap_procedure(VOID *arg)
 {
     struct ap_call *c = arg;
     int rc = c->entry(c->h, c->vmm_cpu);
+    if (rc == PTV_ENTRY_OK)
+        ap_look(c);
     c->rc = rc;
     __atomic_store_n(&c->done, 1, __ATOMIC_SEQ_CST);
     /* the VMM refused before VMXON and left this CPU bare: it stays off, interrupts
@@ -296,8 +325,14 @@ static void start_aps(struct ptv_handoff *h, ptv_entry_fn entry)
         else if (c->rc != PTV_ENTRY_OK)
             ap_say(n, info.ProcessorId,
                    "the VMM refused it (details on its log): parked bare, interrupts off");
+        else if (!c->hv_bit || !c->canary_unreadable || c->vcpu != c->vmm_cpu)
+            ap_say(n, info.ProcessorId,
+                   !c->hv_bit ? "FAILED: the VMM said OK but the AP sees no hypervisor bit"
+                   : !c->canary_unreadable ? "FAILED: the AP reads the VMM's canary page"
+                                           : "FAILED: the VMM numbers this vCPU differently");
         else {
-            ap_say(n, info.ProcessorId, "runs under the VMM");
+            ap_say(n, info.ProcessorId,
+                   "runs under the VMM (sees the hypervisor bit, cannot read the VMM canary)");
             under++;
         }
     }

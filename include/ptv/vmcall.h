@@ -76,8 +76,19 @@
  * SMP figures (ABI 3), in registers: RBX = index of the calling vCPU (0 = BSP),
  * RCX = CPUs running under the VMM, RDX = EPT shootdowns completed (all CPUs),
  * RSI = TSC ticks the last shootdown took its initiator (IPI to acknowledgement),
- * RDI = shootdown requests this vCPU answered (INVEPT on behalf of another CPU).
+ * RDI = shootdown requests this vCPU answered (INVEPT on behalf of another CPU),
+ * R8 = requests answered by all CPUs together, R9 = PTV_SMP_* flags.
  */
 #define PTV_VMCALL_SMP_STATS 8
+/*
+ * Drop every on-demand EPT map above RAM (they come back on the next access),
+ * as the VMM does under pool pressure, and shoot the change down on every CPU
+ * before returning: RBX = 0 or the (negative) error.  ABI 3.
+ */
+#define PTV_VMCALL_EPT_DROP 9
+
+/* a CPU re-delivered an INIT at every VM entry (Bochs 2.7): an AP that took an
+ * INIT cannot run again; tests that restart APs cannot pass on this machine */
+#define PTV_SMP_INIT_REDELIVERED (1u << 0)
 
 #endif

@@ -123,6 +123,9 @@ static void vcpu_init_event(struct vcpu *v)
         pr_warn_rl("pt", "INIT: clearing TraceEn refused (%s)", res.reason);
 }
 
+#define INIT_REDELIVERY_MAX 16
+bool vmm_init_redelivery; /* some CPU re-delivers INIT (VMCALL SMP_STATS) */
+
 /*
  * INIT (pt-facts G.4; SDM Vol. 3A 9.1, 9.4): the BSP restarts at the reset
  * vector; an AP enters the wait-for-SIPI activity state (Vol. 3C 25.4.2), in
@@ -134,6 +137,22 @@ static void vcpu_init_event(struct vcpu *v)
 enum exit_action handle_init(struct vcpu *v, const struct vmexit *e)
 {
     bool bsp = this_cpu()->bsp;
+    if (v->sipi_fresh && e->rip == 0 && vmcs_readl(GUEST_CS_BASE) == v->sipi_base) {
+        /*
+         * An INIT before the first instruction of a SIPI start, again and again:
+         * the CPU keeps the INIT that preceded the SIPI pending and delivers it
+         * at every VM entry (Bochs 2.7 leaves it pending when it exits for it,
+         * TEST-VEHICLES).  No VMM can run this vCPU again: it stays in
+         * wait-for-SIPI for good (never outside VMX), and says so once.
+         */
+        if (++v->spurious_inits < INIT_REDELIVERY_MAX)
+            return EXIT_RESUME;
+        v->init_broken = true;
+        vmm_init_redelivery = true;
+        pr_err("smp",
+               "the CPU re-delivers INIT at every VM entry (a Bochs 2.7 bug): this AP cannot "
+               "be restarted under VMX; it stays in wait-for-SIPI");
+    }
     switch (vreset_on_init(bsp, vmcs_read32(GUEST_ACTIVITY_STATE))) {
     case VRESET_RESET_VECTOR:
         vcpu_init_event(v);
@@ -142,6 +161,8 @@ enum exit_action handle_init(struct vcpu *v, const struct vmexit *e)
         return EXIT_RESUME;
     case VRESET_WAIT_SIPI:
         v->inits++;
+        v->sipi_fresh = false;
+        v->wait_sipi = true;
         vcpu_init_event(v);
         vcpu_load_reset(v, VRESET_INIT_AP, 0);
         smp_set_state(SD_CPU_WAIT_SIPI);
@@ -151,12 +172,26 @@ enum exit_action handle_init(struct vcpu *v, const struct vmexit *e)
     }
 }
 
-/* SIPI (exits only in wait-for-SIPI, Vol. 3C 26.2): real mode at vector << 12 */
+/*
+ * SIPI (exits only in wait-for-SIPI, Vol. 3C 26.2): real mode at vector << 12.
+ * The activity state the CPU saves on a SIPI exit is not what the vCPU was in
+ * (Bochs saves "active"), so the VMM's own record decides.
+ */
 enum exit_action handle_sipi(struct vcpu *v, const struct vmexit *e)
 {
     uint8_t vec = (uint8_t)e->qual;
-    if (vreset_on_sipi(vmcs_read32(GUEST_ACTIVITY_STATE), vec) != VRESET_START)
+    if (v->init_broken) { /* see handle_init(): SIPIs can no longer start it */
+        vmcs_write32(GUEST_ACTIVITY_STATE, GUEST_ACTIVITY_WAIT_SIPI);
         return EXIT_RESUME;
+    }
+    uint32_t activity = v->wait_sipi ? GUEST_ACTIVITY_WAIT_SIPI : vmcs_read32(GUEST_ACTIVITY_STATE);
+    if (vreset_on_sipi(activity, vec) != VRESET_START)
+        return EXIT_RESUME;
+    if (vmcs_read32(GUEST_INTERRUPTIBILITY_INFO) & GUEST_INTR_STATE_SMI)
+        v->smi_block_quirk = true; /* see vmx_run() */
+    v->wait_sipi = false;
+    v->sipi_fresh = true;
+    v->sipi_base = (uint64_t)vec << 12;
     smp_set_state(SD_CPU_ACTIVE); /* answers any shootdown it missed, before guest code */
     vcpu_load_reset(v, VRESET_SIPI, vec);
     pr_info_rl("vmx", "SIPI vector %#x: vCPU starts in real mode at %#x", vec, vec << 12);

@@ -69,6 +69,20 @@ enum exit_action handle_vmcall(struct vcpu *v, const struct vmexit *e)
         r[GPR_RDX] = vmm_sd.completed;
         r[GPR_RSI] = vmm_sd.last_ticks;
         r[GPR_RDI] = vmm_sd.cpu[pc->id].answered;
+        r[GPR_R8] = 0;
+        for (unsigned i = 0; i < PTV_MAX_CPUS; i++)
+            r[GPR_R8] += vmm_sd.cpu[i].answered;
+        r[GPR_R9] = vmm_init_redelivery ? PTV_SMP_INIT_REDELIVERED : 0;
+        break;
+    }
+    case PTV_VMCALL_EPT_DROP: { /* give back the on-demand maps, on every CPU */
+        vm_ept_lock();
+        int rc = v->ept_od->limit ? ept_od_drop_all(v->ept_od, v->ept) : 0;
+        vmx_ept_sync(v->ept);
+        vm_ept_unlock();
+        r[GPR_RBX] = (uint64_t)(int64_t)rc;
+        if (rc)
+            ret = PTV_VMCALL_EINVAL;
         break;
     }
     case PTV_VMCALL_SELFCHECK: {

@@ -93,7 +93,12 @@ struct vcpu {
     uint64_t ept_stale, ept_stale_run, ept_stale_last; /* violations EPT allows (exit_ept.c) */
     uint64_t ept_unmappable; /* accesses beyond the EPT walk, answered with #GP */
     uint64_t exits_total;
-    uint64_t inits; /* INIT signals this (AP) vCPU took */
+    uint64_t inits;   /* INIT signals this (AP) vCPU took */
+    bool wait_sipi;   /* in wait-for-SIPI since its INIT (exit_fault.c) */
+    bool sipi_fresh;  /* started by a SIPI, no other exit since */
+    bool init_broken; /* the CPU re-delivers INIT forever (exit_fault.c) */
+    uint64_t spurious_inits, sipi_base;
+    bool smi_block_quirk; /* the CPU saves blocking-by-SMI outside SMM (vmx_run.c) */
     uint64_t exits_by_reason[EXIT_REASON_MAX + 1];
     struct exit_record ring[EXIT_RING_SIZE];
     unsigned ring_next;
@@ -132,6 +137,7 @@ extern struct vm vm;
 void vm_ept_lock(void);
 void vm_ept_unlock(void);
 
+extern bool vmm_init_redelivery;       /* exit_fault.c */
 extern struct pt_decision pt_decision; /* chosen once at boot (vmx/pt_probe.c) */
 extern struct pt_caps pt_host_caps;    /* what the CPU offers */
 

@@ -165,6 +165,7 @@
 
 #define GUEST_INTR_STATE_STI     (1u << 0)
 #define GUEST_INTR_STATE_MOV_SS  (1u << 1)
+#define GUEST_INTR_STATE_SMI     (1u << 2)
 #define GUEST_INTR_STATE_NMI     (1u << 3)
 #define GUEST_ACTIVITY_ACTIVE    0
 #define GUEST_ACTIVITY_HLT       1

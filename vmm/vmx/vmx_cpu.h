@@ -23,9 +23,6 @@ struct vmx_controls {
 extern struct vmx_controls vmx_ctls;
 
 int vmx_read_caps(const char **why) __attribute__((warn_unused_result));
-/* read this CPU's capabilities into *c (vmx_read_caps: into vmx_caps); for an AP, compare them
- * with the BSP's by vmx_caps_same() (vmx_caps_policy.h) before sharing vmx_ctls */
-int vmx_read_caps_cpu(struct vmx_caps *c, const char **why) __attribute__((warn_unused_result));
 int vmx_choose_controls(const char **why) __attribute__((warn_unused_result));
 int vmx_on(struct vcpu *v, int *status) __attribute__((warn_unused_result));
 void vmx_off(void);

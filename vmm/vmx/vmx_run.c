@@ -116,6 +116,14 @@ int vmx_run(struct vcpu *v, struct vmexit *e)
         v->inject.valid = false;
     }
     smp_catch_up(); /* an EPT shootdown this CPU has not answered yet: INVEPT first */
+    if (v->smi_block_quirk) {
+        /* Bochs 2.7 keeps SMIs masked after a SIPI exit and saves "blocking by SMI"
+         * at every exit: the VMM never runs the guest in SMM, so the bit can only be
+         * the emulator's, and VM entry would refuse it (SDM Vol. 3C 27.3.1.5) */
+        uint32_t intr = vmcs_read32(GUEST_INTERRUPTIBILITY_INFO);
+        if (intr & GUEST_INTR_STATE_SMI)
+            vmcs_write32(GUEST_INTERRUPTIBILITY_INFO, intr & ~GUEST_INTR_STATE_SMI);
+    }
     if (this_cpu()->nmi_owed)
         deliver_owed_nmi(v);
     if (v->pt.active)
