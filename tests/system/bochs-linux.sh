@@ -1,7 +1,15 @@
 #!/usr/bin/env bash
 # Linux under the VMM in Bochs: boot IMG (tools/mkimage.sh layout) on
-# corei7_skylake_x with CPUS CPUs (environment, default 2) and check the
+# corei7_skylake_x with CPUS CPUs (environment, default 1) and check the
 # serial console.
+#
+# Why 1 CPU by default: Bochs 2.7 never clears an INIT it VM-exits for
+# (cpu/event.cc), so an AP running as a VMX guest that takes an INIT gets it
+# again at every VM entry.  The VMM detects that and keeps the AP in
+# wait-for-SIPI (never outside VMX), but OVMF's ExitBootServices wakes its APs
+# with INIT-SIPI-SIPI and then waits for them forever: with CPUS=2 the boot
+# stops in the EFI stub.  On hardware (or a fixed emulator) CPUS=2 runs the SMP
+# checks below; natively (vmm = off) they show the MADT aid at work.
 #
 #   [CPUS=N] tests/system/bochs-linux.sh IMG OUTDIR [TIMEOUT_S]
 #
@@ -21,7 +29,7 @@
 # is copied first: OVMF may write to the ESP, and the original stays untouched.
 set -u
 img=$1 out=$2 timeout=${3:-${BOCHS_LINUX_TIMEOUT:-420}}
-export CPUS=${CPUS:-2}
+export CPUS=${CPUS:-1}
 here=$(cd "$(dirname "$0")" && pwd)
 LAUNCHED='[cpu0 vmx] launched'
 # Stop at the end marker, or early when the guest kernel panics or the VMM halts.
@@ -55,6 +63,12 @@ check "guest /init reached" "PTVISOR-GUEST-READY"
 check "guest sees ptvisor in CPUID" 'ptvisor-guest: hypervisor=1 signature="ptvisor"'
 check "CPL 3 CPUID at EIP 0xfffffffe wraps to 0 (issue 7)" "ptvisor-guest: rip-wrap ok rip=0"
 check "guest ran to the end" "PTVISOR-GUEST-DONE"
+if grep -aqF 're-delivers INIT at every VM entry' "$serial"; then
+    echo "  note $CPUS CPUs: this emulator re-delivers INIT to VMX guests (Bochs 2.7): APs cannot" \
+        "be restarted under the VMM, see the header of this script"
+fi
+[ "$CPUS" = 1 ] && echo "  SKIP Linux with 2 CPUs under the VMM: Bochs 2.7 re-delivers INIT to VMX guests" \
+    "(OVMF's ExitBootServices then waits for its AP forever); run CPUS=2 on a fixed emulator"
 
 # ---- SMP: each failure names the CPU and what is missing
 guest_val() { # guest_val KEY -> the value of KEY=... on the guest's last line that has it
