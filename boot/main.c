@@ -45,7 +45,7 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
     EFI_STATUS st;
 
     InitializeLib(image, systab);
-    say("loader started (handoff ABI v1)");
+    say("loader started (handoff ABI v2)");
     st = BS->HandleProtocol(image, &LoadedImageProtocol, (void **)&li);
     if (EFI_ERROR(st)) {
         sayf(L"no loaded-image protocol: %r", st);
