@@ -77,7 +77,9 @@
  * RCX = CPUs running under the VMM, RDX = EPT shootdowns completed (all CPUs),
  * RSI = TSC ticks the last shootdown took its initiator (IPI to acknowledgement),
  * RDI = shootdown requests this vCPU answered (INVEPT on behalf of another CPU),
- * R8 = requests answered by all CPUs together, R9 = PTV_SMP_* flags.
+ * R8 = requests answered by all CPUs together, R9 = PTV_SMP_* flags,
+ * R10 = VM exits so far of the vCPU whose index is in RBX on input (0 if none:
+ * an idle AP's rate of exits, seen from another CPU).
  */
 #define PTV_VMCALL_SMP_STATS 8
 /*

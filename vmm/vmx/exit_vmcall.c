@@ -64,6 +64,9 @@ enum exit_action handle_vmcall(struct vcpu *v, const struct vmexit *e)
         break;
     case PTV_VMCALL_SMP_STATS: {
         const struct percpu *pc = this_cpu();
+        uint64_t other = r[GPR_RBX]; /* in: a vCPU whose exit total goes to R10 */
+        const struct vcpu *o = other < PTV_MAX_CPUS ? percpu_area[other].vcpu : NULL;
+        r[GPR_R10] = o ? o->exits_total : 0;
         r[GPR_RBX] = pc->id;
         r[GPR_RCX] = smp_online();
         r[GPR_RDX] = vmm_sd.completed;
