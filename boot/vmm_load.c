@@ -233,7 +233,8 @@ struct ap_call {
 static uint64_t vmcall(uint64_t fn, uint64_t *rbx, uint64_t *rcx, uint64_t *rdx)
 {
     uint64_t a = fn, b = 0, c = 0, d = 0;
-    asm volatile("vmcall" : "+a"(a), "+b"(b), "+c"(c), "+d"(d)::"rsi", "rdi", "r8", "r9", "memory");
+    asm volatile("vmcall"
+                 : "+a"(a), "+b"(b), "+c"(c), "+d"(d)::"rsi", "rdi", "r8", "r9", "r10", "memory");
     *rbx = b, *rcx = c, *rdx = d;
     return a;
 }
