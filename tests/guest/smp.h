@@ -1,10 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * smp.efi (issue 8): the second CPU seen from inside a guest.  The BSP starts
- * the AP twice: through the firmware's EFI MP services (smp_mp.c) and with its
- * own INIT-SIPI-SIPI to the real-mode trampoline of smp_tramp.S (smp.c), and
- * then makes the VMM narrow EPT while the AP keeps touching an on-demand page
- * (smp_shoot.c).
+ * smp.efi (issue 8): the second CPU seen from inside a guest.  First, while
+ * the AP still idles in the firmware's HLT loop as the VMM's guest, the BSP
+ * makes the VMM shoot an EPT change down (smp_shoot.c: the AP must answer).
+ * Then it starts the AP twice: through the firmware's EFI MP services
+ * (smp_mp.c) and with its own INIT-SIPI-SIPI to the real-mode trampoline of
+ * smp_tramp.S (smp.c), and makes the VMM narrow EPT while the AP keeps
+ * touching an on-demand page (smp_shoot.c).
+ *
+ * Both starts INIT the AP.  A CPU that re-delivers INIT to a VMX guest at
+ * every VM entry (Bochs 2.7) loses it there for good: the VMM keeps it in
+ * wait-for-SIPI and says so in SMP_STATS R9 (PTV_SMP_INIT_REDELIVERED).  From
+ * then on the checks that need the AP to run print SKIP with SMP_INIT_BUG
+ * (smp_ap_gone); without that flag a lost AP is a FAIL.
  *
  * The trampoline's memory: one block below 1 MiB (the SIPI vector is its page
  * number), laid out as below.  The trampoline finds everything from its own
@@ -91,10 +99,34 @@ _Static_assert(__builtin_offsetof(struct smp_mbox, smp_rax) == MB_SMP_RAX, "mail
 _Static_assert(__builtin_offsetof(struct smp_mbox, exit_rax) == MB_EXIT_RAX, "mailbox");
 _Static_assert(__builtin_offsetof(struct smp_mbox, ver_rbx) == MB_VER_RBX, "mailbox");
 
-/* VMCALL with the six registers SMP_STATS answers in */
+/* VMCALL with the eight registers SMP_STATS answers in */
 struct smp_regs {
-    uint64_t rax, rbx, rcx, rdx, rsi, rdi;
+    uint64_t rax, rbx, rcx, rdx, rsi, rdi, r8, r9;
 };
+
+/*
+ * The report lines of smp.efi: libtest's report()/report_skip() (forms and
+ * 72-character cut), counted here, because the SKIP of a lost AP is printed
+ * whole (the verdict, check-smp-log.sh, matches its reason exactly) and so
+ * the SUMMARY (smp_summary) must count it too.
+ */
+#define SMP_INIT_BUG                                                                               \
+    "this CPU re-delivers INIT to VMX guests (Bochs 2.7 bug, PTV_SMP_INIT_REDELIVERED): the AP "   \
+    "cannot be restarted under VMX"
+bool smp_report(bool cond, const char *fmt, ...) PRINTF_LIKE(2, 3);
+void smp_skip(const char *fmt, ...) PRINTF_LIKE(1, 2);
+unsigned smp_summary(void); /* the SUMMARY line; returns the failures */
+
+/*
+ * The AP after an action that INITs it (smp.c).  smp_ap_back(up, check): up,
+ * or the AP is lost -- SKIP where the VMM flags the INIT re-delivery, FAIL
+ * where it does not (a VMM bug) -- and false.  smp_ap_gone(check): the AP was
+ * lost before (SKIP printed for check) -- skip what needs it.
+ */
+bool smp_ap_back(bool up, const char *check);
+bool smp_ap_gone(const char *check);
+/* the trampoline's mailbox shows no run outside VMX (check's PASS/FAIL) */
+void smp_report_never_bare(const char *check);
 
 /* the VMM as the BSP sees it (smp.c) */
 extern uint64_t smp_vmm_base, smp_vmm_size, smp_canary_pa;
@@ -112,8 +144,11 @@ bool smp_ap_round(void);
 bool smp_wait(bool (*fn)(void), unsigned ms);
 
 /* the checks */
-void smp_check_mp(uint32_t *ap_apic_id, bool *found); /* smp_mp.c: check 1 */
-void smp_check_shootdown(void);                       /* smp_shoot.c: check 5 */
+/* smp_mp.c: the AP as MP services number it, no AP started; false if none */
+bool smp_find_ap(uint32_t *ap_apic_id, unsigned long *enabled);
+void smp_check_mp(void);                           /* smp_mp.c: check 6 */
+void smp_check_shootdown_idle(unsigned long cpus); /* smp_shoot.c: check 1 */
+void smp_check_shootdown(void);                    /* smp_shoot.c: check 5 */
 /* the trampoline's long-mode tables (smp_shoot.c), built before the first SIPI */
 void smp_build_tables(uint64_t base);
 
