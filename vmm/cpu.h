@@ -129,6 +129,30 @@ static inline void pause(void)
     asm volatile("pause");
 }
 
+/*
+ * IRET to the next instruction: ends the NMI blocking that a VM exit caused by
+ * an NMI may leave in root (Bochs 2.7 keeps NMIs masked until an IRET; on
+ * hardware it is harmless), so the next NMI IPI reaches this CPU.
+ */
+static inline void nmi_unblock(void)
+{
+    uint64_t tmp;
+    asm volatile("mov %%rsp, %0\n\t"
+                 "pushq $0\n\t"
+                 "movw %%ss, (%%rsp)\n\t"
+                 "pushq %0\n\t"
+                 "pushfq\n\t"
+                 "pushq $0\n\t"
+                 "movw %%cs, (%%rsp)\n\t"
+                 "leaq 1f(%%rip), %0\n\t"
+                 "pushq %0\n\t"
+                 "iretq\n"
+                 "1:"
+                 : "=&r"(tmp)
+                 :
+                 : "memory", "cc");
+}
+
 static inline __attribute__((noreturn)) void halt_forever(void)
 {
     for (;;)

@@ -33,6 +33,7 @@ enum exit_action handle_exception_nmi(struct vcpu *v, const struct vmexit *e)
                          vmcs_read32(GUEST_INTERRUPTIBILITY_INFO) | GUEST_INTR_STATE_NMI);
         if (!smp_nmi(pc))
             pc->nmi_owed = 1;
+        nmi_unblock(); /* the next VMM NMI must reach this CPU (cpu.h) */
         return EXIT_RESUME;
     }
     v->inject = (struct pending_event){
