@@ -64,13 +64,13 @@ static uint64_t tramp; /* the trampoline's block */
 int smp_vmcall(uint64_t fn, uint64_t rbx, struct smp_regs *r)
 {
     *r = (struct smp_regs){.rax = fn, .rbx = rbx};
-    register uint64_t r8 __asm__("r8") = 0, r9 __asm__("r9") = 0;
+    register uint64_t r8 __asm__("r8") = 0, r9 __asm__("r9") = 0, r10 __asm__("r10") = 0;
     trap_arm();
     __asm__ volatile(TRAP_INSN("vmcall")
                      : "+a"(r->rax), "+b"(r->rbx), "+c"(r->rcx), "+d"(r->rdx), "+S"(r->rsi),
-                       "+D"(r->rdi), "+r"(r8), "+r"(r9)::"memory");
+                       "+D"(r->rdi), "+r"(r8), "+r"(r9), "+r"(r10)::"memory");
     int v = trap_disarm();
-    r->r8 = r8, r->r9 = r9;
+    r->r8 = r8, r->r9 = r9, r->r10 = r10;
     if (v != TRAP_NONE)
         r->rax = (uint64_t)-100;
     return v;

@@ -101,7 +101,7 @@ _Static_assert(__builtin_offsetof(struct smp_mbox, ver_rbx) == MB_VER_RBX, "mail
 
 /* VMCALL with the eight registers SMP_STATS answers in */
 struct smp_regs {
-    uint64_t rax, rbx, rcx, rdx, rsi, rdi, r8, r9;
+    uint64_t rax, rbx, rcx, rdx, rsi, rdi, r8, r9, r10;
 };
 
 /*

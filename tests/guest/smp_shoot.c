@@ -254,6 +254,15 @@ void smp_check_shootdown_idle(unsigned long cpus)
         report_answered("xAPIC window", &s1, &s2);
     if (bsp_smp_stats(&s2) && s2.rdx > s0.rdx)
         report_info("bench ept_shootdown_ticks=%lu shootdowns=%lu", s2.rsi, s2.rdx);
+    /* issue 8 figure: VM exits of the AP, idle as a guest in the firmware's loop, over
+     * one second (SMP_STATS R10 = exit total of the vCPU named in RBX) */
+    struct smp_regs a0, a1;
+    if (smp_vmcall(PTV_VMCALL_SMP_STATS, 1, &a0) == TRAP_NONE && a0.rax == PTV_VMCALL_OK) {
+        test_stall_us(1000000);
+        if (smp_vmcall(PTV_VMCALL_SMP_STATS, 1, &a1) == TRAP_NONE && a1.rax == PTV_VMCALL_OK)
+            report_info("bench idle_ap_exits_per_s=%lu (AP exits %lu -> %lu)", a1.r10 - a0.r10,
+                        a0.r10, a1.r10);
+    }
     smp_report(smp_canary_intact(), "shootdown-idle: VMM canary intact (CHECK_CANARY)");
 }
 
