@@ -107,8 +107,10 @@ static bool mem_set_wp(void *ctx, uint64_t gpa_page, bool protect)
     vm_ept_lock();
     int rc =
         ept_protect(v->ept, gpa_page, PT_PAGE_SIZE, protect ? EPT_R | EPT_X : EPT_RWX, &narrowed);
-    if (!rc)
-        vmx_ept_sync(v->ept); /* a write-protected ToPA page: on every CPU before it counts */
+    /* a write-protected ToPA page counts only once every CPU has dropped its
+     * writable translation: a shootdown nobody completed is a failure here */
+    if (!rc && vmx_ept_sync(v->ept))
+        rc = -1;
     vm_ept_unlock();
     return !rc;
 }

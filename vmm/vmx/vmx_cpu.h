@@ -34,7 +34,8 @@ void vmx_msr_state_setup(struct vcpu *v);
 int vm_ept_setup(const struct ptv_handoff *h) __attribute__((warn_unused_result));
 void vmx_invept_all(void);
 /* INVEPT if an EPT change since the last sync requires it (ept_flush_needed) */
-void vmx_ept_sync(struct ept *e);
+/* -1 when some CPU did not answer the shootdown: the narrowing is not in force there */
+int vmx_ept_sync(struct ept *e);
 /* read the PT capabilities and let the engine decide the mode (pt_probe.c) */
 void pt_probe(uint32_t requested);
 void vmcs_dump(void);
