@@ -153,17 +153,18 @@ void vmx_invept_all(void)
  * (ept_flush_done).  A CPU that does not answer leaves the retired pages
  * retired: memory is lost, never reused under a stale translation.
  */
-void vmx_ept_sync(struct ept *e)
+int vmx_ept_sync(struct ept *e)
 {
     if (!ept_flush_needed(e))
-        return;
+        return 0;
     uint64_t missing = 0;
     if (smp_shootdown(&missing)) {
         pr_err_rl("ept", "EPT shootdown: CPUs %#lx did not answer; retired EPT pages kept",
                   missing);
-        return;
+        return -1;
     }
     ept_flush_done(e);
+    return 0;
 }
 
 static bool in_vmm(uint64_t gpa)
