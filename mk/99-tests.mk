@@ -17,13 +17,13 @@ test-unit: $(HOST_TEST_BINS)
 test-fuzz-smoke: $(FUZZER_BINS)
 	$(Q)for f in $(FUZZERS); do \
 	    mkdir -p $(BUILD)/fuzz/corpus-$$f; \
-	    tests/step.sh $(BUILD)/results fuzz:$$f $(BUILD)/fuzz/$$f -runs=$(FUZZ_SMOKE_RUNS) -max_total_time=$(FUZZ_SMOKE_SECONDS) -seed=1 \
+	    tests/step.sh $(BUILD)/results fuzz:$$f $(BUILD)/fuzz/$$f -error_exitcode=1 -runs=$(FUZZ_SMOKE_RUNS) -max_total_time=$(FUZZ_SMOKE_SECONDS) -seed=1 \
 	        $(BUILD)/fuzz/corpus-$$f $$(ls -d tests/fuzz/seeds/$$f 2>/dev/null); done
 
 fuzz-long: $(FUZZER_BINS)
 	$(Q)for f in $(FUZZERS); do mkdir -p $(BUILD)/fuzz/corpus-$$f; \
 	    echo "== $$f for $(FUZZ_SECONDS) s"; \
-	    $(BUILD)/fuzz/$$f -max_total_time=$(FUZZ_SECONDS) $(BUILD)/fuzz/corpus-$$f || exit 1; done
+	    $(BUILD)/fuzz/$$f -error_exitcode=1 -max_total_time=$(FUZZ_SECONDS) $(BUILD)/fuzz/corpus-$$f || exit 1; done
 
 TEST_TARGETS := test-unit test-fuzz-smoke $(TEST_TARGETS)
 FUZZ_TARGETS += fuzz-long

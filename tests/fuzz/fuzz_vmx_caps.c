@@ -120,11 +120,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     CHECK(vmx_decide_controls(&p.vmx, &d) == st); /* deterministic */
 
     const char *why = NULL;
+    /* APs need wait-for-SIPI and, for the shootdown NMIs, NMI exiting + virtual NMIs */
+    uint32_t nmi = PIN_BASED_NMI_EXITING | PIN_BASED_VIRTUAL_NMIS;
+    bool ap_ok =
+        (p.vmx.caps.misc & VMX_MISC_ACTIVITY_WAIT_SIPI) && ((p.vmx.caps.pin >> 32) & nmi) == nmi;
     if (!vmx_can_virtualize_aps(&p.vmx, &why)) {
         check_reason(why, 200);
-        CHECK(!(p.vmx.caps.misc & VMX_MISC_ACTIVITY_WAIT_SIPI));
+        CHECK(!ap_ok);
     } else {
-        CHECK(p.vmx.caps.misc & VMX_MISC_ACTIVITY_WAIT_SIPI);
+        CHECK(ap_ok);
     }
     struct vmx_caps ap = p.vmx.caps;
     CHECK(vmx_caps_same(&p.vmx.caps, &ap, &why) == 1);

@@ -154,6 +154,17 @@ static void test_kvm_aps(void **state)
     assert_false(vmx_can_virtualize_aps(&p, &why));
     assert_string_equal(why, "IA32_VMX_MISC[8]=0: no wait-for-SIPI activity state, a guest's "
                              "SIPI would never reach the VMM");
+    /* the EPT shootdown IPI is an NMI: without NMI exiting + virtual NMIs it would
+     * reach the guest, so APs stay out (either bit missing is enough) */
+    const uint64_t bits[] = {(uint64_t)PIN_BASED_NMI_EXITING << 32,
+                             (uint64_t)PIN_BASED_VIRTUAL_NMIS << 32};
+    for (unsigned i = 0; i < 2; i++) {
+        p = vmx_of(PROFILE_KVM_6_X);
+        p.caps.pin &= ~bits[i];
+        assert_false(vmx_can_virtualize_aps(&p, &why));
+        assert_string_equal(why, "no NMI exiting / virtual NMIs: the VMM's EPT shootdown NMIs "
+                                 "would reach the guest");
+    }
 }
 
 /* ---- Bochs: what the VMM wrote into the VMCS there (build/test/bochs-conformance) ---- */
