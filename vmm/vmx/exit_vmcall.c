@@ -81,7 +81,8 @@ enum exit_action handle_vmcall(struct vcpu *v, const struct vmexit *e)
     case PTV_VMCALL_EPT_DROP: { /* give back the on-demand maps, on every CPU */
         vm_ept_lock();
         int rc = v->ept_od->limit ? ept_od_drop_all(v->ept_od, v->ept) : 0;
-        vmx_ept_sync(v->ept);
+        if (vmx_ept_sync(v->ept) && !rc)
+            rc = -1; /* some CPU did not answer: the drop is not in force there */
         vm_ept_unlock();
         r[GPR_RBX] = (uint64_t)(int64_t)rc;
         if (rc)
