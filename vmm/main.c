@@ -113,7 +113,7 @@ static uint64_t vcpu_loop(void *arg)
                     vmx_exit_reason_name(e.reason));
         }
         if (e.reason != EXIT_REASON_INIT_SIGNAL && e.reason != EXIT_REASON_SIPI_SIGNAL)
-            v->sipi_fresh = false; /* the vCPU ran since its SIPI (exit_fault.c) */
+            v->sipi_start.fresh = false; /* it ran since its SIPI (vcpu_reset.h) */
         switch (vmx_handle_exit(v, &e)) {
         case EXIT_STOP_GUEST:
             vcpu_stop_guest(v, vmx_exit_reason_name(e.reason));

@@ -436,6 +436,31 @@ static void test_joint_oracle_fails(void **state)
 #undef BROKEN
 }
 
+/* the Bochs 2.7 INIT re-delivery: only INITs at the untouched SIPI start point are
+ * ignored, a run of VRESET_REDELIVERY_MAX gives the vCPU up, anything else is real */
+static void test_init_redelivery(void **state)
+{
+    struct vreset_sipi_start st = {.fresh = true, .cs_base = 0x87000};
+    for (unsigned i = 1; i < VRESET_REDELIVERY_MAX; i++)
+        assert_int_equal(vreset_init_redelivery(&st, 0, 0x87000), VRESET_INIT_IGNORE);
+    assert_int_equal(vreset_init_redelivery(&st, 0, 0x87000), VRESET_INIT_GIVE_UP);
+    /* the AP retired an instruction: a later INIT is the guest's */
+    st = (struct vreset_sipi_start){.fresh = true, .cs_base = 0x87000};
+    assert_int_equal(vreset_init_redelivery(&st, 2, 0x87000), VRESET_INIT_REAL);
+    /* another code segment, or no SIPI start (the AP exited for something else since) */
+    st = (struct vreset_sipi_start){.fresh = true, .cs_base = 0x87000};
+    assert_int_equal(vreset_init_redelivery(&st, 0, 0x88000), VRESET_INIT_REAL);
+    st = (struct vreset_sipi_start){.fresh = false, .cs_base = 0x87000};
+    assert_int_equal(vreset_init_redelivery(&st, 0, 0x87000), VRESET_INIT_REAL);
+    /* a real INIT in between restarts the count */
+    st = (struct vreset_sipi_start){.fresh = true, .cs_base = 0};
+    for (unsigned i = 1; i < VRESET_REDELIVERY_MAX; i++)
+        assert_int_equal(vreset_init_redelivery(&st, 0, 0), VRESET_INIT_IGNORE);
+    assert_int_equal(vreset_init_redelivery(&st, 4, 0), VRESET_INIT_REAL);
+    assert_int_equal(st.redelivered, 0);
+    assert_int_equal(vreset_init_redelivery(&st, 0, 0), VRESET_INIT_IGNORE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -449,6 +474,7 @@ int main(void)
         cmocka_unit_test(test_on_init),
         cmocka_unit_test(test_on_sipi),
         cmocka_unit_test(test_sequences),
+        cmocka_unit_test(test_init_redelivery),
         cmocka_unit_test(test_joint_every_kind_every_vector),
         cmocka_unit_test(test_joint_oracle_fails),
     };

@@ -124,7 +124,6 @@ static void vcpu_init_event(struct vcpu *v)
         pr_warn_rl("pt", "INIT: clearing TraceEn refused (%s)", res.reason);
 }
 
-#define INIT_REDELIVERY_MAX 16
 bool vmm_init_redelivery; /* some CPU re-delivers INIT (VMCALL SMP_STATS) */
 
 /*
@@ -138,21 +137,23 @@ bool vmm_init_redelivery; /* some CPU re-delivers INIT (VMCALL SMP_STATS) */
 enum exit_action handle_init(struct vcpu *v, const struct vmexit *e)
 {
     bool bsp = this_cpu()->bsp;
-    if (v->sipi_fresh && e->rip == 0 && vmcs_readl(GUEST_CS_BASE) == v->sipi_base) {
-        /*
-         * An INIT before the first instruction of a SIPI start, again and again:
-         * the CPU keeps the INIT that preceded the SIPI pending and delivers it
-         * at every VM entry (Bochs 2.7 leaves it pending when it exits for it,
-         * TEST-VEHICLES).  No VMM can run this vCPU again: it stays in
-         * wait-for-SIPI for good (never outside VMX), and says so once.
-         */
-        if (++v->spurious_inits < INIT_REDELIVERY_MAX)
-            return EXIT_RESUME;
+    /* an INIT before the first instruction of a SIPI start, again and again:
+     * the CPU keeps re-delivering the INIT that preceded the SIPI (Bochs 2.7,
+     * vcpu_reset.h).  No VMM can run this vCPU again: it stays in wait-for-SIPI
+     * for good (never outside VMX), said once */
+    switch (vreset_init_redelivery(&v->sipi_start, e->rip, vmcs_readl(GUEST_CS_BASE))) {
+    case VRESET_INIT_IGNORE:
+        v->spurious_inits++;
+        return EXIT_RESUME;
+    case VRESET_INIT_GIVE_UP:
         v->init_broken = true;
         vmm_init_redelivery = true;
         pr_err("smp",
                "the CPU re-delivers INIT at every VM entry (a Bochs 2.7 bug): this AP cannot "
                "be restarted under VMX; it stays in wait-for-SIPI");
+        break;
+    case VRESET_INIT_REAL:
+        break;
     }
     switch (vreset_on_init(bsp, vmcs_read32(GUEST_ACTIVITY_STATE))) {
     case VRESET_RESET_VECTOR:
@@ -162,7 +163,7 @@ enum exit_action handle_init(struct vcpu *v, const struct vmexit *e)
         return EXIT_RESUME;
     case VRESET_WAIT_SIPI:
         v->inits++;
-        v->sipi_fresh = false;
+        v->sipi_start.fresh = false;
         v->wait_sipi = true;
         vcpu_init_event(v);
         vcpu_load_reset(v, VRESET_INIT_AP, 0);
@@ -191,8 +192,7 @@ enum exit_action handle_sipi(struct vcpu *v, const struct vmexit *e)
     if (vmcs_read32(GUEST_INTERRUPTIBILITY_INFO) & GUEST_INTR_STATE_SMI)
         v->smi_block_quirk = true; /* see vmx_run() */
     v->wait_sipi = false;
-    v->sipi_fresh = true;
-    v->sipi_base = (uint64_t)vec << 12;
+    v->sipi_start = (struct vreset_sipi_start){.fresh = true, .cs_base = (uint64_t)vec << 12};
     smp_set_state(SD_CPU_ACTIVE); /* answers any shootdown it missed, before guest code */
     vcpu_load_reset(v, VRESET_SIPI, vec);
     pr_info_rl("vmx", "SIPI vector %#x: vCPU starts in real mode at %#x", vec, vec << 12);

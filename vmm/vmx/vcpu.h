@@ -14,6 +14,7 @@
 #include "pt/pt_ctrl.h"
 #include "vmx/emul_policy.h"
 #include "smp/spinlock.h"
+#include "vmx/vcpu_reset.h"
 
 /* guest GPRs in the instruction-encoding order (0 = RAX ... 15 = R15); the
  * RSP slot is unused: the guest RSP lives in the VMCS (GUEST_RSP) */
@@ -93,11 +94,11 @@ struct vcpu {
     uint64_t ept_stale, ept_stale_run, ept_stale_last; /* violations EPT allows (exit_ept.c) */
     uint64_t ept_unmappable; /* accesses beyond the EPT walk, answered with #GP */
     uint64_t exits_total;
-    uint64_t inits;   /* INIT signals this (AP) vCPU took */
-    bool wait_sipi;   /* in wait-for-SIPI since its INIT (exit_fault.c) */
-    bool sipi_fresh;  /* started by a SIPI, no other exit since */
-    bool init_broken; /* the CPU re-delivers INIT forever (exit_fault.c) */
-    uint64_t spurious_inits, sipi_base;
+    uint64_t inits;                      /* INIT signals this (AP) vCPU took */
+    bool wait_sipi;                      /* in wait-for-SIPI since its INIT (exit_fault.c) */
+    struct vreset_sipi_start sipi_start; /* vmx/vcpu_reset.h: INIT re-delivery */
+    bool init_broken;                    /* the CPU re-delivers INIT forever (exit_fault.c) */
+    uint64_t spurious_inits;
     bool smi_block_quirk; /* the CPU saves blocking-by-SMI outside SMM (vmx_run.c) */
     uint64_t exits_by_reason[EXIT_REASON_MAX + 1];
     struct exit_record ring[EXIT_RING_SIZE];

@@ -80,3 +80,15 @@ enum vreset_action vreset_on_sipi(uint32_t activity, uint8_t vector)
     /* Vol. 3C 26.2: outside wait-for-SIPI a SIPI is discarded */
     return activity == GUEST_ACTIVITY_WAIT_SIPI ? VRESET_START : VRESET_DO_NOTHING;
 }
+
+enum vreset_redelivery vreset_init_redelivery(struct vreset_sipi_start *st, uint64_t rip,
+                                              uint64_t cs_base)
+{
+    if (!st->fresh || rip != 0 || cs_base != st->cs_base) {
+        st->redelivered = 0;
+        return VRESET_INIT_REAL;
+    }
+    if (++st->redelivered < VRESET_REDELIVERY_MAX)
+        return VRESET_INIT_IGNORE;
+    return VRESET_INIT_GIVE_UP;
+}

@@ -122,4 +122,24 @@ enum vreset_action vreset_on_init(bool is_bsp, uint32_t activity);
  * discarded in every other state. */
 enum vreset_action vreset_on_sipi(uint32_t activity, uint8_t vector);
 
+/*
+ * An INIT exit on a vCPU that a SIPI started and that has not exited for
+ * anything else since: if it arrives at the start point itself (RIP 0, CS.base
+ * = vector << 12: not one instruction retired), it is the INIT that preceded
+ * the SIPI delivered again -- Bochs 2.7 never clears an INIT it VM-exits for.
+ * Hardware never does that, and no guest can send an INIT that lands before
+ * the AP's first instruction, so such INITs are ignored; after
+ * VRESET_REDELIVERY_MAX of them in a row the CPU is known to re-deliver
+ * forever and the vCPU is given up (it stays in wait-for-SIPI).
+ */
+#define VRESET_REDELIVERY_MAX 16
+struct vreset_sipi_start {
+    bool fresh;       /* started by a SIPI, no other exit since */
+    uint64_t cs_base; /* vector << 12 */
+    unsigned redelivered;
+};
+enum vreset_redelivery { VRESET_INIT_REAL, VRESET_INIT_IGNORE, VRESET_INIT_GIVE_UP };
+enum vreset_redelivery vreset_init_redelivery(struct vreset_sipi_start *st, uint64_t rip,
+                                              uint64_t cs_base);
+
 #endif
