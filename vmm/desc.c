@@ -117,6 +117,34 @@ void host_idt_activate(void)
                            : 0); /* IST1..3 */
 }
 
+/*
+ * Move this CPU onto the VMM's own structures without a VM exit: host GDT (CS
+ * reloaded by a far return), data segments, TR, and the IDT gates of
+ * host_idt_activate().  For a CPU that parks in root before its first exit:
+ * the firmware's GDT and IDT live in guest memory.
+ */
+void host_desc_switch(void)
+{
+    struct host_desc *d = this_cpu()->desc;
+    struct desc_ptr g = {.limit = 256 - 1, .base = (uint64_t)(uintptr_t)d->gdt};
+    uint64_t tmp;
+    asm volatile("lgdt %1\n\t"
+                 "pushq %2\n\t"
+                 "leaq 1f(%%rip), %0\n\t"
+                 "pushq %0\n\t"
+                 "lretq\n"
+                 "1:\n\t"
+                 "mov %w3, %%ss\n\t"
+                 "mov %w3, %%ds\n\t"
+                 "mov %w3, %%es\n\t"
+                 "ltr %w4"
+                 : "=&r"(tmp)
+                 : "m"(g), "i"(HOST_CS_SEL), "r"((uint32_t)HOST_DS_SEL), "r"((uint32_t)HOST_TR_SEL)
+                 : "memory");
+    host_idt_activate();
+    host_idt_load();
+}
+
 uint64_t host_gdt_base(void)
 {
     return (uint64_t)(uintptr_t)this_cpu()->desc->gdt;

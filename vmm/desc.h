@@ -25,6 +25,8 @@ int host_desc_init(void) __attribute__((warn_unused_result));
 void host_idt_load(void);
 /* after the first VM exit: host GDT/TSS are live, switch gates to them */
 void host_idt_activate(void);
+/* without a VM exit: load the host GDT/CS/SS/DS/ES/TR and the host IDT gates */
+void host_desc_switch(void);
 uint64_t host_gdt_base(void);
 uint64_t host_idt_base(void);
 uint64_t host_tss_base(void);

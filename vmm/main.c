@@ -193,6 +193,8 @@ static int vmm_cpu_setup(struct ptv_handoff *h, struct desc_ptr *fw_idt)
     return 0;
 }
 
+static __attribute__((noreturn)) void park_in_root(int st);
+
 /* VMXON and the VMCS whose guest is the caller; the BSP builds the shared EPT here */
 static int vmm_cpu_vmx(struct ptv_handoff *h, struct caller_state *cs, bool bsp)
 {
@@ -209,6 +211,8 @@ static int vmm_cpu_vmx(struct ptv_handoff *h, struct caller_state *cs, bool bsp)
         }
     }
     if (vmcs_setup(v, cs)) { /* out of pool, or a guest state VM entry would refuse */
+        if (!bsp)            /* an AP never goes back bare once VMX is on */
+            park_in_root(PTV_ENTRY_VMX_FAILED);
         vmx_off();
         return PTV_ENTRY_VMX_FAILED;
     }
@@ -236,12 +240,28 @@ static int vmm_not_started(int st, const struct desc_ptr *fw_idt, uint64_t rflag
 /*
  * An AP that entered VMX but cannot run the guest stays in VMX root, where INIT
  * is blocked (SDM Vol. 3C 24.8 / 26.2): the guest can never wake it outside
- * the VMM.  It still answers NMIs (nobody sends it shootdowns: it is not ACTIVE).
+ * the VMM.  It has never taken a VM exit, so it still runs on the firmware's
+ * page tables, GDT, IDT gates and stack -- guest memory: first it moves onto
+ * its own (host CR3 with EFER.NXE/CR0.WP, host GDT/TR/IDT, its VMM stack), so
+ * an NMI the guest sends it runs VMM code through VMM tables only.  Nobody
+ * waits for it in a shootdown (state OFF).
  */
+static uint64_t park_here(void *arg)
+{
+    wrmsr(MSR_EFER, host_paging_efer(rdmsr(MSR_EFER)));
+    write_cr0(host_paging_cr0(read_cr0()));
+    write_cr3(vmm_host_cr3);
+    host_desc_switch();
+    for (;;)
+        asm volatile("cli; hlt");
+    return 0;
+}
+
 static __attribute__((noreturn)) void park_in_root(int st)
 {
     pr_err("smp", "cannot run the guest here (status %d): CPU parked in VMX root, INIT blocked",
            st);
+    run_on_stack(this_cpu()->stack_top, park_here, NULL);
     for (;;)
         asm volatile("cli; hlt");
 }

@@ -77,8 +77,18 @@ void smp_set_state(enum sd_cpu_state st)
     sd_set_state(&vmm_sd, self, st, &ops);
 }
 
+/* a CPU not (yet, or any more) in the protocol: no INVEPT there (it may not even
+ * be in VMX operation: #UD); nobody waits for it, and it catches up when it
+ * becomes ACTIVE */
+static bool off(unsigned cpu)
+{
+    return __atomic_load_n(&vmm_sd.cpu[cpu].state, __ATOMIC_SEQ_CST) == SD_CPU_OFF;
+}
+
 bool smp_nmi(struct percpu *pc)
 {
+    if (off(pc->id))
+        return false; /* an NMI before its VM entry: the guest's, owed */
     bool ours = sd_on_nmi(&vmm_sd, pc->id, &ops);
     if (ours)
         pc->vmm_nmis++;
@@ -87,12 +97,14 @@ bool smp_nmi(struct percpu *pc)
 
 void smp_catch_up(void)
 {
-    sd_catch_up(&vmm_sd, this_cpu_id(), &ops);
+    unsigned self = this_cpu_id();
+    if (!off(self))
+        sd_catch_up(&vmm_sd, self, &ops);
 }
 
 void smp_relax(void *ctx)
 {
-    sd_catch_up(&vmm_sd, this_cpu_id(), &ops);
+    smp_catch_up();
     pause();
 }
 

@@ -303,6 +303,21 @@ static enum exit_action ept_violation_locked(struct vcpu *v, const struct vmexit
         vcpu_inject_gp(v);
         return EXIT_INJECT;
     }
+    /* Shadow PT write-protects guest ToPA pages in the one EPT, but each vCPU's
+     * engine knows only its own: a write from another vCPU to such a page (Linux
+     * reusing a freed ToPA page elsewhere) is not a fault on bare metal.  Lift the
+     * protection (a widening: no shootdown); the owner's shadow may then miss
+     * edits of that page -- inexact trace, never output outside guest RAM
+     * (documented; a shared protect table is the fix). */
+    if (pt_decision.mode == PT_ENGINE_HOST_GUEST_SHADOW && rc == 0 &&
+        (e->qual & EPT_VIOLATION_ACC_WRITE) && perms == (EPT_R | EPT_X) && hpa == e->gpa &&
+        !ept_protect(v->ept, e->gpa & ~0xfffull, 4096, EPT_RWX, NULL)) {
+        pr_warn_rl("pt",
+                   "write to GPA %#lx, a page another vCPU's PT shadow write-protects: "
+                   "protection lifted",
+                   e->gpa);
+        return EXIT_RESUME;
+    }
     /* a page the VMM maps with fewer rights than the access needs and nobody
      * claimed (e.g. a fetch from a device window): it faults, as a fetch from
      * VMM memory does; the guest goes on */

@@ -113,6 +113,12 @@ static void vcpu_load_reset(struct vcpu *v, enum vreset_kind kind, uint8_t vecto
 static void vcpu_init_event(struct vcpu *v)
 {
     v->inject.valid = false;
+    this_cpu()->nmi_owed = 0; /* an NMI owed from before the INIT is gone with it */
+    if (v->nmi_stepping) {
+        vmcs_write32(CPU_BASED_VM_EXEC_CONTROL,
+                     vmcs_read32(CPU_BASED_VM_EXEC_CONTROL) & ~CPU_BASED_MONITOR_TRAP_FLAG);
+        v->nmi_stepping = false;
+    }
     vmcs_write32(VM_ENTRY_INTR_INFO_FIELD, 0);
     vmcs_writel(GUEST_PENDING_DBG_EXCEPTIONS, 0);
     vmcs_write64(GUEST_IA32_DEBUGCTL, 0);
@@ -192,7 +198,10 @@ enum exit_action handle_sipi(struct vcpu *v, const struct vmexit *e)
     if (vmcs_read32(GUEST_INTERRUPTIBILITY_INFO) & GUEST_INTR_STATE_SMI)
         v->smi_block_quirk = true; /* see vmx_run() */
     v->wait_sipi = false;
-    v->sipi_start = (struct vreset_sipi_start){.fresh = true, .cs_base = (uint64_t)vec << 12};
+    /* the re-delivery heuristic only where the CPU showed the emulator's fingerprint
+     * (blocking by SMI saved outside SMM): on hardware every INIT is real */
+    v->sipi_start =
+        (struct vreset_sipi_start){.fresh = v->smi_block_quirk, .cs_base = (uint64_t)vec << 12};
     smp_set_state(SD_CPU_ACTIVE); /* answers any shootdown it missed, before guest code */
     vcpu_load_reset(v, VRESET_SIPI, vec);
     pr_info_rl("vmx", "SIPI vector %#x: vCPU starts in real mode at %#x", vec, vec << 12);

@@ -109,8 +109,12 @@ static bool mem_set_wp(void *ctx, uint64_t gpa_page, bool protect)
         ept_protect(v->ept, gpa_page, PT_PAGE_SIZE, protect ? EPT_R | EPT_X : EPT_RWX, &narrowed);
     /* a write-protected ToPA page counts only once every CPU has dropped its
      * writable translation: a shootdown nobody completed is a failure here */
-    if (!rc && vmx_ept_sync(v->ept))
+    if (!rc && vmx_ept_sync(v->ept)) {
+        /* not in force everywhere: give the page its rights back (a widening) */
+        if (protect && ept_protect(v->ept, gpa_page, PT_PAGE_SIZE, EPT_RWX, NULL))
+            pr_err_rl("pt", "ToPA page %#lx: cannot undo its write protection", gpa_page);
         rc = -1;
+    }
     vm_ept_unlock();
     return !rc;
 }
