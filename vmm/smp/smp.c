@@ -38,6 +38,9 @@ static void send_nmi(void *ctx, unsigned cpu)
     }
     volatile uint32_t *apic =
         (volatile uint32_t *)(uintptr_t)(base & ~0xfffull & ((1ull << 52) - 1));
+    /* a guest IPI still on its way keeps the ICR busy: let it go first */
+    for (unsigned i = 0; i < ICR_BUSY_POLLS && (apic[XAPIC_ICR_LO / 4] & ICR_DELIVERY_BUSY); i++)
+        pause();
     uint32_t hi = apic[XAPIC_ICR_HI / 4];
     apic[XAPIC_ICR_HI / 4] = t->apic_id << 24;
     apic[XAPIC_ICR_LO / 4] = ICR_DM_NMI | ICR_LEVEL_ASSERT;

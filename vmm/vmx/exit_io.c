@@ -29,7 +29,7 @@ static void set_trap(struct vcpu *v, uint16_t port, bool on)
 
 /* the bitmaps follow the multiplexer (changed in root operation, before the next
  * entry: SDM Vol. 3C 25.11.4 lets software write them while no CPU runs the guest) */
-static void io_traps_update(struct vcpu *v)
+void io_traps_update(struct vcpu *v)
 {
     uint16_t base = console_port();
     unsigned mask = console_trap_mask();

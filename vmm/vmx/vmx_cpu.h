@@ -38,6 +38,9 @@ void vmx_invept_all(void);
 int vmx_ept_sync(struct ept *e);
 /* read the PT capabilities and let the engine decide the mode (pt_probe.c) */
 void pt_probe(uint32_t requested);
+/* this vCPU's UART traps follow the multiplexer, which another vCPU may have
+ * changed (exit_io.c); called before every entry */
+void io_traps_update(struct vcpu *v);
 void vmcs_dump(void);
 void exit_ring_dump(const struct vcpu *v);
 void exit_stats_print(const struct vcpu *v);

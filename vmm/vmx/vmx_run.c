@@ -115,7 +115,8 @@ int vmx_run(struct vcpu *v, struct vmexit *e)
         vmcs_write32(VM_ENTRY_INSTRUCTION_LEN, v->inject.insn_len);
         v->inject.valid = false;
     }
-    smp_catch_up(); /* an EPT shootdown this CPU has not answered yet: INVEPT first */
+    smp_catch_up();     /* an EPT shootdown this CPU has not answered yet: INVEPT first */
+    io_traps_update(v); /* another vCPU may have turned the guest's UART loopback on */
     if (v->smi_block_quirk) {
         /* Bochs 2.7 keeps SMIs masked after a SIPI exit and saves "blocking by SMI"
          * at every exit: the VMM never runs the guest in SMM, so the bit can only be
