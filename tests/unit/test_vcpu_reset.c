@@ -29,7 +29,7 @@
 #define CR0_PE (1ull << 0)
 #define CR0_PG (1ull << 31)
 
-static void assert_seg(const struct vreset_seg *s, uint16_t sel, uint64_t base, uint32_t limit,
+static void assert_seg(const struct vmx_seg *s, uint16_t sel, uint64_t base, uint32_t limit,
                        uint32_t ar)
 {
     assert_int_equal(s->sel, sel);
@@ -49,10 +49,8 @@ static void assert_state_equal(const struct vreset_state *a, const struct vreset
     assert_int_equal(a->cr4, b->cr4);
     assert_int_equal(a->efer, b->efer);
     assert_int_equal(a->dr7, b->dr7);
-    const struct vreset_seg *sa[] = {&a->es, &a->cs, &a->ss,   &a->ds,
-                                     &a->fs, &a->gs, &a->ldtr, &a->tr};
-    const struct vreset_seg *sb[] = {&b->es, &b->cs, &b->ss,   &b->ds,
-                                     &b->fs, &b->gs, &b->ldtr, &b->tr};
+    const struct vmx_seg *sa[] = {&a->es, &a->cs, &a->ss, &a->ds, &a->fs, &a->gs, &a->ldtr, &a->tr};
+    const struct vmx_seg *sb[] = {&b->es, &b->cs, &b->ss, &b->ds, &b->fs, &b->gs, &b->ldtr, &b->tr};
     for (unsigned i = 0; i < 8; i++)
         assert_seg(sa[i], sb[i]->sel, sb[i]->base, sb[i]->limit, sb[i]->ar);
     assert_int_equal(a->gdtr_base, b->gdtr_base);
@@ -288,7 +286,7 @@ static struct vmx_guest_state to_vmcs(const struct vreset_state *s, const struct
     if (p->unrestricted)
         fixed0 &= ~(CR0_PE | CR0_PG);
     struct vmx_seg seg[NR_VSEGS];
-    const struct vreset_seg *src[NR_VSEGS] = {
+    const struct vmx_seg *src[NR_VSEGS] = {
         [VSEG_ES] = &s->es, [VSEG_CS] = &s->cs, [VSEG_SS] = &s->ss,     [VSEG_DS] = &s->ds,
         [VSEG_FS] = &s->fs, [VSEG_GS] = &s->gs, [VSEG_LDTR] = &s->ldtr, [VSEG_TR] = &s->tr,
     };

@@ -15,7 +15,10 @@
 struct spinlock {
     volatile uint32_t locked;
 };
-#define SPINLOCK_INIT {0}
+#define SPINLOCK_INIT                                                                              \
+    {                                                                                              \
+        0                                                                                          \
+    }
 
 static inline bool spin_trylock(struct spinlock *l)
 {

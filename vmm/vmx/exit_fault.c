@@ -53,14 +53,6 @@ enum exit_action handle_triple_fault(struct vcpu *v, const struct vmexit *e)
     return EXIT_STOP_GUEST;
 }
 
-#define SEG_WRITE(SEG, g)                                                                          \
-    do {                                                                                           \
-        vmcs_write16(GUEST_##SEG##_SELECTOR, (g).sel);                                             \
-        vmcs_writel(GUEST_##SEG##_BASE, (g).base);                                                 \
-        vmcs_write32(GUEST_##SEG##_LIMIT, (g).limit);                                              \
-        vmcs_write32(GUEST_##SEG##_AR_BYTES, (g).ar);                                              \
-    } while (0)
-
 /*
  * Load the architectural state after INIT / at SIPI (vmx/vcpu_reset.c: SDM Vol.
  * 3A 9.1.1 Table 9-1, host-tested against the VM-entry checks) into the VMCS.
@@ -81,14 +73,14 @@ static void vcpu_load_reset(struct vcpu *v, enum vreset_kind kind, uint8_t vecto
     vmcs_writel(GUEST_CR3, s.cr3);
     vmcs_write64(GUEST_IA32_EFER, s.efer);
     vmcs_write32(VM_ENTRY_CONTROLS, vmcs_read32(VM_ENTRY_CONTROLS) & ~VM_ENTRY_IA32E_MODE);
-    SEG_WRITE(CS, s.cs);
-    SEG_WRITE(DS, s.ds);
-    SEG_WRITE(ES, s.es);
-    SEG_WRITE(SS, s.ss);
-    SEG_WRITE(FS, s.fs);
-    SEG_WRITE(GS, s.gs);
-    SEG_WRITE(LDTR, s.ldtr);
-    SEG_WRITE(TR, s.tr);
+    VMCS_SEG_WRITE(CS, s.cs);
+    VMCS_SEG_WRITE(DS, s.ds);
+    VMCS_SEG_WRITE(ES, s.es);
+    VMCS_SEG_WRITE(SS, s.ss);
+    VMCS_SEG_WRITE(FS, s.fs);
+    VMCS_SEG_WRITE(GS, s.gs);
+    VMCS_SEG_WRITE(LDTR, s.ldtr);
+    VMCS_SEG_WRITE(TR, s.tr);
     vmcs_writel(GUEST_GDTR_BASE, s.gdtr_base);
     vmcs_write32(GUEST_GDTR_LIMIT, s.gdtr_limit);
     vmcs_writel(GUEST_IDTR_BASE, s.idtr_base);

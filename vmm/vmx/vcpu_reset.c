@@ -18,9 +18,9 @@ _Static_assert(sizeof(((struct vreset_state *)0)->gpr) / sizeof(uint64_t) == NR_
 #define DR6_INIT      0xffff0ff0ull /* Table 9-1: DR6 FFFF0FF0H */
 #define DR7_INIT      0x400ull      /* Table 9-1: DR7 00000400H */
 
-static struct vreset_seg real_seg(uint16_t sel, uint64_t base, uint32_t ar)
+static struct vmx_seg real_seg(uint16_t sel, uint64_t base, uint32_t ar)
 {
-    return (struct vreset_seg){.sel = sel, .base = base, .limit = 0xffff, .ar = ar};
+    return (struct vmx_seg){.sel = sel, .base = base, .limit = 0xffff, .ar = ar};
 }
 
 void vreset_state(struct vreset_state *s, enum vreset_kind kind, uint8_t sipi_vector,

@@ -33,18 +33,13 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include "vmx/vmx.h" /* GUEST_ACTIVITY_* */
-
-struct vreset_seg {
-    uint16_t sel;
-    uint64_t base;
-    uint32_t limit, ar; /* ar in VMCS access-rights form */
-};
+#include "vmx/vmx.h"         /* GUEST_ACTIVITY_* */
+#include "vmx/guest_check.h" /* struct vmx_seg */
 
 struct vreset_state {
     uint64_t gpr[16]; /* encoding order RAX..R15 as vmm/vmx/vcpu.h enum GPR_*; RSP slot = rsp */
     uint64_t rip, rflags, cr0, cr3, cr4, efer, dr7;
-    struct vreset_seg es, cs, ss, ds, fs, gs, ldtr, tr;
+    struct vmx_seg es, cs, ss, ds, fs, gs, ldtr, tr;
     uint64_t gdtr_base, idtr_base;
     uint32_t gdtr_limit, idtr_limit;
     uint32_t activity; /* GUEST_ACTIVITY_* from vmm/vmx/vmx.h */

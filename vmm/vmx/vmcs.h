@@ -107,6 +107,15 @@ static inline void vmcs_write_checked(uint32_t field, uint64_t val)
         _Static_assert(VMCS_WIDTH_OF(f) == VMCS_WNAT, #f " is not a natural-width field");         \
         vmcs_write_checked(f, (uint64_t)(v));                                                      \
     } while (0)
+/* the four guest-state fields of segment SEG (ES, CS, ...) from a struct vmx_seg
+ * (vmx/guest_check.h) */
+#define VMCS_SEG_WRITE(SEG, s)                                                                     \
+    do {                                                                                           \
+        vmcs_write16(GUEST_##SEG##_SELECTOR, (s).sel);                                             \
+        vmcs_writel(GUEST_##SEG##_BASE, (s).base);                                                 \
+        vmcs_write32(GUEST_##SEG##_LIMIT, (s).limit);                                              \
+        vmcs_write32(GUEST_##SEG##_AR_BYTES, (s).ar);                                              \
+    } while (0)
 #endif
 
 #endif

@@ -41,14 +41,6 @@ static struct vmx_seg seg_from_gdt(const struct desc_ptr *gdtr, uint16_t sel)
     return s;
 }
 
-#define SEG_WRITE(SEG, s)                                                                          \
-    do {                                                                                           \
-        vmcs_write16(GUEST_##SEG##_SELECTOR, (s).sel);                                             \
-        vmcs_writel(GUEST_##SEG##_BASE, (s).base);                                                 \
-        vmcs_write32(GUEST_##SEG##_LIMIT, (s).limit);                                              \
-        vmcs_write32(GUEST_##SEG##_AR_BYTES, (s).ar);                                              \
-    } while (0)
-
 static uint16_t read_sel(int which)
 {
     uint16_t v = 0;
@@ -126,14 +118,14 @@ static int guest_state_setup(struct vcpu *v, const struct caller_state *cs)
                why, csg.sel, csg.ar, ss.sel, ss.ar, tr.sel, tr.ar);
         return -1;
     }
-    SEG_WRITE(ES, es);
-    SEG_WRITE(CS, csg);
-    SEG_WRITE(SS, ss);
-    SEG_WRITE(DS, ds);
-    SEG_WRITE(FS, fs);
-    SEG_WRITE(GS, gs);
-    SEG_WRITE(LDTR, ldtr);
-    SEG_WRITE(TR, tr);
+    VMCS_SEG_WRITE(ES, es);
+    VMCS_SEG_WRITE(CS, csg);
+    VMCS_SEG_WRITE(SS, ss);
+    VMCS_SEG_WRITE(DS, ds);
+    VMCS_SEG_WRITE(FS, fs);
+    VMCS_SEG_WRITE(GS, gs);
+    VMCS_SEG_WRITE(LDTR, ldtr);
+    VMCS_SEG_WRITE(TR, tr);
     vmcs_writel(GUEST_GDTR_BASE, gdtr.base);
     vmcs_write32(GUEST_GDTR_LIMIT, gdtr.limit);
     vmcs_writel(GUEST_IDTR_BASE, idtr.base);
