@@ -112,8 +112,6 @@ static uint64_t vcpu_loop(void *arg)
             pr_info("vmx", "launched: the caller now runs as the guest (first exit: %s)",
                     vmx_exit_reason_name(e.reason));
         }
-        if (e.reason != EXIT_REASON_INIT_SIGNAL && e.reason != EXIT_REASON_SIPI_SIGNAL)
-            v->sipi_start.fresh = false; /* it ran since its SIPI (vcpu_reset.h) */
         switch (vmx_handle_exit(v, &e)) {
         case EXIT_STOP_GUEST:
             vcpu_stop_guest(v, vmx_exit_reason_name(e.reason));

@@ -23,6 +23,13 @@
 struct shootdown vmm_sd;
 static volatile uint32_t nr_online;
 
+/* bounded: a wedged ICR costs a lost IPI (the shootdown then times out), never a hang */
+static void icr_wait_idle(volatile uint32_t *apic)
+{
+    for (unsigned i = 0; i < ICR_BUSY_POLLS && (apic[XAPIC_ICR_LO / 4] & ICR_DELIVERY_BUSY); i++)
+        pause();
+}
+
 /*
  * An NMI IPI to a CPU.  In xAPIC mode the VMM shares the guest's ICR: the guest
  * may have written ICR-high and not yet ICR-low when it exited, so ICR-high is
@@ -38,14 +45,11 @@ static void send_nmi(void *ctx, unsigned cpu)
     }
     volatile uint32_t *apic =
         (volatile uint32_t *)(uintptr_t)(base & ~0xfffull & ((1ull << 52) - 1));
-    /* a guest IPI still on its way keeps the ICR busy: let it go first */
-    for (unsigned i = 0; i < ICR_BUSY_POLLS && (apic[XAPIC_ICR_LO / 4] & ICR_DELIVERY_BUSY); i++)
-        pause();
+    icr_wait_idle(apic); /* a guest IPI still on its way: let it go first */
     uint32_t hi = apic[XAPIC_ICR_HI / 4];
     apic[XAPIC_ICR_HI / 4] = t->apic_id << 24;
     apic[XAPIC_ICR_LO / 4] = ICR_DM_NMI | ICR_LEVEL_ASSERT;
-    for (unsigned i = 0; i < ICR_BUSY_POLLS && (apic[XAPIC_ICR_LO / 4] & ICR_DELIVERY_BUSY); i++)
-        pause();
+    icr_wait_idle(apic);
     apic[XAPIC_ICR_HI / 4] = hi;
 }
 
@@ -86,6 +90,11 @@ void smp_set_state(enum sd_cpu_state st)
 static bool off(unsigned cpu)
 {
     return __atomic_load_n(&vmm_sd.cpu[cpu].state, __ATOMIC_SEQ_CST) == SD_CPU_OFF;
+}
+
+enum sd_cpu_state smp_get_state(void)
+{
+    return __atomic_load_n(&vmm_sd.cpu[this_cpu_id()].state, __ATOMIC_SEQ_CST);
 }
 
 bool smp_nmi(struct percpu *pc)

@@ -18,6 +18,8 @@ extern struct shootdown vmm_sd;
 void smp_init(void);
 /* this CPU changes state (SD_CPU_ACTIVE when its vCPU is about to run guest code) */
 void smp_set_state(enum sd_cpu_state st);
+/* this CPU's state in the protocol (SD_CPU_WAIT_SIPI: its vCPU waits for a SIPI) */
+enum sd_cpu_state smp_get_state(void);
 /* an NMI reached this CPU: true if it was an EPT shootdown request (answered) */
 bool smp_nmi(struct percpu *pc);
 /* answer a shootdown this CPU has not answered yet (before VM entry, spin loops) */

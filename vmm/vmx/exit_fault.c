@@ -138,7 +138,11 @@ enum exit_action handle_init(struct vcpu *v, const struct vmexit *e)
     /* an INIT before the first instruction of a SIPI start, again and again:
      * the CPU keeps re-delivering the INIT that preceded the SIPI (Bochs 2.7,
      * vcpu_reset.h).  No VMM can run this vCPU again: it stays in wait-for-SIPI
-     * for good (never outside VMX), said once */
+     * for good (never outside VMX), said once.  "No other exit since the SIPI"
+     * comes from the exit count (record_exit() already counted this one). */
+    if (v->exits_total != v->sipi_start_exit + 1)
+        v->sipi_start.fresh = false;
+    v->sipi_start_exit = v->exits_total;
     switch (vreset_init_redelivery(&v->sipi_start, e->rip, vmcs_readl(GUEST_CS_BASE))) {
     case VRESET_INIT_IGNORE:
         v->spurious_inits++;
@@ -162,7 +166,6 @@ enum exit_action handle_init(struct vcpu *v, const struct vmexit *e)
     case VRESET_WAIT_SIPI:
         v->inits++;
         v->sipi_start.fresh = false;
-        v->wait_sipi = true;
         vcpu_init_event(v);
         vcpu_load_reset(v, VRESET_INIT_AP, 0);
         smp_set_state(SD_CPU_WAIT_SIPI);
@@ -175,7 +178,8 @@ enum exit_action handle_init(struct vcpu *v, const struct vmexit *e)
 /*
  * SIPI (exits only in wait-for-SIPI, Vol. 3C 26.2): real mode at vector << 12.
  * The activity state the CPU saves on a SIPI exit is not what the vCPU was in
- * (Bochs saves "active"), so the VMM's own record decides.
+ * (Bochs saves "active"), so the VMM's own record decides: the shootdown
+ * protocol's state of this CPU, set to WAIT_SIPI by handle_init().
  */
 enum exit_action handle_sipi(struct vcpu *v, const struct vmexit *e)
 {
@@ -184,16 +188,17 @@ enum exit_action handle_sipi(struct vcpu *v, const struct vmexit *e)
         vmcs_write32(GUEST_ACTIVITY_STATE, GUEST_ACTIVITY_WAIT_SIPI);
         return EXIT_RESUME;
     }
-    uint32_t activity = v->wait_sipi ? GUEST_ACTIVITY_WAIT_SIPI : vmcs_read32(GUEST_ACTIVITY_STATE);
+    uint32_t activity = smp_get_state() == SD_CPU_WAIT_SIPI ? GUEST_ACTIVITY_WAIT_SIPI
+                                                            : vmcs_read32(GUEST_ACTIVITY_STATE);
     if (vreset_on_sipi(activity, vec) != VRESET_START)
         return EXIT_RESUME;
     if (vmcs_read32(GUEST_INTERRUPTIBILITY_INFO) & GUEST_INTR_STATE_SMI)
         v->smi_block_quirk = true; /* see vmx_run() */
-    v->wait_sipi = false;
     /* the re-delivery heuristic only where the CPU showed the emulator's fingerprint
      * (blocking by SMI saved outside SMM): on hardware every INIT is real */
     v->sipi_start =
         (struct vreset_sipi_start){.fresh = v->smi_block_quirk, .cs_base = (uint64_t)vec << 12};
+    v->sipi_start_exit = v->exits_total;
     smp_set_state(SD_CPU_ACTIVE); /* answers any shootdown it missed, before guest code */
     vcpu_load_reset(v, VRESET_SIPI, vec);
     pr_info_rl("vmx", "SIPI vector %#x: vCPU starts in real mode at %#x", vec, vec << 12);

@@ -95,8 +95,8 @@ struct vcpu {
     uint64_t ept_unmappable; /* accesses beyond the EPT walk, answered with #GP */
     uint64_t exits_total;
     uint64_t inits;                      /* INIT signals this (AP) vCPU took */
-    bool wait_sipi;                      /* in wait-for-SIPI since its INIT (exit_fault.c) */
     struct vreset_sipi_start sipi_start; /* vmx/vcpu_reset.h: INIT re-delivery */
+    uint64_t sipi_start_exit;            /* exits_total at the SIPI / the last ignored INIT */
     bool init_broken;                    /* the CPU re-delivers INIT forever (exit_fault.c) */
     uint64_t spurious_inits;
     bool smi_block_quirk; /* the CPU saves blocking-by-SMI outside SMM (vmx_run.c) */
