@@ -14,11 +14,8 @@ DUMP_DONE_RE=${DUMP_DONE_RE:-crash dump complete} # vmm/vmx/vmcs_dump.c, before 
 status=0
 fail() { echo "FAIL: $*"; status=1; }
 
-report=$(mktemp) clean=$(mktemp)
-trap 'rm -f "$report" "$clean"' EXIT
-"$here/parse-report.sh" "$serial" >"$report"
-sed -e 's/\x1b\[[0-9;?]*[A-Za-z]//g' -e 's/\r//g' "$serial" >"$clean"
-echo "== report lines of conformance.efi"
+. "$here/report-verdict.sh"
+report_read "$serial" conformance.efi
 cat "$report"
 echo "== VMM lines after the SUMMARY"
 after=$(sed -n '/SUMMARY: /,$p' "$clean" | tail -n +2)

@@ -24,23 +24,10 @@ INIT_BUG='this CPU re-delivers INIT to VMX guests (Bochs 2.7 bug, PTV_SMP_INIT_R
 AP_CHECKS='mp-ap|sipi-ap|init-storm|sipi-run|shootdown|final'
 status=0
 fail() { echo "FAIL: $*"; status=1; }
-report=$(mktemp) clean=$(mktemp)
-trap 'rm -f "$report" "$clean"' EXIT
-"$here/parse-report.sh" "$serial" >"$report"
-sed -e 's/\x1b\[[0-9;?]*[A-Za-z]//g' -e 's/\r//g' "$serial" >"$clean"
-echo "== report lines of smp.efi"
+. "$here/report-verdict.sh"
+report_read "$serial" smp.efi
 cat "$report"
-p=$(grep -c '^PASS: ' "$report"); f=$(grep -c '^FAIL: ' "$report"); s=$(grep -c '^SKIP: ' "$report")
-n=$(grep -c '^INFO: check [0-9]*:' "$report")
-summary=$(grep '^SUMMARY: ' "$report" | tail -n 1)
-if [ -z "$summary" ]; then
-    last=$(grep '^INFO: check [0-9]*:' "$report" | tail -n 1)
-    fail "no SUMMARY line: the boot ended during '${last#INFO: }'; the VMM's last lines:"
-    grep -aE '^\[cpu[0-9]+ ' "$clean" | tail -n 15 | sed 's/^/    /'
-elif [ "$summary" != "SUMMARY: $((p + f)) tests, $f unexpected failures, $s skipped" ]; then
-    fail "'$summary' disagrees with the $p PASS / $f FAIL / $s SKIP lines seen"
-fi
-[ "$f" = 0 ] || fail "$f check(s) failed inside the guest (FAIL lines above)"
+report_counts '^INFO: check [0-9]*:'
 
 # SKIPs: only the INIT re-delivery, only for checks that need the AP, only
 # where the VMM said so itself
