@@ -34,18 +34,6 @@ static uint64_t *win_pml4, *win_pdpt[2];
 static uint64_t saved_cr3;
 static unsigned maxphy;
 
-static uint64_t cr3_read(void)
-{
-    uint64_t v;
-    __asm__ volatile("mov %%cr3, %0" : "=r"(v));
-    return v;
-}
-
-static void cr3_write(uint64_t v)
-{
-    __asm__ volatile("mov %0, %%cr3" ::"r"(v) : "memory");
-}
-
 /* build the window once; false (with a reason) where it cannot be built */
 static const char *window_setup(void)
 {

@@ -81,18 +81,6 @@ static uint8_t pages_raw[4 * SMP_PAGE];
 static uint64_t *win_pml4;
 static unsigned maxphy;
 
-static uint64_t cr3_read(void)
-{
-    uint64_t v;
-    __asm__ volatile("mov %%cr3, %0" : "=r"(v));
-    return v;
-}
-
-static void cr3_write(uint64_t v)
-{
-    __asm__ volatile("mov %0, %%cr3" ::"r"(v) : "memory");
-}
-
 static const char *window_setup(void)
 {
     if (win_pml4)

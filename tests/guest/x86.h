@@ -15,6 +15,18 @@ struct cpuid_regs {
     uint32_t eax, ebx, ecx, edx;
 };
 
+static inline uint64_t cr3_read(void)
+{
+    uint64_t v;
+    __asm__ volatile("mov %%cr3, %0" : "=r"(v));
+    return v;
+}
+
+static inline void cr3_write(uint64_t v)
+{
+    __asm__ volatile("mov %0, %%cr3" ::"r"(v) : "memory");
+}
+
 static inline struct cpuid_regs cpuid(uint32_t leaf, uint32_t subleaf)
 {
     struct cpuid_regs r;
