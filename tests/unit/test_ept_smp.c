@@ -10,8 +10,8 @@
  * a guest access uses a TLB entry, else walks from the deepest cached pointer
  * (so a stale pointer is always used when one exists), reading one 8-byte
  * entry per scheduling point from memory, and caches what it read.  INVEPT
- * (the CPU's flush_local) empties both.  Memory is x86-TSO (sd_tso.h turns
- * every __atomic builtin in shootdown.c, spinlock.h and ept.c into a
+ * (the CPU's flush_local) empties both.  Memory is x86-TSO (sd_sim.h;
+ * sd_tso.h turns every __atomic builtin in shootdown.c, spinlock.h and ept.c into a
  * scheduling point with a per-CPU store buffer; ept.c's table stores come
  * through its ops.store hook into the same buffer).  NMI IPIs are delivered
  * at a later, scheduler-chosen step, at instruction boundaries only (never
@@ -44,7 +44,6 @@
 #include <setjmp.h>
 #include <string.h>
 #include <cmocka.h>
-#include <ucontext.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -52,29 +51,21 @@
 #include "ept/ept_entry.h"
 #include "smp/shootdown.h"
 #include "test_mtrr_ref.h"
+#include "sd_sim.h"
 
-/* from here on the harness uses the real builtins */
-#undef __atomic_load_n
-#undef __atomic_store_n
-#undef __atomic_exchange_n
-#undef __atomic_add_fetch
-#undef __atomic_compare_exchange_n
-#undef __atomic_thread_fence
-
-#define MAX_CPUS   3
-#define NPAGES     256
-#define PA_BASE    0x80000000ull
-#define NSLOTS     (NPAGES * EPT_ENTRIES)
-#define NPS        24 /* paging-structure cache entries per CPU */
-#define NTLB       16
-#define MAX_ACTS   24
-#define SB_MAX     8
-#define LOG_MAX    (1 << 16)
-#define STACK_SIZE (256 * 1024)
-#define GiB(x)     ((uint64_t)(x) << 30)
-#define MiB(x)     ((uint64_t)(x) << 20)
-#define KiB(x)     ((uint64_t)(x) << 10)
-#define FLOOR      GiB(4)
+#define MAX_CPUS 3
+#define NPAGES   256
+#define PA_BASE  0x80000000ull
+#define NSLOTS   (NPAGES * EPT_ENTRIES)
+#define NPS      24 /* paging-structure cache entries per CPU */
+#define NTLB     16
+#define MAX_ACTS 24
+#define LOG_MAX  (1 << 16)
+#define GiB(x)   ((uint64_t)(x) << 30)
+#define MiB(x)   ((uint64_t)(x) << 20)
+#define KiB(x)   ((uint64_t)(x) << 10)
+#define FLOOR    GiB(4)
+_Static_assert(MAX_CPUS <= SIM_MAX_CPUS, "sd_sim.h");
 
 enum mutation {
     MUT_NONE,
@@ -114,23 +105,15 @@ struct tlb_ent {
 };
 
 struct mcpu {
-    unsigned id;
+    struct sim_cpu s; /* first: id, coroutine, store buffer, hung, finished */
     struct sd_ops ops;
     struct sd_waiter waiter;
-    ucontext_t uc;
-    char *stack;
     uint64_t rng;
-    struct {
-        volatile void *p;
-        unsigned size;
-        uint64_t v;
-    } sb[SB_MAX];
-    unsigned sb_n;
     struct ps_ent ps[NPS];
     struct tlb_ent tlb[NTLB];
     unsigned nps, ntlb;
     enum mode mode; /* harness truth, set after sd_set_state() returns */
-    bool in_guest, in_walk, in_nmi, nmi_now, hung, finished;
+    bool in_guest, in_walk, in_nmi;
     unsigned pending, ipis;
     uint64_t last_flush;
     unsigned nacts;
@@ -145,8 +128,6 @@ struct pginfo {
 };
 
 static struct world {
-    bool model;
-    unsigned n;
     enum mutation mut;
     bool root_nmi_blocked;
     bool reuse_only; /* the oracle without invariant 2: does invariant 1 alone catch it? */
@@ -171,36 +152,12 @@ static struct world {
     /* figures */
     uint64_t syncs_ok, syncs_to, sipi_skipped, reuses, unlinks, accesses, walks, faults, drops,
         stale, enomem;
-    /* the step scheduler */
-    ucontext_t main_uc;
-    int running;
-    uint64_t steps, max_steps, rng;
-    unsigned switch_pct, drain_pct, nmi_pct, progs_left;
-    char fail[320];
-} W;
+    unsigned progs_left;
+} W; /* the step scheduler and the failure: sim (sd_sim.h) */
 
-static struct mcpu *me; /* the simulated CPU running (NULL: main) */
-
-static unsigned rnd(uint64_t *s, unsigned n)
+static struct mcpu *mcpu(struct sim_cpu *s)
 {
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return (unsigned)(*s % n);
-}
-
-static void handoff(struct mcpu *c, int next);
-static void violation(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void violation(const char *fmt, ...)
-{
-    if (!W.fail[0]) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(W.fail, sizeof(W.fail), fmt, ap);
-        va_end(ap);
-    }
-    if (me && W.model)
-        handoff(me, -1); /* straight back to main; this world is never resumed */
+    return (struct mcpu *)s;
 }
 
 /* ---- table pool and the record of table stores --------------------------- */
@@ -268,106 +225,13 @@ static bool stale_committed(const struct item *it)
     return r >= 0 && r < W.committed;
 }
 
-/* ---- x86-TSO memory (as in test_shootdown.c) ----------------------------- */
-
-static uint64_t mem_read(const volatile void *p, unsigned size)
+/* sd_sim.h hooks: a table store reached memory; ept.c reads tables only under the
+ * EPT lock, where only its own stores land: no scheduling point there (its
+ * stores are, through h_store) */
+static void hk_written(const volatile void *p)
 {
-    return size == 4 ? *(const volatile uint32_t *)p : *(const volatile uint64_t *)p;
-}
-
-static void mem_write(volatile void *p, unsigned size, uint64_t v)
-{
-    if (size == 4)
-        *(volatile uint32_t *)p = (uint32_t)v;
-    else
-        *(volatile uint64_t *)p = v;
-    if (W.model && slot_in_arena(p))
+    if (sim.model && slot_in_arena(p))
         log_store(p);
-}
-
-static void drain_one(struct mcpu *c)
-{
-    mem_write(c->sb[0].p, c->sb[0].size, c->sb[0].v);
-    memmove(&c->sb[0], &c->sb[1], --c->sb_n * sizeof(c->sb[0]));
-}
-
-static void drain_all(struct mcpu *c)
-{
-    while (c->sb_n)
-        drain_one(c);
-}
-
-/* what the running CPU reads: its own buffered stores first */
-static uint64_t own_read(const volatile void *p, unsigned size)
-{
-    for (unsigned i = me ? me->sb_n : 0; i--;)
-        if (me->sb[i].p == p)
-            return me->sb[i].v;
-    return mem_read(p, size);
-}
-
-static void sched_point(bool yield);
-
-uint64_t tso_load(const volatile void *p, unsigned size)
-{
-    /* ept.c reads tables only under the EPT lock, where only its own stores
-     * land: no scheduling point there (its stores are, through h_store) */
-    if (W.model && me && !slot_in_arena(p))
-        sched_point(false);
-    return own_read(p, size);
-}
-
-void tso_fence(int order)
-{
-    if (!W.model || !me)
-        return;
-    sched_point(false);
-    if (order == __ATOMIC_SEQ_CST)
-        drain_all(me);
-}
-
-void tso_store(volatile void *p, unsigned size, uint64_t v, int order)
-{
-    if (!W.model || !me) {
-        mem_write(p, size, v);
-        return;
-    }
-    sched_point(false);
-    if (me->sb_n == SB_MAX)
-        drain_one(me);
-    me->sb[me->sb_n].p = p;
-    me->sb[me->sb_n].size = size;
-    me->sb[me->sb_n++].v = v;
-    if (order == __ATOMIC_SEQ_CST) /* XCHG */
-        drain_all(me);
-}
-
-uint64_t tso_rmw(volatile void *p, unsigned size, int op, uint64_t v)
-{
-    if (W.model && me) {
-        sched_point(false);
-        drain_all(me); /* a locked instruction */
-    }
-    uint64_t old = mem_read(p, size), nv = op == TSO_XCHG ? v : old + v;
-    if (size == 4)
-        nv = (uint32_t)nv;
-    mem_write(p, size, nv);
-    return op == TSO_XCHG ? old : nv;
-}
-
-bool tso_cas(volatile void *p, unsigned size, void *expected, uint64_t desired)
-{
-    if (W.model && me) {
-        sched_point(false);
-        drain_all(me);
-    }
-    uint64_t cur = mem_read(p, size), exp = mem_read(expected, size);
-    if (cur == exp) {
-        mem_write(p, size, desired);
-        return true;
-    }
-    mem_write(expected, size, cur);
-    return false;
 }
 
 /* ---- invariant 1: table pages and who still points at them --------------- */
@@ -386,7 +250,7 @@ static unsigned page_of(uint64_t pa)
 static void check_reuse(unsigned pg, const char *how)
 {
     uint64_t pa = PA_BASE + (uint64_t)pg * EPT_PAGE_SIZE;
-    for (unsigned i = 0; i < W.n; i++) {
+    for (unsigned i = 0; i < sim.n; i++) {
         struct mcpu *c = &W.cpu[i];
         if (c->mode != M_ACTIVE) /* WAIT_SIPI: flushes before it runs (checked by 2) */
             continue;
@@ -396,7 +260,7 @@ static void check_reuse(unsigned pg, const char *how)
                           "caches a pointer to it (level-%u entry for GPA %#llx; its last "
                           "INVEPT at step %llu)",
                           pg, W.pg[pg].lives, (unsigned long long)W.pg[pg].unlinked_at, how, i,
-                          c->hung ? " (hung)" : "", c->ps[k].level,
+                          c->s.hung ? " (hung)" : "", c->ps[k].level,
                           (unsigned long long)(c->ps[k].prefix << EPT_LEVEL_SHIFT(c->ps[k].level)),
                           (unsigned long long)c->last_flush);
     }
@@ -413,13 +277,13 @@ static void mark(unsigned pg, unsigned level, bool on)
         }
         p->level = level;
     } else {
-        p->unlinked_at = W.steps;
+        p->unlinked_at = sim.steps;
         W.unlinks++;
     }
     p->reach = on;
     uint64_t *t = pa_va(PA_BASE + (uint64_t)pg * EPT_PAGE_SIZE);
     for (unsigned i = 0; level > 1 && i < EPT_ENTRIES; i++) {
-        uint64_t v = own_read(&t[i], 8);
+        uint64_t v = sim_own_read(&t[i], 8);
         if (is_table_ptr(v, level) && in_arena(v & EPT_ADDR_MASK))
             mark(page_of(v & EPT_ADDR_MASK), level - 1, on);
     }
@@ -430,7 +294,7 @@ static void h_store(void *ctx, uint64_t *slot, uint64_t val)
 {
     unsigned pg = slot_index(slot) / EPT_ENTRIES;
     struct pginfo *p = &W.pg[pg];
-    uint64_t old = own_read(slot, 8);
+    uint64_t old = sim_own_read(slot, 8);
     /* a not-present word is the list link of a spare or retired page; any
      * other value in an unreachable page means it is being reused */
     if (!p->reach && (val & (VMX_EPT_RWX_MASK | EPT_SW_USED)))
@@ -452,10 +316,10 @@ static void cache_clear(struct mcpu *c)
 static void h_flush(void *ctx) /* INVEPT: serializing, forgets everything */
 {
     struct mcpu *c = ctx;
-    if (W.model)
-        drain_all(c);
+    if (sim.model)
+        sim_drain_all(&c->s);
     cache_clear(c);
-    c->last_flush = W.steps;
+    c->last_flush = sim.steps;
     sched_point(false);
 }
 
@@ -466,7 +330,7 @@ static void ps_insert(struct mcpu *c, const struct ps_ent *p)
     while (k < c->nps && (c->ps[k].level != p->level || c->ps[k].prefix != p->prefix))
         k++;
     if (k == c->nps)
-        k = c->nps < NPS ? c->nps++ : rnd(&W.rng, NPS);
+        k = c->nps < NPS ? c->nps++ : rnd(&sim.rng, NPS);
     c->ps[k] = *p;
 }
 
@@ -476,7 +340,7 @@ static void tlb_insert(struct mcpu *c, const struct tlb_ent *t)
     while (k < c->ntlb && (c->tlb[k].level != t->level || c->tlb[k].base != t->base))
         k++;
     if (k == c->ntlb)
-        k = c->ntlb < NTLB ? c->ntlb++ : rnd(&W.rng, NTLB);
+        k = c->ntlb < NTLB ? c->ntlb++ : rnd(&sim.rng, NTLB);
     c->tlb[k] = *t;
 }
 
@@ -485,7 +349,7 @@ static void use_item(struct mcpu *c, const struct item *it, const char *what, ui
     if (!W.reuse_only && stale_committed(it))
         violation("cpu%u used a cached %s for GPA %#llx whose entry was replaced by store #%d, "
                   "covered by a vmx_ept_sync() that returned 0 (committed up to #%d)",
-                  c->id, what, (unsigned long long)gpa, replaced_by(it), W.committed);
+                  c->s.id, what, (unsigned long long)gpa, replaced_by(it), W.committed);
 }
 
 /* a guest access: true and *hpa, or false (EPT violation) */
@@ -518,12 +382,12 @@ static bool hw_access(struct mcpu *c, uint64_t gpa, uint64_t *hpa)
         if (!in_arena(table)) {
             violation("cpu%u: the walk for GPA %#llx left the table pool (%#llx): it read a "
                       "reused page",
-                      c->id, (unsigned long long)gpa, (unsigned long long)table);
+                      c->s.id, (unsigned long long)gpa, (unsigned long long)table);
             return false;
         }
         uint64_t *slot = &pa_va(table)[EPT_INDEX(gpa, level)];
         sched_point(false);
-        uint64_t v = mem_read(slot, 8); /* the page walker reads memory */
+        uint64_t v = sim_mem_read(slot, 8); /* the page walker reads memory */
         struct item it = {slot, W.last_log[slot_index(slot)]};
         if (!(v & VMX_EPT_RWX_MASK)) {
             c->in_walk = false;
@@ -544,19 +408,19 @@ static bool hw_access(struct mcpu *c, uint64_t gpa, uint64_t *hpa)
     }
 }
 
-/* ---- NMIs and the step scheduler (as in test_shootdown.c) ---------------- */
+/* ---- NMIs ---------------------------------------------------------------- */
 
 static bool deliverable(const struct mcpu *c)
 {
-    return c->mode == M_ACTIVE && !c->in_nmi && !c->in_walk && !c->hung &&
+    return c->mode == M_ACTIVE && !c->in_nmi && !c->in_walk && !c->s.hung &&
            (c->in_guest || !W.root_nmi_blocked) && c->pending > 0;
 }
 
 static void vm_entry(struct mcpu *c)
 {
     if (W.mut != MUT_SIPI_NO_POLL && W.mut != MUT_NO_ENTRY_POLL)
-        sd_catch_up(&W.sd, c->id, &c->ops); /* vmx_run(): smp_catch_up() */
-    drain_all(c);                           /* VM entry is serializing */
+        sd_catch_up(&W.sd, c->s.id, &c->ops); /* vmx_run(): smp_catch_up() */
+    sim_drain_all(&c->s);                     /* VM entry is serializing */
     c->in_guest = true;
 }
 
@@ -566,60 +430,21 @@ static void deliver_nmi(struct mcpu *c)
     c->pending--;
     c->in_nmi = true;
     c->in_guest = false;
-    if (!sd_on_nmi(&W.sd, c->id, &c->ops))
-        violation("cpu%u: an NMI the VMM sent was taken for the guest's", c->id);
+    if (!sd_on_nmi(&W.sd, c->s.id, &c->ops))
+        violation("cpu%u: an NMI the VMM sent was taken for the guest's", c->s.id);
     c->in_nmi = false;
     if (guest)
         vm_entry(c);
 }
 
-static void handoff(struct mcpu *c, int next)
+static bool hk_deliverable(struct sim_cpu *s)
 {
-    W.running = next;
-    swapcontext(c ? &c->uc : &W.main_uc, next < 0 ? &W.main_uc : &W.cpu[next].uc);
-    me = c;
+    return deliverable(mcpu(s));
 }
 
-static int pick_runnable(int not )
+static void hk_deliver_nmi(struct sim_cpu *s)
 {
-    int cand[MAX_CPUS], n = 0;
-    for (unsigned i = 0; i < W.n; i++)
-        if (!W.cpu[i].finished && !W.cpu[i].hung && (int)i != not )
-            cand[n++] = (int)i;
-    return n ? cand[rnd(&W.rng, (unsigned)n)] : -1;
-}
-
-static void sched_point(bool yield)
-{
-    struct mcpu *c = me;
-    if (!c || !W.model)
-        return;
-    if (++W.steps > W.max_steps)
-        violation("no progress after %llu steps: deadlock or livelock",
-                  (unsigned long long)W.steps);
-    while (rnd(&W.rng, 100) < W.drain_pct) {
-        struct mcpu *d = &W.cpu[rnd(&W.rng, W.n)];
-        if (d->sb_n)
-            drain_one(d);
-    }
-    if (rnd(&W.rng, 100) < W.nmi_pct) {
-        struct mcpu *t = &W.cpu[rnd(&W.rng, W.n)];
-        if (deliverable(t))
-            t->nmi_now = true;
-    }
-    int next = (int)c->id;
-    if (yield || rnd(&W.rng, 100) < W.switch_pct) {
-        int j = pick_runnable(yield ? (int)c->id : -1);
-        if (j >= 0)
-            next = j;
-    }
-    if (next != (int)c->id)
-        handoff(c, next);
-    if (c->nmi_now) {
-        c->nmi_now = false;
-        if (deliverable(c))
-            deliver_nmi(c);
-    }
+    deliver_nmi(mcpu(s));
 }
 
 static void h_send_ipi(void *ctx, unsigned cpu)
@@ -631,7 +456,7 @@ static void h_send_ipi(void *ctx, unsigned cpu)
 
 static uint64_t h_now(void *ctx)
 {
-    return W.steps;
+    return sim.steps;
 }
 
 static void h_relax(void *ctx)
@@ -647,7 +472,7 @@ static void commit(struct mcpu *self, bool shot)
 {
     bool skipped = false;
     W.committed = W.nlog;
-    for (unsigned i = 0; i < W.n; i++) {
+    for (unsigned i = 0; i < sim.n; i++) {
         struct mcpu *c = &W.cpu[i];
         for (unsigned k = 0; c->mode == M_WAIT_SIPI && k < c->nps + c->ntlb; k++)
             skipped |= replaced_by(k < c->nps ? &c->ps[k].it : &c->tlb[k - c->nps].it) >= 0;
@@ -657,12 +482,12 @@ static void commit(struct mcpu *self, bool shot)
             if (replaced_by(&c->ps[k].it) >= 0)
                 violation("cpu%u: vmx_ept_sync() returned 0 while cpu%u still caches a replaced "
                           "level-%u pointer",
-                          self->id, i, c->ps[k].level);
+                          self->s.id, i, c->ps[k].level);
         for (unsigned k = 0; k < c->ntlb; k++)
             if (replaced_by(&c->tlb[k].it) >= 0)
                 violation("cpu%u: vmx_ept_sync() returned 0 while cpu%u still caches the dropped "
                           "translation of GPA %#llx",
-                          self->id, i, (unsigned long long)c->tlb[k].base);
+                          self->s.id, i, (unsigned long long)c->tlb[k].base);
     }
     W.sipi_skipped += shot && skipped; /* not waited for: it flushes at its SIPI */
 }
@@ -680,10 +505,10 @@ static int vmx_ept_sync(struct mcpu *c)
         return 0;
     }
     uint64_t missing = 0;
-    if (sd_run(&W.sd, c->id, &c->ops, W.timeout, &missing)) {
+    if (sd_run(&W.sd, c->s.id, &c->ops, W.timeout, &missing)) {
         W.syncs_to++;
         if (!missing || (missing & ~W.hung_mask))
-            violation("cpu%u: shootdown timed out missing %#llx; CPUs that hang: %#llx", c->id,
+            violation("cpu%u: shootdown timed out missing %#llx; CPUs that hang: %#llx", c->s.id,
                       (unsigned long long)missing, (unsigned long long)W.hung_mask);
         if (W.mut == MUT_SYNC_IGNORE_TO)
             ept_flush_done(&W.e);
@@ -698,11 +523,11 @@ static int vmx_ept_sync(struct mcpu *c)
 static void od_flush(void *ctx, struct ept *e)
 {
     if (W.mut == MUT_OD_FLUSH_LOCAL) {
-        me->ops.flush_local(me);
+        mcpu(sim_me)->ops.flush_local(mcpu(sim_me));
         ept_flush_done(e);
         return;
     }
-    (void)vmx_ept_sync(me);
+    (void)vmx_ept_sync(mcpu(sim_me));
 }
 
 static void vm_ept_lock(struct mcpu *c)
@@ -758,13 +583,13 @@ static void guest_access(struct mcpu *c, uint64_t gpa)
     for (unsigned tries = 0;; tries++) {
         uint64_t hpa = 0;
         if (tries > 64) {
-            violation("cpu%u: GPA %#llx faults forever", c->id, (unsigned long long)gpa);
+            violation("cpu%u: GPA %#llx faults forever", c->s.id, (unsigned long long)gpa);
             return;
         }
         if (hw_access(c, gpa, &hpa)) {
             if (hpa != gpa)
                 violation("cpu%u: GPA %#llx translated to %#llx: a reused table page was walked",
-                          c->id, (unsigned long long)gpa, (unsigned long long)hpa);
+                          c->s.id, (unsigned long long)gpa, (unsigned long long)hpa);
             W.accesses++;
             return;
         }
@@ -792,14 +617,14 @@ static void ept_drop(struct mcpu *c) /* PTV_VMCALL_EPT_DROP */
 static void init_sipi(struct mcpu *c)
 {
     c->in_guest = false;
-    sd_set_state(&W.sd, c->id, SD_CPU_WAIT_SIPI, &c->ops);
+    sd_set_state(&W.sd, c->s.id, SD_CPU_WAIT_SIPI, &c->ops);
     c->mode = M_WAIT_SIPI;
     for (unsigned i = 1 + rnd(&c->rng, 300); i--;)
         sched_point(true); /* waiting for the SIPI, maybe longer than a timeout */
     if (W.mut == MUT_SIPI_NO_POLL)
-        tso_store(&W.sd.cpu[c->id].state, 4, SD_CPU_ACTIVE, __ATOMIC_SEQ_CST);
+        tso_store(&W.sd.cpu[c->s.id].state, 4, SD_CPU_ACTIVE, __ATOMIC_SEQ_CST);
     else
-        sd_set_state(&W.sd, c->id, SD_CPU_ACTIVE, &c->ops);
+        sd_set_state(&W.sd, c->s.id, SD_CPU_ACTIVE, &c->ops);
     c->mode = M_ACTIVE;
     vm_entry(c);
 }
@@ -807,8 +632,8 @@ static void init_sipi(struct mcpu *c)
 static void cpu_main(int id)
 {
     struct mcpu *c = &W.cpu[id];
-    me = c;
-    sd_set_state(&W.sd, c->id, SD_CPU_ACTIVE, &c->ops);
+    sim_me = &c->s;
+    sd_set_state(&W.sd, c->s.id, SD_CPU_ACTIVE, &c->ops);
     c->mode = M_ACTIVE;
     vm_entry(c);
     for (unsigned k = 0; k < c->nacts; k++) {
@@ -823,8 +648,8 @@ static void cpu_main(int id)
             init_sipi(c);
             break;
         case A_HANG: /* ACTIVE, in the guest, never answers again */
-            c->hung = true;
-            handoff(c, pick_runnable(-1));
+            c->s.hung = true;
+            sim_handoff(&c->s, sim_pick_runnable(-1));
             return;
         }
     }
@@ -835,10 +660,10 @@ static void cpu_main(int id)
     }
     /* parked (the VMM's SD_CPU_OFF): not waited for, runs no guest code again */
     c->in_guest = false;
-    sd_set_state(&W.sd, c->id, SD_CPU_OFF, &c->ops);
+    sd_set_state(&W.sd, c->s.id, SD_CPU_OFF, &c->ops);
     c->mode = M_OFF;
-    c->finished = true;
-    handoff(c, pick_runnable(-1)); /* never resumed */
+    c->s.finished = true;
+    sim_handoff(&c->s, sim_pick_runnable(-1)); /* never resumed */
 }
 
 /* ---- one world ----------------------------------------------------------- */
@@ -880,20 +705,17 @@ static const char *run_world(const struct scenario *sc)
     memset(W.first_log, 0xff, sizeof(W.first_log));
     memset(W.last_log, 0xff, sizeof(W.last_log));
     W.nlog = W.committed = 0;
-    W.model = false;
-    W.fail[0] = 0;
-    W.n = sc->n;
     W.mut = sc->mut;
     W.reuse_only = sc->reuse_only;
     W.hung_mask = sc->hang ? 1ull << (sc->n - 1) : 0;
     W.root_nmi_blocked = rnd(&r, 2);
     W.syncs_ok = W.syncs_to = W.sipi_skipped = W.reuses = W.unlinks = W.accesses = W.walks = 0;
-    W.faults = W.drops = W.stale = W.enomem = W.steps = 0;
-    W.rng = r;
-    W.switch_pct = (unsigned[]){5, 20, 50}[rnd(&r, 3)];
-    W.drain_pct = (unsigned[]){5, 20, 50}[rnd(&r, 3)];
-    W.nmi_pct = (unsigned[]){10, 30, 60}[rnd(&r, 3)];
-    W.max_steps = 2000000;
+    W.faults = W.drops = W.stale = W.enomem = 0;
+    sim_reset(sc->n, &r, 2000000);
+    sim.hooks = (struct sim_hooks){.deliverable = hk_deliverable,
+                                   .deliver_nmi = hk_deliver_nmi,
+                                   .quiet_load = slot_in_arena,
+                                   .written = hk_written};
     W.timeout = sc->hang ? 2000 : 100000; /* steps */
     W.lock.locked = 0;
     sd_init(&W.sd, sc->n);
@@ -903,17 +725,12 @@ static const char *run_world(const struct scenario *sc)
                                   A_ACCESS, A_ACCESS, A_DROP,   A_INIT};
     for (unsigned i = 0; i < sc->n; i++) {
         struct mcpu *c = &W.cpu[i];
-        c->id = i;
+        c->s.id = i;
+        sim.cpu[i] = &c->s;
         c->rng = r + i * 7919 + 1;
         c->ops = (struct sd_ops){c, h_send_ipi, h_flush, h_now, h_relax};
         c->waiter = (struct sd_waiter){&W.sd, i, &c->ops};
-        c->stack = malloc(STACK_SIZE);
-        assert_non_null(c->stack);
-        getcontext(&c->uc);
-        c->uc.uc_stack.ss_sp = c->stack;
-        c->uc.uc_stack.ss_size = STACK_SIZE;
-        c->uc.uc_link = &W.main_uc;
-        makecontext(&c->uc, (void (*)(void))cpu_main, 1, (int)i);
+        sim_make_coroutine(&c->s, cpu_main);
         if (sc->hang && i == sc->n - 1) { /* caches the on-demand tables, then hangs */
             for (unsigned k = 2 + rnd(&r, 4); k--;)
                 c->acts[c->nacts++] = A_ACCESS;
@@ -924,20 +741,19 @@ static const char *run_world(const struct scenario *sc)
         for (unsigned k = 4 + rnd(&r, MAX_ACTS - 4); k--;)
             c->acts[c->nacts++] = mix[rnd(&r, sizeof(mix))];
     }
-    W.model = true;
-    handoff(NULL, pick_runnable(-1)); /* back when no CPU is left to run, or on a violation */
-    W.model = false;
-    me = NULL;
-    for (unsigned i = 0; i < sc->n; i++)
-        free(W.cpu[i].stack); /* a hung or failed CPU is abandoned: it holds nothing */
-    if (!W.fail[0] && (W.sd.completed != W.syncs_ok || W.sd.timeouts != W.syncs_to))
+    sim.model = true;
+    sim_run(); /* back when no CPU is left to run, or on a violation */
+    sim.model = false;
+    sim_me = NULL;
+    sim_free_stacks(); /* a hung or failed CPU is abandoned: it holds nothing */
+    if (!sim.fail[0] && (W.sd.completed != W.syncs_ok || W.sd.timeouts != W.syncs_to))
         violation("counters: sd completed %llu (syncs %llu), timeouts %llu (syncs %llu)",
                   (unsigned long long)W.sd.completed, (unsigned long long)W.syncs_ok,
                   (unsigned long long)W.sd.timeouts, (unsigned long long)W.syncs_to);
-    if (!W.fail[0] && !sc->hang && W.syncs_to)
+    if (!sim.fail[0] && !sc->hang && W.syncs_to)
         violation("%llu shootdowns timed out with every CPU responsive",
                   (unsigned long long)W.syncs_to);
-    return W.fail[0] ? W.fail : NULL;
+    return sim.fail[0] ? sim.fail : NULL;
 }
 
 /* ---- the tests ----------------------------------------------------------- */
@@ -955,7 +771,7 @@ struct figures {
 
 static void add_figures(struct figures *f)
 {
-    f->steps += W.steps;
+    f->steps += sim.steps;
     f->syncs += W.syncs_ok;
     f->timeouts += W.syncs_to;
     f->sipi_skipped += W.sipi_skipped;
@@ -1035,7 +851,7 @@ static void test_mutations(void **state)
 {
     uint64_t n = seeds(500) / 5;
     for (int m = MUT_NONE + 1; m < MUT_NR; m++) {
-        static char msg[sizeof(W.fail) + 32], msg1[sizeof(W.fail) + 32];
+        static char msg[sizeof(sim.fail) + 32], msg1[sizeof(sim.fail) + 32];
         uint64_t caught = run_mutant((enum mutation)m, false, n, msg, sizeof(msg));
         printf("[ mutant] %-40s caught in %3llu/%llu schedules%s%s\n", mut_name[m],
                (unsigned long long)caught, (unsigned long long)n, caught ? "; first: " : "",

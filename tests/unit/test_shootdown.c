@@ -16,9 +16,10 @@
  * Two drivers run the real code: a deterministic step scheduler (each
  * simulated CPU a thread, exactly one running, switched at every atomic
  * access, every hook and at random drains of an x86-TSO store buffer; see
- * sd_tso.h), and free-running pthreads with seeded random delays.  Mutations
- * (broken fence, broken wiring, broken NMI bookkeeping) are made through the
- * model and the hooks, never in shootdown.c, and each must be caught.
+ * sd_tso.h and sd_sim.h, shared with test_ept_smp.c), and free-running
+ * pthreads with seeded random delays.  Mutations (broken fence, broken wiring,
+ * broken NMI bookkeeping) are made through the model and the hooks, never in
+ * shootdown.c, and each must be caught.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -28,26 +29,17 @@
 #include <cmocka.h>
 #include <pthread.h>
 #include <sched.h>
-#include <ucontext.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "smp/shootdown.h"
+#include "sd_sim.h"
 
-/* from here on the harness uses the real builtins */
-#undef __atomic_load_n
-#undef __atomic_store_n
-#undef __atomic_exchange_n
-#undef __atomic_add_fetch
-#undef __atomic_compare_exchange_n
-#undef __atomic_thread_fence
-
-#define MAX_CPUS   4
-#define MAX_ACTS   64
-#define SB_MAX     8
-#define STACK_SIZE (256 * 1024)
+#define MAX_CPUS 4
+#define MAX_ACTS 64
+_Static_assert(MAX_CPUS <= SIM_MAX_CPUS, "sd_sim.h");
 
 enum mutation {
     MUT_NONE,
@@ -69,31 +61,21 @@ enum act { A_START, A_GUEST, A_NARROW, A_INIT, A_GNMI, A_HANG };
 enum mode { M_OFF, M_ACTIVE, M_WAIT_SIPI };
 
 struct mcpu {
-    unsigned id;
+    struct sim_cpu s; /* first: id, coroutine, store buffer, hung, finished */
     struct sd_ops ops;
     pthread_t th;
-    ucontext_t uc; /* step model: each CPU a coroutine */
-    char *stack;
     jmp_buf jb;
     uint64_t rng;
-    struct {
-        volatile void *p;
-        unsigned size;
-        uint64_t v;
-    } sb[SB_MAX]; /* TSO store buffer, oldest first */
-    unsigned sb_n;
     bool tlb_valid;
     uint64_t tlb_ver;
     enum mode mode; /* harness truth, updated around sd_set_state() */
-    bool in_guest, in_nmi, nmi_now, hung, finished, skip_poll;
+    bool in_guest, in_nmi, skip_poll;
     unsigned pending, guest_sent, reflected, ipis; /* NMIs to this CPU */
     unsigned nacts;
     uint8_t acts[MAX_ACTS];
 };
 
 static struct world {
-    bool model, final;
-    unsigned n;
     enum mutation mut;
     bool root_nmi_blocked, ept_lock;
     struct shootdown sd;
@@ -101,156 +83,13 @@ static struct world {
     struct mcpu cpu[MAX_CPUS];
     uint64_t ept_ver, committed, runs_ok, runs_to, hung_mask, timeout;
     unsigned narrowing, overlaps; /* CPUs inside narrow(); times two were */
-    /* the step scheduler */
-    pthread_mutex_t mu; /* guards fail[] */
-    ucontext_t main_uc;
-    int running; /* the CPU that may run; -1: none left (main's turn) */
-    bool end, abort;
-    uint64_t steps, max_steps, rng;
-    unsigned switch_pct, drain_pct, nmi_pct, progs_left;
-    char fail[256];
-} W = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    bool end;
+    unsigned progs_left;
+} W; /* the step scheduler and the failure: sim (sd_sim.h) */
 
-static __thread struct mcpu *me; /* the simulated CPU running (this thread, or coroutine) */
-
-static unsigned rnd(uint64_t *s, unsigned n)
+static struct mcpu *mcpu(struct sim_cpu *s)
 {
-    *s ^= *s << 13;
-    *s ^= *s >> 7;
-    *s ^= *s << 17;
-    return (unsigned)(*s % n);
-}
-
-static void handoff(struct mcpu *c, int next);
-static void violation(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void violation(const char *fmt, ...)
-{
-    pthread_mutex_lock(&W.mu);
-    if (!W.fail[0]) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(W.fail, sizeof(W.fail), fmt, ap);
-        va_end(ap);
-    }
-    __atomic_store_n(&W.abort, true, __ATOMIC_SEQ_CST);
-    pthread_mutex_unlock(&W.mu);
-    if (!me || W.final)
-        return;
-    if (W.model)
-        handoff(me, -1); /* straight back to main; this world is never resumed */
-    longjmp(me->jb, 1);  /* pthreads: this thread gives up, the others follow */
-}
-
-/* ---- x86-TSO memory for the step model ---------------------------------- */
-
-static uint64_t mem_read(const volatile void *p, unsigned size)
-{
-    return size == 4 ? *(const volatile uint32_t *)p : *(const volatile uint64_t *)p;
-}
-
-static void mem_write(volatile void *p, unsigned size, uint64_t v)
-{
-    if (size == 4)
-        *(volatile uint32_t *)p = (uint32_t)v;
-    else
-        *(volatile uint64_t *)p = v;
-}
-
-static void drain_one(struct mcpu *c)
-{
-    mem_write(c->sb[0].p, c->sb[0].size, c->sb[0].v);
-    memmove(&c->sb[0], &c->sb[1], --c->sb_n * sizeof(c->sb[0]));
-}
-
-static void drain_all(struct mcpu *c)
-{
-    while (c->sb_n)
-        drain_one(c);
-}
-
-static void sched_point(bool yield);
-
-uint64_t tso_load(const volatile void *p, unsigned size)
-{
-    if (!W.model || !me)
-        return size == 4 ? __atomic_load_n((const volatile uint32_t *)p, __ATOMIC_SEQ_CST)
-                         : __atomic_load_n((const volatile uint64_t *)p, __ATOMIC_SEQ_CST);
-    sched_point(false);
-    for (unsigned i = me->sb_n; i--;) /* own stores forward to own loads */
-        if (me->sb[i].p == p)
-            return me->sb[i].v;
-    return mem_read(p, size);
-}
-
-void tso_fence(int order)
-{
-    if (!W.model || !me) {
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
-        return;
-    }
-    sched_point(false);
-    /* acquire/release fences are free on x86; seq_cst is MFENCE / a locked op */
-    if (order == __ATOMIC_SEQ_CST && W.mut != MUT_NOFENCE)
-        drain_all(me);
-}
-
-void tso_store(volatile void *p, unsigned size, uint64_t v, int order)
-{
-    if (!W.model || !me) {
-        if (size == 4)
-            __atomic_store_n((volatile uint32_t *)p, (uint32_t)v, __ATOMIC_SEQ_CST);
-        else
-            __atomic_store_n((volatile uint64_t *)p, v, __ATOMIC_SEQ_CST);
-        return;
-    }
-    sched_point(false);
-    if (me->sb_n == SB_MAX)
-        drain_one(me);
-    me->sb[me->sb_n].p = p;
-    me->sb[me->sb_n].size = size;
-    me->sb[me->sb_n++].v = v;
-    if (order == __ATOMIC_SEQ_CST && W.mut != MUT_NOFENCE) /* XCHG: a locked store */
-        drain_all(me);
-}
-
-uint64_t tso_rmw(volatile void *p, unsigned size, int op, uint64_t v)
-{
-    if (!W.model || !me) {
-        if (size == 4)
-            return op == TSO_XCHG
-                       ? __atomic_exchange_n((volatile uint32_t *)p, (uint32_t)v, __ATOMIC_SEQ_CST)
-                       : __atomic_add_fetch((volatile uint32_t *)p, (uint32_t)v, __ATOMIC_SEQ_CST);
-        return op == TSO_XCHG ? __atomic_exchange_n((volatile uint64_t *)p, v, __ATOMIC_SEQ_CST)
-                              : __atomic_add_fetch((volatile uint64_t *)p, v, __ATOMIC_SEQ_CST);
-    }
-    sched_point(false);
-    drain_all(me); /* a locked instruction drains the store buffer on x86 */
-    uint64_t old = mem_read(p, size), nv = op == TSO_XCHG ? v : old + v;
-    if (size == 4)
-        nv = (uint32_t)nv;
-    mem_write(p, size, nv);
-    return op == TSO_XCHG ? old : nv;
-}
-
-bool tso_cas(volatile void *p, unsigned size, void *expected, uint64_t desired)
-{
-    if (!W.model || !me) {
-        if (size == 4)
-            return __atomic_compare_exchange_n((volatile uint32_t *)p, (uint32_t *)expected,
-                                               (uint32_t)desired, false, __ATOMIC_SEQ_CST,
-                                               __ATOMIC_SEQ_CST);
-        return __atomic_compare_exchange_n((volatile uint64_t *)p, (uint64_t *)expected, desired,
-                                           false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-    }
-    sched_point(false);
-    drain_all(me);
-    uint64_t cur = mem_read(p, size), exp = mem_read(expected, size);
-    if (cur == exp) {
-        mem_write(p, size, desired);
-        return true;
-    }
-    mem_write(expected, size, cur);
-    return false;
+    return (struct mcpu *)s;
 }
 
 /* ---- the simulated hardware --------------------------------------------- */
@@ -261,7 +100,7 @@ static void guest_access(struct mcpu *c)
     if (c->tlb_valid && c->tlb_ver < committed)
         violation("cpu%u: guest used a translation of EPT v%llu after the narrowing to v%llu was "
                   "shot down",
-                  c->id, (unsigned long long)c->tlb_ver, (unsigned long long)committed);
+                  c->s.id, (unsigned long long)c->tlb_ver, (unsigned long long)committed);
     if (!c->tlb_valid) {
         c->tlb_valid = true;
         c->tlb_ver = __atomic_load_n(&W.ept_ver, __ATOMIC_SEQ_CST);
@@ -270,7 +109,8 @@ static void guest_access(struct mcpu *c)
 
 static bool deliverable(const struct mcpu *c)
 {
-    return c->mode == M_ACTIVE && !c->in_nmi && !c->hung && (c->in_guest || !W.root_nmi_blocked) &&
+    return c->mode == M_ACTIVE && !c->in_nmi && !c->s.hung &&
+           (c->in_guest || !W.root_nmi_blocked) &&
            __atomic_load_n(&c->pending, __ATOMIC_SEQ_CST) > 0;
 }
 
@@ -279,37 +119,22 @@ static void deliver_nmi(struct mcpu *c)
 {
     __atomic_add_fetch(&c->pending, -1u, __ATOMIC_SEQ_CST);
     c->in_nmi = true;
-    bool vmm = sd_on_nmi(&W.sd, c->id, &c->ops);
+    bool vmm = sd_on_nmi(&W.sd, c->s.id, &c->ops);
     if (W.mut == MUT_NMI_SWALLOW)
         vmm = true;
     if (!vmm && ++c->reflected > __atomic_load_n(&c->guest_sent, __ATOMIC_SEQ_CST))
         violation("cpu%u: NMI #%u reflected to the guest, which was sent %u: a VMM NMI leaked",
-                  c->id, c->reflected, c->guest_sent);
+                  c->s.id, c->reflected, c->guest_sent);
     c->in_nmi = false;
-    if (c->in_guest && !W.final)
-        sd_catch_up(&W.sd, c->id, &c->ops); /* the VM entry back into the guest */
+    if (c->in_guest && !sim.final)
+        sd_catch_up(&W.sd, c->s.id, &c->ops); /* the VM entry back into the guest */
 }
 
-/* step model: switch from CPU c (NULL: main) to CPU next (-1: back to main) */
-static void handoff(struct mcpu *c, int next)
+/* a scheduling point with free-running pthreads */
+static void pthread_point(struct sim_cpu *s)
 {
-    W.running = next;
-    swapcontext(c ? &c->uc : &W.main_uc, next < 0 ? &W.main_uc : &W.cpu[next].uc);
-    me = c;
-}
-
-static int pick_runnable(int not )
-{
-    int cand[MAX_CPUS], n = 0;
-    for (unsigned i = 0; i < W.n; i++)
-        if (!W.cpu[i].finished && !W.cpu[i].hung && (int)i != not )
-            cand[n++] = (int)i;
-    return n ? cand[rnd(&W.rng, (unsigned)n)] : -1;
-}
-
-static void pthread_point(struct mcpu *c)
-{
-    if (__atomic_load_n(&W.abort, __ATOMIC_SEQ_CST))
+    struct mcpu *c = mcpu(s);
+    if (__atomic_load_n(&sim.abort, __ATOMIC_SEQ_CST))
         longjmp(c->jb, 1);
     unsigned r = rnd(&c->rng, 1000);
     if (r < 3)
@@ -323,42 +148,19 @@ static void pthread_point(struct mcpu *c)
         deliver_nmi(c);
 }
 
-/* Every atomic access and hook of the code under test comes here. */
-static void sched_point(bool yield)
+static bool hk_deliverable(struct sim_cpu *s)
 {
-    struct mcpu *c = me;
-    if (!c || W.final)
-        return;
-    if (!W.model) {
-        pthread_point(c);
-        return;
-    }
-    if (++W.steps > W.max_steps)
-        violation("no progress after %llu steps: deadlock or livelock",
-                  (unsigned long long)W.steps);
-    while (rnd(&W.rng, 100) < W.drain_pct) {
-        struct mcpu *d = &W.cpu[rnd(&W.rng, W.n)];
-        if (d->sb_n)
-            drain_one(d);
-    }
-    if (rnd(&W.rng, 100) < W.nmi_pct) {
-        struct mcpu *t = &W.cpu[rnd(&W.rng, W.n)];
-        if (deliverable(t))
-            t->nmi_now = true;
-    }
-    int next = (int)c->id;
-    if (yield || rnd(&W.rng, 100) < W.switch_pct) {
-        int j = pick_runnable(yield ? (int)c->id : -1);
-        if (j >= 0)
-            next = j;
-    }
-    if (next != (int)c->id)
-        handoff(c, next);
-    if (c->nmi_now) {
-        c->nmi_now = false;
-        if (deliverable(c))
-            deliver_nmi(c);
-    }
+    return deliverable(mcpu(s));
+}
+
+static void hk_deliver_nmi(struct sim_cpu *s)
+{
+    deliver_nmi(mcpu(s));
+}
+
+static void hk_bail(struct sim_cpu *s)
+{
+    longjmp(mcpu(s)->jb, 1); /* pthreads: this thread gives up, the others follow */
 }
 
 static void h_send_ipi(void *ctx, unsigned cpu)
@@ -374,16 +176,16 @@ static void h_send_ipi(void *ctx, unsigned cpu)
 static void h_flush(void *ctx)
 {
     struct mcpu *c = ctx;
-    if (W.model)
-        drain_all(c); /* INVEPT is serializing */
+    if (sim.model)
+        sim_drain_all(&c->s); /* INVEPT is serializing */
     c->tlb_valid = false;
     sched_point(false);
 }
 
 static uint64_t h_now(void *ctx)
 {
-    if (W.model)
-        return W.steps;
+    if (sim.model)
+        return sim.steps;
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
@@ -401,7 +203,7 @@ static void guest_segment(struct mcpu *c)
     if (c->mode != M_ACTIVE)
         return;
     if (!c->skip_poll)
-        sd_catch_up(&W.sd, c->id, &c->ops); /* the poll before VM entry */
+        sd_catch_up(&W.sd, c->s.id, &c->ops); /* the poll before VM entry */
     c->skip_poll = false;
     c->in_guest = true;
     for (unsigned i = 0; i < 3; i++) {
@@ -415,17 +217,17 @@ static void narrow(struct mcpu *c)
 {
     if (c->mode != M_ACTIVE)
         return;
-    struct sd_waiter w = {&W.sd, c->id, &c->ops};
+    struct sd_waiter w = {&W.sd, c->s.id, &c->ops};
     if (__atomic_add_fetch(&W.narrowing, 1, __ATOMIC_SEQ_CST) > 1)
         __atomic_add_fetch(&W.overlaps, 1, __ATOMIC_SEQ_CST);
     if (W.ept_lock)
         spin_lock_relax(&W.eptlock, W.mut == MUT_LOCK_DEAF ? NULL : sd_relax, &w);
     uint64_t v = __atomic_add_fetch(&W.ept_ver, 1, __ATOMIC_SEQ_CST); /* the EPT change */
     uint64_t missing = ~0ull;
-    int r = sd_run(&W.sd, c->id, &c->ops, W.timeout, &missing);
+    int r = sd_run(&W.sd, c->s.id, &c->ops, W.timeout, &missing);
     if (r == 0) {
         if (W.hung_mask)
-            violation("cpu%u: sd_run returned 0 although CPUs %#llx never answer", c->id,
+            violation("cpu%u: sd_run returned 0 although CPUs %#llx never answer", c->s.id,
                       (unsigned long long)W.hung_mask);
         __atomic_add_fetch(&W.runs_ok, 1, __ATOMIC_SEQ_CST);
         uint64_t old = __atomic_load_n(&W.committed, __ATOMIC_SEQ_CST);
@@ -433,16 +235,16 @@ static void narrow(struct mcpu *c)
                                                        __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
             ;
         /* in the step model the others are stopped: check them all now */
-        for (unsigned j = 0; W.model && j < W.n; j++) {
+        for (unsigned j = 0; sim.model && j < sim.n; j++) {
             struct mcpu *o = &W.cpu[j];
             if (o->mode == M_ACTIVE && o->tlb_valid && o->tlb_ver < v)
                 violation("cpu%u: sd_run returned 0 while ACTIVE cpu%u holds EPT v%llu < v%llu",
-                          c->id, j, (unsigned long long)o->tlb_ver, (unsigned long long)v);
+                          c->s.id, j, (unsigned long long)o->tlb_ver, (unsigned long long)v);
         }
     } else {
         __atomic_add_fetch(&W.runs_to, 1, __ATOMIC_SEQ_CST);
         if (missing != W.hung_mask)
-            violation("cpu%u: sd_run timed out, missing %#llx, CPUs that hang %#llx", c->id,
+            violation("cpu%u: sd_run timed out, missing %#llx, CPUs that hang %#llx", c->s.id,
                       (unsigned long long)missing, (unsigned long long)W.hung_mask);
     }
     if (W.ept_lock)
@@ -455,14 +257,14 @@ static void init_sipi(struct mcpu *c)
     if (c->mode != M_ACTIVE)
         return;
     c->mode = M_WAIT_SIPI;
-    sd_set_state(&W.sd, c->id, SD_CPU_WAIT_SIPI, &c->ops);
+    sd_set_state(&W.sd, c->s.id, SD_CPU_WAIT_SIPI, &c->ops);
     for (unsigned i = 1 + rnd(&c->rng, 4); i--;)
         sched_point(false); /* waiting for the SIPI */
     if (W.mut == MUT_SIPI_NO_CATCHUP) {
-        tso_store(&W.sd.cpu[c->id].state, 4, SD_CPU_ACTIVE, __ATOMIC_SEQ_CST);
+        tso_store(&W.sd.cpu[c->s.id].state, 4, SD_CPU_ACTIVE, __ATOMIC_SEQ_CST);
         c->skip_poll = true;
     } else {
-        sd_set_state(&W.sd, c->id, SD_CPU_ACTIVE, &c->ops);
+        sd_set_state(&W.sd, c->s.id, SD_CPU_ACTIVE, &c->ops);
     }
     c->mode = M_ACTIVE;
     guest_segment(c); /* the vCPU starts at the SIPI vector */
@@ -470,7 +272,7 @@ static void init_sipi(struct mcpu *c)
 
 static void send_guest_nmi(struct mcpu *c)
 {
-    struct mcpu *t = &W.cpu[(c->id + 1 + rnd(&c->rng, W.n - 1)) % W.n];
+    struct mcpu *t = &W.cpu[(c->s.id + 1 + rnd(&c->rng, sim.n - 1)) % sim.n];
     __atomic_add_fetch(&t->guest_sent, 1, __ATOMIC_SEQ_CST);
     __atomic_add_fetch(&t->pending, 1, __ATOMIC_SEQ_CST);
 }
@@ -478,12 +280,12 @@ static void send_guest_nmi(struct mcpu *c)
 static void *cpu_thread(void *arg)
 {
     struct mcpu *c = arg;
-    me = c;
-    if (W.model || !setjmp(c->jb)) {
+    sim_me = &c->s;
+    if (sim.model || !setjmp(c->jb)) {
         for (unsigned k = 0; k < c->nacts; k++) {
             switch (c->acts[k]) {
             case A_START:
-                sd_set_state(&W.sd, c->id, SD_CPU_ACTIVE, &c->ops);
+                sd_set_state(&W.sd, c->s.id, SD_CPU_ACTIVE, &c->ops);
                 c->mode = M_ACTIVE;
                 break;
             case A_GUEST:
@@ -499,9 +301,9 @@ static void *cpu_thread(void *arg)
                 send_guest_nmi(c);
                 break;
             case A_HANG: /* stops answering anything, state ACTIVE, until the end */
-                c->hung = true;
-                if (W.model)
-                    handoff(c, pick_runnable(-1));
+                c->s.hung = true;
+                if (sim.model)
+                    sim_handoff(&c->s, sim_pick_runnable(-1));
                 else
                     while (!__atomic_load_n(&W.end, __ATOMIC_SEQ_CST))
                         usleep(100);
@@ -510,7 +312,7 @@ static void *cpu_thread(void *arg)
         }
         __atomic_add_fetch(&W.progs_left, -1u, __ATOMIC_SEQ_CST);
         /* idle in the guest, answering by NMI, until every program is done */
-        sd_catch_up(&W.sd, c->id, &c->ops);
+        sd_catch_up(&W.sd, c->s.id, &c->ops);
         c->in_guest = true;
         while (__atomic_load_n(&W.progs_left, __ATOMIC_SEQ_CST)) {
             guest_access(c);
@@ -518,32 +320,15 @@ static void *cpu_thread(void *arg)
         }
         c->in_guest = false;
     }
-    c->finished = true;
-    if (W.model)
-        handoff(c, pick_runnable(-1)); /* never resumed */
+    c->s.finished = true;
+    if (sim.model)
+        sim_handoff(&c->s, sim_pick_runnable(-1)); /* never resumed */
     return NULL;
 }
 
 static void cpu_coroutine(int i)
 {
     cpu_thread(&W.cpu[i]);
-}
-
-/*
- * Coroutines instead of threads: ~5x faster than a baton passed between threads
- * and exactly as deterministic.  ASan prints one warning about swapcontext; no
- * coroutine longjmps or returns across stacks (a violation switches straight
- * to main and the world is dropped), which is where its false positives live.
- */
-static void make_coroutine(struct mcpu *c)
-{
-    c->stack = malloc(STACK_SIZE);
-    assert_non_null(c->stack);
-    getcontext(&c->uc);
-    c->uc.uc_stack.ss_sp = c->stack;
-    c->uc.uc_stack.ss_size = STACK_SIZE;
-    c->uc.uc_link = &W.main_uc;
-    makecontext(&c->uc, (void (*)(void))cpu_coroutine, 1, (int)c->id);
 }
 
 struct scenario {
@@ -559,21 +344,19 @@ static const char *run_world(const struct scenario *sc, uint64_t *steps)
 {
     uint64_t r = sc->seed * 0x9e3779b97f4a7c15ull + 1;
     memset(W.cpu, 0, sizeof(W.cpu));
-    W.model = false;
-    W.final = W.end = W.abort = false;
-    W.fail[0] = 0;
-    W.n = sc->n;
+    W.end = false;
     W.mut = sc->mut;
     W.hung_mask = sc->hung_mask;
     W.root_nmi_blocked = rnd(&r, 2) || sc->mut == MUT_LOCK_DEAF;
     W.ept_lock = rnd(&r, 2) || sc->mut == MUT_LOCK_DEAF;
-    W.ept_ver = W.committed = W.runs_ok = W.runs_to = W.steps = 0;
+    W.ept_ver = W.committed = W.runs_ok = W.runs_to = 0;
     W.narrowing = W.overlaps = 0;
-    W.rng = r;
-    W.switch_pct = (unsigned[]){5, 20, 50}[rnd(&r, 3)];
-    W.drain_pct = (unsigned[]){5, 20, 50}[rnd(&r, 3)];
-    W.nmi_pct = (unsigned[]){10, 30, 60}[rnd(&r, 3)];
-    W.max_steps = 400000;
+    sim_reset(sc->n, &r, 400000);
+    sim.no_fence = sc->mut == MUT_NOFENCE;
+    sim.hooks = (struct sim_hooks){.deliverable = hk_deliverable,
+                                   .deliver_nmi = hk_deliver_nmi,
+                                   .free_point = pthread_point,
+                                   .bail = hk_bail};
     /* steps in the model, ns with pthreads */
     W.timeout =
         sc->model ? (sc->hung_mask ? 3000 : 20000) : (sc->hung_mask ? 200000000ull : 2000000000ull);
@@ -584,7 +367,8 @@ static const char *run_world(const struct scenario *sc, uint64_t *steps)
                                   A_NARROW, A_INIT,  A_INIT,  A_GNMI};
     for (unsigned i = 0; i < sc->n; i++) {
         struct mcpu *c = &W.cpu[i];
-        c->id = i;
+        c->s.id = i;
+        sim.cpu[i] = &c->s;
         c->rng = r + i * 7919 + 1;
         c->ops = (struct sd_ops){c, h_send_ipi, h_flush, h_now, h_relax};
         if (sc->hung_mask >> i & 1) { /* ACTIVE from the start, then silent */
@@ -598,14 +382,13 @@ static const char *run_world(const struct scenario *sc, uint64_t *steps)
         for (unsigned k = 1 + rnd(&r, sc->acts); k--;)
             c->acts[c->nacts++] = mix[rnd(&r, sizeof(mix))];
     }
-    W.model = sc->model;
-    if (W.model) {
+    sim.model = sc->model;
+    if (sim.model) {
         for (unsigned i = 0; i < sc->n; i++)
-            make_coroutine(&W.cpu[i]);
-        handoff(NULL, pick_runnable(-1)); /* back when no CPU is left to run */
+            sim_make_coroutine(&W.cpu[i].s, cpu_coroutine);
+        sim_run(); /* back when no CPU is left to run */
         W.end = true;
-        for (unsigned i = 0; i < sc->n; i++)
-            free(W.cpu[i].stack); /* hung ones are abandoned: they hold nothing */
+        sim_free_stacks(); /* hung ones are abandoned: they hold nothing */
     } else {
         for (unsigned i = 0; i < sc->n; i++)
             pthread_create(&W.cpu[i].th, NULL, cpu_thread, &W.cpu[i]);
@@ -617,17 +400,17 @@ static const char *run_world(const struct scenario *sc, uint64_t *steps)
             if (sc->hung_mask >> i & 1)
                 pthread_join(W.cpu[i].th, NULL);
     }
-    *steps = W.steps;
+    *steps = sim.steps;
 
     /* the end: every CPU wakes (SIPI, un-hang), takes its pending NMIs, enters the guest */
     for (unsigned i = 0; i < sc->n; i++)
-        drain_all(&W.cpu[i]);
-    W.model = false;
-    W.final = true;
-    for (unsigned i = 0; i < sc->n && !W.fail[0]; i++) {
+        sim_drain_all(&W.cpu[i].s);
+    sim.model = false;
+    sim.final = true;
+    for (unsigned i = 0; i < sc->n && !sim.fail[0]; i++) {
         struct mcpu *c = &W.cpu[i];
-        me = c;
-        c->hung = false;
+        sim_me = &c->s;
+        c->s.hung = false;
         if (c->mode != M_ACTIVE)
             sd_set_state(&W.sd, i, SD_CPU_ACTIVE, &c->ops);
         c->mode = M_ACTIVE;
@@ -645,12 +428,12 @@ static const char *run_world(const struct scenario *sc, uint64_t *steps)
             violation("cpu%u: %u NMIs sent to a CPU that never answered (one is in flight)", i,
                       c->ipis);
     }
-    me = NULL;
-    if (!W.fail[0] && (W.sd.completed != W.runs_ok || W.sd.timeouts != W.runs_to))
+    sim_me = NULL;
+    if (!sim.fail[0] && (W.sd.completed != W.runs_ok || W.sd.timeouts != W.runs_to))
         violation("counters: completed %llu (runs %llu), timeouts %llu (runs %llu)",
                   (unsigned long long)W.sd.completed, (unsigned long long)W.runs_ok,
                   (unsigned long long)W.sd.timeouts, (unsigned long long)W.runs_to);
-    return W.fail[0] ? W.fail : NULL;
+    return sim.fail[0] ? sim.fail : NULL;
 }
 
 /* ---- direct tests of the API -------------------------------------------- */
