@@ -37,8 +37,13 @@ static bool mux_enter(void)
     return true;
 }
 
+/* what the multiplexer wants trapped, republished after every operation on it, so
+ * the entry path compares one word (vmx_run.c) instead of asking the mux */
+volatile unsigned console_traps;
+
 static void mux_leave(void)
 {
+    console_traps = uart_mux_trap_mask(&mux);
     owner = 0;
     spin_unlock(&lock);
 }
@@ -108,7 +113,9 @@ uint16_t console_port(void)
 
 unsigned console_trap_mask(void)
 {
-    return console_ready() ? uart_mux_trap_mask(&mux) : 0;
+    if (!console_ready())
+        return 0;
+    return console_traps = uart_mux_trap_mask(&mux);
 }
 
 uint8_t console_guest_in(unsigned off)

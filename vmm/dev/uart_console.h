@@ -20,6 +20,8 @@ void console_flush(void);
 /* the UART's ports: base (0 = none) and the offsets to trap now (bit i = base + i) */
 uint16_t console_port(void);
 unsigned console_trap_mask(void);
+/* console_trap_mask() as of the last multiplexer operation: cheap to compare */
+extern volatile unsigned console_traps;
 /* a guest IN/OUT of one byte at console_port() + off */
 uint8_t console_guest_in(unsigned off);
 void console_guest_out(unsigned off, uint8_t val);

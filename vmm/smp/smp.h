@@ -22,6 +22,14 @@ void smp_set_state(enum sd_cpu_state st);
 enum sd_cpu_state smp_get_state(void);
 /* an NMI reached this CPU: true if it was an EPT shootdown request (answered) */
 bool smp_nmi(struct percpu *pc);
+/* a hint, read without ordering: a shootdown generation this CPU has not seen yet
+ * (the entry path's cheap test before smp_catch_up(); a miss costs only time: the
+ * initiator's NMI still comes) */
+static inline bool smp_behind(const struct percpu *pc)
+{
+    return __atomic_load_n(&vmm_sd.gen, __ATOMIC_RELAXED) !=
+           __atomic_load_n(&vmm_sd.cpu[pc->id].seen, __ATOMIC_RELAXED);
+}
 /* answer a shootdown this CPU has not answered yet (before VM entry, spin loops) */
 void smp_catch_up(void);
 /* relax hook for spin loops in root: PAUSE, answering shootdowns */

@@ -11,6 +11,7 @@
 #include "vmx/emul_policy.h"
 #include "percpu.h"
 #include "smp/smp.h"
+#include "dev/uart_console.h"
 
 int vmx_enter(struct guest_regs *regs, int launched);
 
@@ -115,8 +116,11 @@ int vmx_run(struct vcpu *v, struct vmexit *e)
         vmcs_write32(VM_ENTRY_INSTRUCTION_LEN, v->inject.insn_len);
         v->inject.valid = false;
     }
-    smp_catch_up();     /* an EPT shootdown this CPU has not answered yet: INVEPT first */
-    io_traps_update(v); /* another vCPU may have turned the guest's UART loopback on */
+    struct percpu *pc = this_cpu();
+    if (smp_behind(pc)) /* an EPT shootdown this CPU has not answered yet: INVEPT first */
+        smp_catch_up();
+    if (console_traps != v->io_trap_mask) /* another vCPU changed the UART's traps */
+        io_traps_update(v);
     if (v->smi_block_quirk) {
         /* Bochs 2.7 keeps SMIs masked after a SIPI exit and saves "blocking by SMI"
          * at every exit: the VMM never runs the guest in SMM, so the bit can only be
@@ -125,7 +129,7 @@ int vmx_run(struct vcpu *v, struct vmexit *e)
         if (intr & GUEST_INTR_STATE_SMI)
             vmcs_write32(GUEST_INTERRUPTIBILITY_INFO, intr & ~GUEST_INTR_STATE_SMI);
     }
-    if (this_cpu()->nmi_owed)
+    if (pc->nmi_owed)
         deliver_owed_nmi(v);
     if (v->pt.active)
         pt_ctrl_before_entry(&v->pt);
