@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The software PT packet generator (issue 9): given the instructions a CPU
+ * executed, one at a time, write exactly the Intel PT packets hardware would have
+ * written for that path (SDM Vol. 3C chapter 33), so libipt decodes them as any PT
+ * trace.  Pure code: compiled unchanged into vmm.elf (fed by the monitor-trap-flag
+ * stepper, vmm/vmx/trace_vmx.c) and into the host tests (fed by ptrace single
+ * steps of real programs, decoded back with libipt).
+ *
+ * Settings it models (as an RTIT_CTL would name them): BranchEn = 1, DisRETC = 1
+ * (every near RET gives a TIP: no return compression), OS / User from the filter,
+ * CR3Filter from the filter, up to 4 ADDRn ranges as TraceStop-free FilterEn
+ * ranges, PSB every `psb_period` bytes, MTC / CYC off, TSCEn from the config.
+ *
+ * The generator never reads guest memory: the caller classifies the instruction
+ * (vmm/trace/x86_class.c) and says where execution went.
+ */
+#ifndef PTV_SWPT_H
+#define PTV_SWPT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "trace/x86_class.h"
+
+/* where packets go: a byte ring (circular, or stop when full) */
+struct swpt_ring {
+    uint8_t *buf;
+    uint64_t size;       /* bytes, > 0 */
+    uint64_t head;       /* total bytes ever written; position = head % size */
+    bool stop_on_full;   /* else circular: the oldest bytes are overwritten */
+    bool stopped;        /* stop_on_full and full: nothing more is written */
+    uint64_t dropped;    /* bytes not written because the ring was stopped */
+};
+
+/* the CPU context that decides filtering and MODE / PIP packets */
+struct swpt_ctx {
+    uint64_t cr3;
+    uint8_t cpl;                 /* 0..3 */
+    enum x86_code_size cs;       /* CS.L / CS.D */
+};
+
+#define SWPT_MAX_RANGES 4
+struct swpt_filter {
+    bool user;        /* trace CPL > 0 (RTIT_CTL.User) */
+    bool kernel;      /* trace CPL 0 (RTIT_CTL.OS) */
+    bool cr3_match;   /* trace only where ctx.cr3 == cr3 (RTIT_CTL.CR3Filter) */
+    uint64_t cr3;
+    unsigned nranges; /* 0: every IP; else only IPs inside one of the ranges */
+    struct {
+        uint64_t lo, hi; /* inclusive, as ADDRn_A / ADDRn_B */
+    } range[SWPT_MAX_RANGES];
+};
+
+struct swpt_cfg {
+    struct swpt_filter filter;
+    uint32_t psb_period; /* bytes between PSB+ (as PSBFreq): 256 .. 1 MiB, power of 2 */
+    bool tsc;            /* TSC packet in every PSB+ and at enable */
+};
+
+struct swpt {
+    struct swpt_cfg cfg;
+    struct swpt_ring *ring;
+    struct swpt_ctx ctx;   /* context of the instruction about to run */
+    bool on;               /* between swpt_start and swpt_stop */
+    bool pkt_en;           /* the current IP / context is inside the filter */
+    uint64_t last_ip;      /* IP compression state (reset by PSB) */
+    bool last_ip_valid;
+    uint64_t tnt_bits;     /* pending TNT bits, oldest first from bit tnt_n-1 */
+    unsigned tnt_n;
+    uint64_t since_psb;    /* bytes since the last PSB */
+    /* figures */
+    uint64_t insns;        /* instructions seen while on (traced or filtered out) */
+    uint64_t packets;
+    uint64_t psbs;
+    uint64_t events;       /* asynchronous events */
+    uint64_t lost;         /* swpt_lost calls (OVF) */
+};
+
+/* validate a configuration: 0 or a negative SWPT_E*, with a one-line reason in *why */
+#define SWPT_EINVAL (-1)
+int swpt_cfg_check(const struct swpt_cfg *cfg, const char **why);
+
+/* tracing starts (TraceEn 0 -> 1) with the CPU about to run `ip` in `ctx`:
+ * PSB+ (PSB, [TSC], MODE.Exec, PIP, PSBEND) then TIP.PGE(ip) if inside the filter */
+void swpt_start(struct swpt *t, const struct swpt_cfg *cfg, struct swpt_ring *ring,
+                const struct swpt_ctx *ctx, uint64_t ip, uint64_t tsc);
+
+/*
+ * One instruction at `ip` (classified as *in) completed; the CPU is now about to
+ * run `next_ip` in `*after` (CR3 / CPL / code size after the instruction).  The
+ * caller passes `tsc` for periodic PSB+.  Emits TNT bits, TIPs, MODE.Exec / PIP,
+ * TIP.PGD / TIP.PGE on filter edges, PSB+ when due.
+ */
+void swpt_insn(struct swpt *t, uint64_t ip, const struct x86_insn *in, uint64_t next_ip,
+               const struct swpt_ctx *after, uint64_t tsc);
+
+/*
+ * An asynchronous transfer (interrupt, exception, NMI, a signal as seen from user
+ * space...): no instruction completed at `from_ip` (the IP the event interrupted,
+ * which resumes there: FUP(from_ip)), control goes to `to_ip` in *after:
+ * FUP + [MODE.Exec] [PIP] + TIP, or FUP + TIP.PGD / TIP.PGE across the filter.
+ */
+void swpt_event(struct swpt *t, uint64_t from_ip, uint64_t to_ip, const struct swpt_ctx *after,
+                uint64_t tsc);
+
+/* the tracer lost track (code bytes unreadable, a step it could not see): OVF, then
+ * FUP(resume_ip) (or TIP.PGE if it resumes inside the filter from outside) */
+void swpt_lost(struct swpt *t, uint64_t resume_ip, const struct swpt_ctx *ctx, uint64_t tsc);
+
+/* tracing stops (TraceEn 1 -> 0) before `ip`: pending TNT, then TIP.PGD (IP suppressed) */
+void swpt_stop(struct swpt *t, uint64_t ip);
+
+#endif

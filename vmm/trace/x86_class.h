@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * x86 instruction length and control-flow class, for the software PT tracer
+ * (issue 9).  Pure code: compiled unchanged into vmm.elf and into the host tests,
+ * which check it against an independent decoder (Zydis, test oracle only) over
+ * every instruction of real binaries.  No library in the VMM: see
+ * docs/ARCHITECTURE.md section 5.
+ *
+ * It answers only what a PT packet generator needs: how long the instruction is,
+ * how it can change RIP, and (for direct branches) where to.  It does not decide
+ * whether an instruction is legal in the current CPL or on this CPU: the CPU does
+ * that, the tracer only classifies what the CPU already ran.
+ */
+#ifndef PTV_X86_CLASS_H
+#define PTV_X86_CLASS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* code size of the segment the bytes execute in (CS.L / CS.D), not CPU mode */
+enum x86_code_size { X86_CODE16 = 0, X86_CODE32 = 1, X86_CODE64 = 2 };
+
+/*
+ * How an instruction can move RIP, in the terms of Intel PT (SDM Vol. 3C 33.4.2
+ * "Packets" / Table 33-1 branch classes):
+ *   no packet:  X86_BR_NONE, X86_BR_JMP_DIRECT, X86_BR_CALL_DIRECT
+ *   TNT bit:    X86_BR_JCC (Jcc, LOOP/LOOPcc, JCXZ/JECXZ/JRCXZ)
+ *   TIP:        X86_BR_JMP_INDIRECT, X86_BR_CALL_INDIRECT, X86_BR_RET (near)
+ *   far (TIP, + MODE.Exec / PIP as the transfer changes them):
+ *               X86_BR_FAR_JMP, X86_BR_FAR_CALL, X86_BR_FAR_RET, X86_BR_IRET,
+ *               X86_BR_INT (INT n, INT3, INTO, INT1), X86_BR_SYSCALL, X86_BR_SYSRET,
+ *               X86_BR_SYSENTER, X86_BR_SYSEXIT
+ *   others:     X86_BR_VMX (VMCALL, VMLAUNCH, VMRESUME, VMFUNC: leave or may leave
+ *               to the VMM), X86_BR_UD (UD0/UD1/UD2: always #UD)
+ */
+enum x86_branch {
+    X86_BR_NONE = 0,
+    X86_BR_JCC,
+    X86_BR_JMP_DIRECT,
+    X86_BR_CALL_DIRECT,
+    X86_BR_JMP_INDIRECT,
+    X86_BR_CALL_INDIRECT,
+    X86_BR_RET,
+    X86_BR_FAR_JMP,
+    X86_BR_FAR_CALL,
+    X86_BR_FAR_RET,
+    X86_BR_IRET,
+    X86_BR_INT,
+    X86_BR_SYSCALL,
+    X86_BR_SYSRET,
+    X86_BR_SYSENTER,
+    X86_BR_SYSEXIT,
+    X86_BR_VMX,
+    X86_BR_UD,
+    X86_BR_COUNT
+};
+
+/* special effects a tracer must see besides the branch class */
+#define X86_F_MOV_CR3    (1u << 0) /* MOV CR3, r (0F 22 /r with ModRM.reg = 3): PIP */
+#define X86_F_MOV_CR     (1u << 1) /* any MOV to a control register (CR0/CR4 can change mode) */
+#define X86_F_REP        (1u << 2) /* string instruction with a REP prefix: may stay on ip */
+#define X86_F_OPSIZE16   (1u << 3) /* effective operand size 16 (direct targets wrap at 64 KiB) */
+#define X86_F_OPSIZE32   (1u << 4) /* effective operand size 32 (targets wrap at 4 GiB) */
+#define X86_F_HLT        (1u << 5) /* HLT, MWAIT: may wait for an event */
+
+#define X86_MAX_INSN 15
+
+struct x86_insn {
+    uint8_t len;    /* 1..15 */
+    uint8_t branch; /* enum x86_branch */
+    uint16_t flags; /* X86_F_* */
+    int32_t rel;    /* direct branches (JCC, JMP/CALL_DIRECT): displacement from ip + len */
+};
+
+/*
+ * Decode the instruction at `code` (at most `avail` bytes are readable) executed
+ * with code size `cs`.  Returns 0 and fills *out, or:
+ *   X86_E_SHORT  the instruction continues past `avail` (read more and retry)
+ *   X86_E_INVALID the bytes are not an instruction (#UD on every CPU; includes
+ *                lengths over 15 bytes)
+ */
+#define X86_E_SHORT   (-1)
+#define X86_E_INVALID (-2)
+int x86_classify(const uint8_t *code, size_t avail, enum x86_code_size cs, struct x86_insn *out);
+
+/* target of a direct branch at `ip` (JCC / JMP_DIRECT / CALL_DIRECT), truncated to the
+ * operand size as the CPU does (SDM Vol. 2 JMP/CALL/Jcc operation: 16-bit EIP wraps) */
+uint64_t x86_direct_target(uint64_t ip, const struct x86_insn *in, enum x86_code_size cs);
+
+/* "jcc", "ret", ... for logs and test messages */
+const char *x86_branch_name(unsigned branch);
+
+#endif
