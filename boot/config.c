@@ -34,6 +34,9 @@ void ptv_config_defaults(struct ptv_config *cfg)
     cfg->crash_action = PTV_CRASH_HALT;
     cfg->start_vmm = 1;
     cfg->vmcall_user = PTV_VMCALL_USER_NONE;
+    cfg->trace_sw = PTV_SW_TRACE_AUTO;
+    cfg->trace_wrap = 1;
+    cfg->psb_period = 4096;
     memcpy(cfg->guest_path, DEFAULT_GUEST, sizeof(DEFAULT_GUEST));
     memcpy(cfg->cmdline, DEFAULT_CMDLINE, sizeof(DEFAULT_CMDLINE));
 }
@@ -287,6 +290,85 @@ static bool set_vmm(struct ptv_config *cfg, const char *v, size_t n, struct ptv_
     return true;
 }
 
+static const char *const sw_trace_names[] = {"auto", "off", "on"}; /* PTV_SW_TRACE_* */
+
+static bool set_sw_trace(struct ptv_config *cfg, const char *v, size_t n, struct ptv_fmt *err)
+{
+    int k = lookup(v, n, sw_trace_names, COUNT(sw_trace_names));
+    if (k < 0)
+        return fail(err, "expected auto, off or on", v, n);
+    cfg->trace_sw = (uint32_t)k;
+    return true;
+}
+
+static bool set_trace_wrap(struct ptv_config *cfg, const char *v, size_t n, struct ptv_fmt *err)
+{
+    int k = lookup(v, n, on_off_names, COUNT(on_off_names));
+    if (k < 0)
+        return fail(err, "expected on (circular ring) or off (stop when full)", v, n);
+    cfg->trace_wrap = (uint32_t)k;
+    return true;
+}
+
+static bool set_psb_period(struct ptv_config *cfg, const char *v, size_t n, struct ptv_fmt *err)
+{
+    uint64_t x;
+    if (!scan_size(v, n, &x) || x < PTV_CFG_PSB_MIN || x > PTV_CFG_PSB_MAX || (x & (x - 1)))
+        return fail(err, "not a power of two between 256 and 1M", v, n);
+    cfg->psb_period = (uint32_t)x;
+    return true;
+}
+
+static bool set_trace_boot(struct ptv_config *cfg, const char *v, size_t n, struct ptv_fmt *err)
+{
+    uint64_t x;
+    if (!scan_u64(v, n, &x) || x > PTV_CFG_TRACE_BOOT_MAX)
+        return fail(err, "not an instruction count up to 100000000 (0 = off)", v, n);
+    cfg->trace_boot = x;
+    return true;
+}
+
+/* pt_range = none | lo-hi[,lo-hi...]: up to 4 inclusive IP ranges, lo <= hi */
+static bool set_pt_range(struct ptv_config *cfg, const char *v, size_t n, struct ptv_fmt *err)
+{
+    uint64_t lo[PTV_CFG_TRACE_RANGES], hi[PTV_CFG_TRACE_RANGES];
+    unsigned count = 0;
+    size_t i = 0;
+
+    if (word_is(v, n, "none")) {
+        cfg->trace_nranges = 0;
+        memset(cfg->trace_range, 0, sizeof(cfg->trace_range));
+        return true;
+    }
+    while (i <= n) {
+        size_t s = i, e, dash;
+        while (i < n && v[i] != ',')
+            i++;
+        e = i;
+        while (s < e && (v[s] == ' ' || v[s] == '\t'))
+            s++;
+        while (e > s && (v[e - 1] == ' ' || v[e - 1] == '\t'))
+            e--;
+        for (dash = s; dash < e && v[dash] != '-'; dash++)
+            ;
+        if (count == PTV_CFG_TRACE_RANGES)
+            return fail(err, "more than 4 ranges", v, n);
+        if (dash == e || !scan_u64(v + s, dash - s, &lo[count]) ||
+            !scan_u64(v + dash + 1, e - dash - 1, &hi[count]) || lo[count] > hi[count])
+            return fail(err, "expected none or ranges lo-hi (inclusive, lo <= hi), comma-separated",
+                        v, n);
+        count++;
+        i++;
+    }
+    memset(cfg->trace_range, 0, sizeof(cfg->trace_range));
+    for (unsigned k = 0; k < count; k++) {
+        cfg->trace_range[k].lo = lo[k];
+        cfg->trace_range[k].hi = hi[k];
+    }
+    cfg->trace_nranges = count;
+    return true;
+}
+
 static const char *const vmcall_user_names[] = {"none", "stats"};
 
 static bool set_vmcall_user(struct ptv_config *cfg, const char *v, size_t n, struct ptv_fmt *err)
@@ -332,7 +414,9 @@ static const struct key {
     {"vmm_pool", set_vmm_pool, false},       {"on_no_vmx", set_on_no_vmx, false},
     {"on_crash", set_on_crash, false},       {"vmm", set_vmm, false},
     {"vmcall_user", set_vmcall_user, false}, {"guest", set_guest, false},
-    {"cmdline", set_cmdline, true},
+    {"cmdline", set_cmdline, true},          {"sw_trace", set_sw_trace, false},
+    {"trace_wrap", set_trace_wrap, false},   {"psb_period", set_psb_period, false},
+    {"trace_boot", set_trace_boot, false},   {"pt_range", set_pt_range, false},
 };
 #define NR_KEYS COUNT(keys)
 

@@ -59,6 +59,19 @@ int ptv_config_check(const struct ptv_config *c, const char **why)
         return reject(why, "config: vmm out of range");
     if (c->vmcall_user > PTV_VMCALL_USER_STATS)
         return reject(why, "config: vmcall_user out of range");
+    if (c->trace_sw > PTV_SW_TRACE_ON)
+        return reject(why, "config: sw_trace out of range");
+    if (c->trace_wrap > 1)
+        return reject(why, "config: trace_wrap out of range");
+    if (!pow2(c->psb_period) || c->psb_period < PTV_CFG_PSB_MIN || c->psb_period > PTV_CFG_PSB_MAX)
+        return reject(why, "config: psb_period not a power of two in 256..1M");
+    if (c->trace_nranges > PTV_CFG_TRACE_RANGES)
+        return reject(why, "config: more than 4 pt_range ranges");
+    for (unsigned k = 0; k < c->trace_nranges; k++)
+        if (c->trace_range[k].lo > c->trace_range[k].hi)
+            return reject(why, "config: pt_range with lo > hi");
+    if (c->trace_boot > PTV_CFG_TRACE_BOOT_MAX)
+        return reject(why, "config: trace_boot out of range");
     if (!has_nul(c->guest_path, PTV_CFG_PATH_MAX))
         return reject(why, "config: guest path not NUL-terminated");
     if (!has_nul(c->cmdline, PTV_CFG_CMDLINE_MAX))

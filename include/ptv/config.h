@@ -61,6 +61,16 @@ enum ptv_log_level {
 #define PTV_CFG_TRACE_ALL       (PTV_TRACE_OS | PTV_TRACE_USER)
 #define PTV_CFG_DUMP_ALL        (PTV_DUMP_CRASH | PTV_DUMP_VMCALL)
 
+/* sw_trace: the software PT tracer (MTF stepping; vmm/trace/) */
+#define PTV_SW_TRACE_AUTO 0 /* where no hardware trace source is in use */
+#define PTV_SW_TRACE_OFF  1
+#define PTV_SW_TRACE_ON   2 /* even where hardware system mode could trace */
+
+#define PTV_CFG_TRACE_RANGES   4    /* pt_range: at most 4 IP ranges (ADDR0..3) */
+#define PTV_CFG_PSB_MIN        256u /* psb_period: power of two 256 .. 1M bytes */
+#define PTV_CFG_PSB_MAX        (1u << 20)
+#define PTV_CFG_TRACE_BOOT_MAX 100000000ull /* trace_boot: at most 10^8 instructions */
+
 /* vmcall_user: which VMCALLs beyond VERSION a CPL 3 guest program may make */
 #define PTV_VMCALL_USER_NONE  0
 #define PTV_VMCALL_USER_STATS 1
@@ -80,11 +90,20 @@ struct ptv_config {
     uint32_t crash_action;   /* enum ptv_crash_action, on_crash = halt */
     uint32_t start_vmm;      /* vmm = on|off (off: boot natively, for comparisons) */
     uint32_t vmcall_user; /* PTV_VMCALL_USER_*, vmcall_user = none (stats: EXIT_STATS at CPL 3) */
+    /* tracing (issue 9) */
+    uint32_t trace_sw;   /* PTV_SW_TRACE_*, sw_trace = auto */
+    uint32_t trace_wrap; /* trace_wrap = on (circular ring) | off (stop when full) */
+    uint32_t psb_period; /* psb_period = 4K (bytes between PSB+, software tracer) */
+    uint32_t trace_nranges;
+    struct {
+        uint64_t lo, hi;                 /* inclusive */
+    } trace_range[PTV_CFG_TRACE_RANGES]; /* pt_range = 0xlo-0xhi[,...] (none: every IP) */
+    uint64_t trace_boot; /* trace_boot = N: trace the first N guest instructions (0 = off) */
     char guest_path[PTV_CFG_PATH_MAX]; /* guest = \ptvisor\vmlinuz.efi */
     char cmdline[PTV_CFG_CMDLINE_MAX]; /* cmdline = initrd=... console=ttyS0,115200 */
 };
 
-_Static_assert(sizeof(struct ptv_config) == 64 + PTV_CFG_PATH_MAX + PTV_CFG_CMDLINE_MAX,
+_Static_assert(sizeof(struct ptv_config) == 64 + 88 + PTV_CFG_PATH_MAX + PTV_CFG_CMDLINE_MAX,
                "struct ptv_config layout is ABI (handoff)");
 
 #endif

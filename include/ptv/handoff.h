@@ -12,7 +12,7 @@
 #include "config.h"
 
 #define PTV_HANDOFF_MAGIC   0x314646484f565450ull /* "PTVOHFF1" little-endian */
-#define PTV_HANDOFF_VERSION 2
+#define PTV_HANDOFF_VERSION 3
 #define PTV_HANDOFF_MAX_MEM 256
 #define PTV_MAX_CPUS        64 /* CPUs the VMM runs on; AP numbers beyond are refused */
 

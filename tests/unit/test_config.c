@@ -114,6 +114,11 @@ static void test_every_key(void **state)
                        "vmm = off\n"
                        "guest = /EFI/test/t.efi\n"
                        "cmdline = console=ttyS0 quiet\n"
+                       "sw_trace = on\n"
+                       "trace_wrap = off\n"
+                       "psb_period = 64K\n"
+                       "trace_boot = 100000\n"
+                       "pt_range = 0x1000-0x1fff, 0xffffffff81000000-0xffffffff82000000\n"
                        "\n   \n";
     assert_int_equal(parse(text, &cfg, &m), 0);
     assert_int_equal(cfg.serial_port, 0x2f8);
@@ -128,6 +133,15 @@ static void test_every_key(void **state)
     assert_int_equal(cfg.on_no_vmx, PTV_NO_VMX_HALT);
     assert_int_equal(cfg.crash_action, PTV_CRASH_POWEROFF);
     assert_int_equal(cfg.start_vmm, 0);
+    assert_int_equal(cfg.trace_sw, PTV_SW_TRACE_ON);
+    assert_int_equal(cfg.trace_wrap, 0);
+    assert_int_equal(cfg.psb_period, 64 << 10);
+    assert_int_equal(cfg.trace_boot, 100000);
+    assert_int_equal(cfg.trace_nranges, 2);
+    assert_int_equal(cfg.trace_range[0].lo, 0x1000);
+    assert_int_equal(cfg.trace_range[0].hi, 0x1fff);
+    assert_true(cfg.trace_range[1].lo == 0xffffffff81000000ull);
+    assert_true(cfg.trace_range[1].hi == 0xffffffff82000000ull);
     assert_string_equal(cfg.guest_path, "\\EFI\\test\\t.efi");
     assert_string_equal(cfg.cmdline, "console=ttyS0 quiet");
 }
@@ -233,6 +247,24 @@ static void test_value_errors(void **state)
                  "ptvisor.cfg:1: serial_baud: not a baud rate that divides 115200: '0'");
     expect_error("serial_baud = 230400",
                  "ptvisor.cfg:1: serial_baud: not a baud rate that divides 115200: '230400'");
+    expect_error("psb_period = 128",
+                 "ptvisor.cfg:1: psb_period: not a power of two between 256 and 1M: '128'");
+    expect_error("psb_period = 3K",
+                 "ptvisor.cfg:1: psb_period: not a power of two between 256 and 1M: '3K'");
+    expect_error("trace_boot = 100000001", "ptvisor.cfg:1: trace_boot: not an instruction count "
+                                           "up to 100000000 (0 = off): '100000001'");
+    expect_error("sw_trace = maybe", "ptvisor.cfg:1: sw_trace: expected auto, off or on: 'maybe'");
+    expect_error("pt_range = 0x2000-0x1000",
+                 "ptvisor.cfg:1: pt_range: expected none or ranges lo-hi (inclusive, lo <= hi), "
+                 "comma-separated: '0x2000-0x1000'");
+    expect_error("pt_range = 0x2000",
+                 "ptvisor.cfg:1: pt_range: expected none or ranges lo-hi (inclusive, lo <= hi), "
+                 "comma-separated: '0x2000'");
+    expect_error("pt_range = 1-2,3-4,5-6,7-8,9-10",
+                 "ptvisor.cfg:1: pt_range: more than 4 ranges: '1-2,3-4,5-6,7-8,9-10'");
+    expect_error("pt_range = 1-2,",
+                 "ptvisor.cfg:1: pt_range: expected none or ranges lo-hi (inclusive, lo <= hi), "
+                 "comma-separated: '1-2,'");
     expect_error("pt_mode = shadow",
                  "ptvisor.cfg:1: pt_mode: expected auto, off, system or host-guest: 'shadow'");
     expect_error("pt_filter = kernel",

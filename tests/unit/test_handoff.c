@@ -151,6 +151,13 @@ static void test_config(void **state)
         {F(crash_action), PTV_CRASH_POWEROFF + 1, "config: on_crash out of range"},
         {F(start_vmm), 2, "config: vmm out of range"},
         {F(vmcall_user), PTV_VMCALL_USER_STATS + 1, "config: vmcall_user out of range"},
+        {F(trace_sw), PTV_SW_TRACE_ON + 1, "config: sw_trace out of range"},
+        {F(trace_wrap), 2, "config: trace_wrap out of range"},
+        {F(psb_period), 128, "config: psb_period not a power of two in 256..1M"},
+        {F(psb_period), 3000, "config: psb_period not a power of two in 256..1M"},
+        {F(psb_period), 2u << 20, "config: psb_period not a power of two in 256..1M"},
+        {F(trace_nranges), 5, "config: more than 4 pt_range ranges"},
+        {F(trace_boot), PTV_CFG_TRACE_BOOT_MAX + 1, "config: trace_boot out of range"},
 #undef F
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -161,6 +168,10 @@ static void test_config(void **state)
     rejected("config: guest path not NUL-terminated");
     memset(h->cfg.cmdline, 'a', sizeof(h->cfg.cmdline));
     rejected("config: cmdline not NUL-terminated");
+    h->cfg.trace_nranges = 1;
+    h->cfg.trace_range[0].lo = 0x2000;
+    h->cfg.trace_range[0].hi = 0x1fff;
+    rejected("config: pt_range with lo > hi");
     /* the last byte being the NUL is enough */
     memset(h->cfg.cmdline, 'a', sizeof(h->cfg.cmdline) - 1);
     const char *why;
