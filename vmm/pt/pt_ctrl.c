@@ -15,6 +15,37 @@ static bool volatile_msr(uint32_t msr)
            msr == MSR_IA32_RTIT_OUTPUT_MASK_PTRS;
 }
 
+/* The RTIT MSR file the CPU runs for non-root execution: the guest's, or the VMM's trace. */
+static struct pt_msr_file *tf(struct pt_ctrl *c)
+{
+    return c->system ? &c->sys.f : &c->guest;
+}
+
+/*
+ * System mode's switching decision: the VMM's trace owns PT in non-root operation with direct
+ * addresses (no PT_USE_GPA: the ring is host-physical), RTIT_CTL through the load/clear
+ * controls where both exist, else the MSR-load lists.  The conceal controls stay clear: the
+ * VMM's trace keeps the PIP.NR / VMCS packets that say it is a guest's (pt-facts A.2, E.1).
+ */
+static void sys_decision(struct pt_ctrl *c, const struct pt_caps *host)
+{
+    struct pt_decision *sd = &c->sys.sd;
+
+    memset(sd, 0, sizeof(*sd));
+    sd->mode = PT_ENGINE_HOST_GUEST_HW;
+    sd->requested = c->d->requested;
+    sd->load_clear = (host->entry_allowed1 & VM_ENTRY_LOAD_IA32_RTIT_CTL) &&
+                     (host->exit_allowed1 & VM_EXIT_CLEAR_IA32_RTIT_CTL);
+    if (sd->load_clear) {
+        sd->entry_ctls = VM_ENTRY_LOAD_IA32_RTIT_CTL;
+        sd->exit_ctls = VM_EXIT_CLEAR_IA32_RTIT_CTL;
+    }
+    pt_sys_view(host, &c->sys.view);
+    sd->guest = c->sys.view;
+    c->swd = sd;
+    c->system = true;
+}
+
 int pt_ctrl_init(struct pt_ctrl *c, const struct pt_decision *d, const struct pt_caps *host,
                  const struct pt_cpu_ops *cpu, const struct pt_mem_ops *mem,
                  const struct pt_page_alloc *alloc, const struct pt_ctrl_mem *m)
@@ -22,12 +53,15 @@ int pt_ctrl_init(struct pt_ctrl *c, const struct pt_decision *d, const struct pt
     memset(c, 0, sizeof(*c));
     c->d = d;
     c->cpu = *cpu;
+    c->swd = d;
     c->active = pt_mode_guest_owns(d->mode);
     c->shadow_mode = d->mode == PT_ENGINE_HOST_GUEST_SHADOW;
     c->env.mem = mem;
     pt_msr_file_init(&c->guest);
     pt_msr_file_init(&c->hw);
     pt_switch_init(&c->sw);
+    if (d->mode == PT_ENGINE_SYSTEM)
+        sys_decision(c, host);
     if (!c->shadow_mode)
         return 0;
     if (!m || !m->sh || !m->scr || !m->regions || !m->max_regions)
@@ -49,7 +83,9 @@ int pt_ctrl_init(struct pt_ctrl *c, const struct pt_decision *d, const struct pt
 /* The guest's trace ends as after an operational error (pt-facts D.4); TraceEn stays 1. */
 static void guest_operr(struct pt_ctrl *c, const char *why)
 {
-    c->guest.status = pt_status_operr(c->guest.status);
+    struct pt_msr_file *f = tf(c);
+
+    f->status = pt_status_operr(f->status);
     c->hw_ok = false;
     c->last_refusal = why;
     c->stats.refusals++;
@@ -68,9 +104,9 @@ static struct pt_out_cfg out_cfg(const struct pt_ctrl *c)
 }
 
 /* RTIT_CTL as the CPU must run it for the guest: shadow mode picks the host output scheme. */
-static uint64_t hw_ctl(const struct pt_ctrl *c)
+static uint64_t hw_ctl(struct pt_ctrl *c)
 {
-    uint64_t ctl = c->guest.ctl;
+    uint64_t ctl = tf(c)->ctl;
 
     if (c->shadow_mode)
         ctl = c->sh->h_topa ? ctl | RTIT_CTL_TOPA : ctl & ~RTIT_CTL_TOPA;
@@ -149,7 +185,7 @@ enum pt_msr_status pt_ctrl_wrmsr(struct pt_ctrl *c, uint32_t msr, uint64_t val,
     uint64_t old_ctl = c->guest.ctl;
     enum pt_msr_status st = pt_msr_write(&c->d->guest, &c->guest, msr, val, res);
 
-    if (st != PT_MSR_OK || !c->active)
+    if (st != PT_MSR_OK || !c->active || c->system)
         return st;
     c->dirty = true;
     if (msr != MSR_IA32_RTIT_CTL || !res->trace_start)
@@ -227,6 +263,7 @@ void pt_ctrl_before_entry(struct pt_ctrl *c)
 {
     uint64_t host_ctl = c->launched ? 0 : PT_HOST_CTL_UNKNOWN;
     const struct pt_plan *pl = &c->plan;
+    struct pt_msr_file *f = tf(c);
 
     if (!c->active)
         return;
@@ -235,16 +272,16 @@ void pt_ctrl_before_entry(struct pt_ctrl *c)
      * and nothing changed since (no guest WRMSR, no rebuild, no error).  The CPU holds exactly
      * what this entry needs (the plan would be empty): enter as is.
      */
-    if (c->steady && c->hw_ok && !(c->guest.status & (RTIT_STATUS_ERROR | RTIT_STATUS_STOPPED)) &&
-        cpu_holds(c, c->guest.status, c->shadow_mode ? c->hpos_base : c->guest.output_base,
-                  c->shadow_mode ? c->hpos_mask : c->guest.output_mask)) {
+    if (c->steady && c->hw_ok && !(f->status & (RTIT_STATUS_ERROR | RTIT_STATUS_STOPPED)) &&
+        cpu_holds(c, f->status, c->shadow_mode ? c->hpos_base : f->output_base,
+                  c->shadow_mode ? c->hpos_mask : f->output_mask)) {
         c->sw.guest_loaded = true;
         c->traced = true;
         return;
     }
     c->steady = false;
-    c->want = c->guest;
-    if (!c->hw_ok || (c->guest.status & (RTIT_STATUS_ERROR | RTIT_STATUS_STOPPED)))
+    c->want = *f;
+    if (!c->hw_ok || (f->status & (RTIT_STATUS_ERROR | RTIT_STATUS_STOPPED)))
         c->want.ctl &= ~RTIT_CTL_TRACEEN; /* nothing would be traced: keep the CPU out of it */
     if (c->want.ctl & RTIT_CTL_TRACEEN) {
         c->want.ctl = hw_ctl(c);
@@ -256,7 +293,7 @@ void pt_ctrl_before_entry(struct pt_ctrl *c)
     for (;;) {
         /* the plan's own invariant (pt_plan_check) cannot fail for these inputs; if it ever
          * did, the safe reading is "the guest does not trace" */
-        if (!pt_switch_entry(&c->sw, c->d, &c->want, host_ctl, &c->plan) &&
+        if (!pt_switch_entry(&c->sw, c->swd, &c->want, host_ctl, &c->plan) &&
             (c->want.ctl & RTIT_CTL_TRACEEN)) {
             guest_operr(c, "switching plan refused");
             c->want.ctl &= ~RTIT_CTL_TRACEEN;
@@ -266,7 +303,9 @@ void pt_ctrl_before_entry(struct pt_ctrl *c)
             break;
         /* the CPU refused a guest-derived value (defect 8): operational error, re-plan */
         c->stats.wrmsr_faults++;
-        guest_operr(c, "the CPU refused an RTIT MSR value while loading the guest's trace");
+        guest_operr(c, c->system
+                           ? "the CPU refused an RTIT MSR value of the VMM's trace"
+                           : "the CPU refused an RTIT MSR value while loading the guest's trace");
         c->want.ctl &= ~RTIT_CTL_TRACEEN;
     }
     if (pl->n_entry_load != c->lists_entry || pl->n_exit_load != c->lists_exit ||
@@ -279,6 +318,28 @@ void pt_ctrl_before_entry(struct pt_ctrl *c)
     }
     c->traced = c->sw.guest_loaded;
     c->steady = c->traced && c->sw.host_ctl == 0 && !c->dirty;
+    if (c->system && c->sys.on && !c->traced)
+        c->sys.acct.untraced++; /* a full stop-on-full ring, or tracing off after an error */
+}
+
+/* System mode, after a traced run: where the CPU's output went on to (never rewritten). */
+static void sys_progress(struct pt_ctrl *c)
+{
+    struct pt_ctrl_sys *s = &c->sys;
+    uint64_t pos;
+
+    s->acct.runs++;
+    if (!pt_sys_ring_pos(&s->ring, s->f.output_base, s->f.output_mask, &pos)) {
+        guest_operr(c, "the CPU's output position is outside the VMM's ring");
+        return;
+    }
+    if (pos < s->acct.pos)
+        s->acct.wraps++; /* behind where the run started: it went round (at least once) */
+    s->acct.pos = pos;
+    if (s->f.status & RTIT_STATUS_ERROR) {
+        c->hw_ok = false;
+        c->last_refusal = "the CPU reported a PT operational error (STATUS.Error)";
+    }
 }
 
 void pt_ctrl_after_exit(struct pt_ctrl *c)
@@ -290,7 +351,7 @@ void pt_ctrl_after_exit(struct pt_ctrl *c)
         read_progress(c); /* steady state: the exit's plan would be exactly this */
         c->sw.guest_loaded = false;
     } else {
-        pt_switch_exit(&c->sw, c->d, &c->plan);
+        pt_switch_exit(&c->sw, c->swd, &c->plan);
         (void)run_plan(c); /* saves and host restores only: no guest-derived WRMSR */
     }
     if (!c->traced)
@@ -298,10 +359,12 @@ void pt_ctrl_after_exit(struct pt_ctrl *c)
     c->traced = false;
     c->stats.traced_exits++;
     /* the hardware's progress becomes the guest's registers (defect 2: kept across exits) */
-    c->guest.status = c->hw.status;
+    tf(c)->status = c->hw.status;
     if (!c->shadow_mode) {
-        c->guest.output_base = c->hw.output_base;
-        c->guest.output_mask = c->hw.output_mask;
+        tf(c)->output_base = c->hw.output_base;
+        tf(c)->output_mask = c->hw.output_mask;
+        if (c->system)
+            sys_progress(c);
         return;
     }
     c->hpos_base = c->hw.output_base;
@@ -315,8 +378,8 @@ enum pt_ctrl_eptv pt_ctrl_ept_violation(struct pt_ctrl *c, uint64_t gpa, uint64_
 {
     struct pt_eptv_decision dd;
 
-    if (!c->active)
-        return PT_CTRL_EPTV_NOT_PT;
+    if (!c->active || c->system)
+        return PT_CTRL_EPTV_NOT_PT; /* system mode: the ring is host-physical, outside EPT */
     if (c->shadow_mode)
         return pt_shadow_table_write(c->sh, &c->env, gpa) == PT_SHADOW_WP_RETRY
                    ? PT_CTRL_EPTV_RESUME
@@ -361,4 +424,168 @@ void pt_ctrl_mem_changed(struct pt_ctrl *c, uint64_t gpa, uint64_t len)
     }
     c->hpos_base = c->sh->h_base;
     c->hpos_mask = c->sh->h_mask;
+}
+
+/* --- system mode (pt_sys.h) --- */
+
+/* Program the VMM's trace from cfg at the output position (base, mask); the CPU is asked
+ * first (RTIT_CTL with TraceEn clear), so a value it refuses never reaches a VM entry. */
+static const char *sys_program(struct pt_ctrl *c, const struct pt_sys_cfg *cfg, uint64_t base,
+                               uint64_t mask, uint64_t status)
+{
+    struct pt_ctrl_sys *s = &c->sys;
+    struct pt_msr_file f;
+    const char *why = pt_sys_program(&s->view, cfg, base, mask, &f);
+
+    if (why)
+        return why;
+    if (c->cpu.wrmsr(c->cpu.ctx, MSR_IA32_RTIT_CTL, f.ctl & ~RTIT_CTL_TRACEEN)) {
+        (void)c->cpu.wrmsr(c->cpu.ctx, MSR_IA32_RTIT_CTL, 0);
+        return "RTIT_CTL of the VMM's trace refused by the CPU";
+    }
+    (void)c->cpu.wrmsr(c->cpu.ctx, MSR_IA32_RTIT_CTL, 0);
+    f.status = status;
+    if (!s->on)
+        f.ctl &= ~RTIT_CTL_TRACEEN;
+    s->f = f;
+    s->cfg = *cfg;
+    c->dirty = true;
+    c->steady = false;
+    return NULL;
+}
+
+int pt_ctrl_sys_setup(struct pt_ctrl *c, const struct pt_sys_cfg *cfg,
+                      const struct pt_page_alloc *alloc, const char **why)
+{
+    struct pt_ctrl_sys *s = &c->sys;
+
+    if (!c->system) {
+        *why = "not in system mode";
+        return -1;
+    }
+    *why = pt_sys_check(&s->view, cfg);
+    if (*why || pt_sys_ring_build(&s->ring, cfg->ring_size, cfg->wrap, alloc, why)) {
+        c->active = false;
+        return -1;
+    }
+    s->alloc = alloc;
+    s->ready = true;
+    c->active = true;
+    s->cfg = *cfg;
+    if (pt_ctrl_sys_start(c, true, why)) {
+        pt_ctrl_sys_teardown(c);
+        return -1;
+    }
+    return 0;
+}
+
+void pt_ctrl_sys_teardown(struct pt_ctrl *c)
+{
+    struct pt_ctrl_sys *s = &c->sys;
+
+    if (s->ready)
+        pt_sys_ring_free(&s->ring, s->alloc);
+    s->ready = false;
+    s->on = false;
+    c->active = false;
+}
+
+int pt_ctrl_sys_start(struct pt_ctrl *c, bool rewind, const char **why)
+{
+    struct pt_ctrl_sys *s = &c->sys;
+    uint64_t base = s->f.output_base, mask = s->f.output_mask;
+    uint64_t status = s->f.status & ~RTIT_STATUS_ERROR;
+
+    if (!c->system || !s->ready) {
+        *why = "no system-mode ring";
+        return -1;
+    }
+    if (rewind) {
+        base = pt_sys_ring_base(&s->ring);
+        mask = PT_SYS_RING_MASK0;
+        status = 0;
+        memset(&s->acct, 0, sizeof(s->acct));
+        s->ring.hint = 0;
+    }
+    s->on = true;
+    if ((*why = sys_program(c, &s->cfg, base, mask, status))) {
+        s->on = false;
+        s->f.ctl &= ~RTIT_CTL_TRACEEN;
+        c->last_refusal = *why;
+        return -1;
+    }
+    c->hw_ok = true;
+    c->last_refusal = NULL;
+    return 0;
+}
+
+void pt_ctrl_sys_stop(struct pt_ctrl *c)
+{
+    if (!c->system)
+        return;
+    c->sys.on = false;
+    c->sys.f.ctl &= ~RTIT_CTL_TRACEEN;
+    c->dirty = true;
+    c->steady = false;
+}
+
+int pt_ctrl_sys_set_filter(struct pt_ctrl *c, const struct pt_sys_cfg *cfg, const char **why)
+{
+    struct pt_ctrl_sys *s = &c->sys;
+
+    if (!c->system || !s->ready) {
+        *why = "no system-mode ring";
+        return -1;
+    }
+    if (cfg->ring_size != s->ring.size) {
+        *why = "pt_buffer cannot change while the VMM runs";
+        return -1;
+    }
+    if ((*why = sys_program(c, cfg, s->f.output_base, s->f.output_mask, s->f.status)))
+        return -1; /* nothing changed */
+    if (cfg->wrap != s->ring.wrap)
+        pt_sys_ring_set_wrap(&s->ring, cfg->wrap); /* TraceEn is 0 in VMX root */
+    s->acct.filter_id++;
+    return 0;
+}
+
+void pt_ctrl_sys_status(const struct pt_ctrl *c, struct pt_sys_status *st)
+{
+    const struct pt_ctrl_sys *s = &c->sys;
+
+    memset(st, 0, sizeof(*st));
+    if (!c->system || !s->ready) {
+        st->reason = c->last_refusal ? c->last_refusal : "no system-mode ring";
+        st->error = true;
+        return;
+    }
+    st->stopped = (s->f.status & RTIT_STATUS_STOPPED) != 0;
+    st->error = !c->hw_ok || (s->f.status & RTIT_STATUS_ERROR);
+    st->on = s->on && !st->stopped && !st->error;
+    st->wrap = s->ring.wrap;
+    st->ring_size = s->ring.size;
+    st->offset = s->acct.pos;
+    st->wraps = s->acct.wraps;
+    st->wrapped = s->acct.wraps != 0;
+    st->bytes = s->acct.wraps * s->ring.size + s->acct.pos;
+    st->avail = st->wrapped ? s->ring.size : s->acct.pos;
+    st->lost = st->wrapped ? st->bytes - s->ring.size : 0;
+    st->untraced = s->acct.untraced;
+    st->runs = s->acct.runs;
+    st->ctl = s->f.ctl;
+    st->reason = st->error ? (c->last_refusal ? c->last_refusal : "STATUS.Error") : NULL;
+}
+
+uint64_t pt_ctrl_sys_read(const struct pt_ctrl *c, uint64_t off, void *buf, uint64_t len)
+{
+    const struct pt_ctrl_sys *s = &c->sys;
+    bool wrapped = s->acct.wraps != 0;
+    uint64_t avail = wrapped ? s->ring.size : s->acct.pos;
+
+    if (!c->system || !s->ready || off >= avail)
+        return 0;
+    if (len > avail - off)
+        len = avail - off;
+    pt_sys_ring_copy(&s->ring, wrapped ? s->acct.pos + off : off, buf, len);
+    return len;
 }

@@ -33,6 +33,7 @@
 #include "pt/pt_msr.h"
 #include "pt/pt_shadow.h"
 #include "pt/pt_switch.h"
+#include "pt/pt_sys.h"
 
 /* Guest output regions one shadow build may name (VMM bound; 16 bytes each). */
 #define PT_CTRL_MAX_REGIONS 16384
@@ -66,10 +67,32 @@ struct pt_ctrl_stats {
     uint64_t msr_writes;   /* RTIT MSR WRMSRs executed while switching */
 };
 
+/*
+ * System mode (pt_sys.h): the VMM's own trace of the guest.  To the switching plan it is a PT
+ * owner of non-root execution with direct (host-physical) output addresses, like a guest in
+ * hardware mode: its RTIT MSRs are loaded at entry (RTIT_CTL by the VMCS "load IA32_RTIT_CTL"
+ * control or the VM-entry MSR-load list), RTIT_CTL is cleared at exit, and the output position
+ * is read back at exits and never rewritten.  sd is that switching decision; the guest's own
+ * decision (c->d: no PT, every RTIT MSR #GPs) is unchanged.
+ */
+struct pt_ctrl_sys {
+    struct pt_decision sd;   /* what pt_switch plans with in system mode */
+    struct pt_gcaps view;    /* the host's CPUID 0x14: the VMM's trace is checked against it */
+    struct pt_sys_cfg cfg;   /* what is traced (validated) */
+    struct pt_sys_ring ring; /* the VMM-owned ToPA ring of this CPU */
+    struct pt_msr_file f;    /* the VMM's trace: RTIT MSRs loaded at entries, progress kept */
+    struct pt_sys_acct acct; /* position, wraps, runs */
+    const struct pt_page_alloc *alloc;
+    bool ready; /* the ring exists */
+    bool on;    /* tracing wanted (start / stop) */
+};
+
 struct pt_ctrl {
     const struct pt_decision *d;
+    const struct pt_decision *swd; /* the decision pt_switch plans with: d, or sys.sd */
     struct pt_cpu_ops cpu;
-    bool active;              /* the guest owns PT (host-guest hardware or shadow mode) */
+    bool active;              /* RTIT MSRs are switched: the guest owns PT, or system mode */
+    bool system;              /* PT_ENGINE_SYSTEM: the VMM's trace (sys.f) is switched */
     bool shadow_mode;         /* PT_ENGINE_HOST_GUEST_SHADOW */
     bool launched;            /* an entry happened: the host's RTIT_CTL is known to be 0 */
     bool hw_ok;               /* the guest's trace may run on the CPU (else: operational error) */
@@ -94,6 +117,7 @@ struct pt_ctrl {
     struct pt_topa_err err;   /* why the last set-up was refused */
     const char *last_refusal; /* printable, for the log (NULL: none since the last read) */
     struct pt_ctrl_stats stats;
+    struct pt_ctrl_sys sys;
 };
 
 /*
@@ -129,5 +153,34 @@ enum pt_ctrl_eptv pt_ctrl_ept_violation(struct pt_ctrl *c, uint64_t gpa, uint64_
  * guest's trace ends with an operational error), any other shadow at the next TraceEn 0->1.
  */
 void pt_ctrl_mem_changed(struct pt_ctrl *c, uint64_t gpa, uint64_t len);
+
+/*
+ * System mode (d->mode == PT_ENGINE_SYSTEM), the API of the VMCALL layer.  Everything happens
+ * while the VMM runs (between an exit and the next entry) and takes effect at the next entry.
+ *
+ * pt_ctrl_sys_setup: build this CPU's ring (cfg->ring_size bytes of alloc's pages), program the
+ * trace from cfg (pt_sys_program: every value through the SDM rules), offer RTIT_CTL to the CPU
+ * with TraceEn clear (a value it refuses is reported, never a failed VM entry) and turn tracing
+ * on from the next entry.  -1 + *why: nothing kept, tracing off, the controller inactive.
+ */
+int pt_ctrl_sys_setup(struct pt_ctrl *c, const struct pt_sys_cfg *cfg,
+                      const struct pt_page_alloc *alloc, const char **why)
+    __attribute__((warn_unused_result));
+/* Give the ring back (the controller is inactive afterwards). */
+void pt_ctrl_sys_teardown(struct pt_ctrl *c);
+/* Tracing on from the next entry; rewind: empty the ring and clear Stopped/Error/counters
+ * first (else go on from the current position; a full stop-on-full ring stays stopped). */
+int pt_ctrl_sys_start(struct pt_ctrl *c, bool rewind, const char **why)
+    __attribute__((warn_unused_result));
+/* Tracing off from the next entry (the ring and its position are kept). */
+void pt_ctrl_sys_stop(struct pt_ctrl *c);
+/* New filters / wrap mode / PSB period (ring_size must stay): validated first (-1 + *why:
+ * nothing changed), in force from the next entry. */
+int pt_ctrl_sys_set_filter(struct pt_ctrl *c, const struct pt_sys_cfg *cfg, const char **why)
+    __attribute__((warn_unused_result));
+void pt_ctrl_sys_status(const struct pt_ctrl *c, struct pt_sys_status *st);
+/* Copy up to len bytes of the ring in stream order (off 0 = the oldest byte kept); returns the
+ * bytes copied (0 at or past the end: status.avail). */
+uint64_t pt_ctrl_sys_read(const struct pt_ctrl *c, uint64_t off, void *buf, uint64_t len);
 
 #endif

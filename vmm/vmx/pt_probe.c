@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* PT probe: read what the CPU offers and let the engine (vmm/pt/pt_caps.c) decide. */
 #include "vmx/vmx_cpu.h"
+#include "vmm.h"
 #include "cpu.h"
 #include "log.h"
 #include "pt/pt_caps.h"
+#include "pt/pt_sys.h"
 #include "lib/ptv_string.h"
 
 struct pt_decision pt_decision;
@@ -34,6 +36,25 @@ void pt_probe(uint32_t requested)
                           ? (uint8_t)(cpuid_count(0x80000008, 0).eax >> 8)
                           : 48;
     pt_decide(&caps, requested, &pt_decision);
+    if (pt_decision.mode == PT_ENGINE_SYSTEM) {
+        /* what the config asks must fit this CPU (pt_range ranges, CR3 filter, ToPA ...) */
+        struct pt_gcaps view;
+        struct pt_sys_cfg cfg;
+        pt_sys_view(&caps, &view);
+        pt_sys_cfg_from_config(vmm_cfg, &cfg);
+        const char *bad = pt_sys_check(&view, &cfg);
+        if (bad) {
+            memset(&pt_decision, 0, sizeof(pt_decision));
+            pt_decision.requested = requested;
+            pt_decision.refused = true;
+            static const char pre[] = "pt_mode=system refused: ";
+            size_t n = strnlen(bad, sizeof(pt_decision.reason) - sizeof(pre));
+            memcpy(pt_decision.reason, pre, sizeof(pre) - 1);
+            memcpy(pt_decision.reason + sizeof(pre) - 1, bad, n);
+            pt_decision.reason[sizeof(pre) - 1 + n] = '\0';
+            pt_decision.mode = PT_ENGINE_OFF;
+        }
+    }
     pr_info("pt", "CPUID.7:EBX[25]=%u VMX_MISC[14]=%u PT_USE_GPA=%u load/clear RTIT_CTL=%u/%u",
             !!(caps.cpuid7_ebx & CPUID_7_EBX_INTEL_PT), !!(caps.vmx_misc & VMX_MISC_INTEL_PT),
             !!(caps.secondary_allowed1 & SECONDARY_EXEC_PT_USE_GPA),
@@ -42,9 +63,8 @@ void pt_probe(uint32_t requested)
     pr_info("pt", "mode %s: %s", pt_mode_name(pt_decision.mode), pt_decision.reason);
     pt_host_caps = caps;
     const char *why = NULL;
-    if (pt_decision.mode == PT_ENGINE_SYSTEM)
-        why = "system mode (the VMM tracing the guest) is not implemented yet";
-    else if (pt_mode_guest_owns(pt_decision.mode) && requested != PTV_PT_HOST_GUEST)
+    /* system mode: only when asked for (auto never decides it: pt_caps.c) */
+    if (pt_mode_guest_owns(pt_decision.mode) && requested != PTV_PT_HOST_GUEST)
         why = "guest-owned PT is proven against the PT model but not yet on hardware: "
               "set pt_mode = host-guest to use it";
     if (why) {

@@ -165,17 +165,35 @@ int pt_vmx_setup(struct vcpu *v)
         pr_err("pt", "out of VMM memory for the shadow ToPA state: vmm_pool too small");
         return -1;
     }
+    if (v->pt.system) {
+        struct pt_sys_cfg cfg;
+        const char *why;
+        pt_sys_cfg_from_config(vmm_cfg, &cfg);
+        if (pt_ctrl_sys_setup(&v->pt, &cfg, &alloc, &why)) {
+            pr_warn("pt", "system mode: the VMM does not trace this CPU's guest: %s", why);
+            return 0; /* the guest runs untraced; it never sees PT either way */
+        }
+    }
     if (!v->pt.active)
         return 0;
     if (!(lists->entry = palloc_page(&entry_pa)) || !(lists->exit = palloc_page(&exit_pa)))
         return -1;
-    vmx_ctls.proc2 |= pt_decision.secondary_ctls;
-    vmx_ctls.exit |= pt_decision.exit_ctls;
-    vmx_ctls.entry |= pt_decision.entry_ctls;
+    /* the switching decision: the guest's own, or system mode's (pt_ctrl.h, struct pt_ctrl_sys) */
+    vmx_ctls.proc2 |= v->pt.swd->secondary_ctls;
+    vmx_ctls.exit |= v->pt.swd->exit_ctls;
+    vmx_ctls.entry |= v->pt.swd->entry_ctls;
     vmcs_write64(VM_ENTRY_MSR_LOAD_ADDR, entry_pa);
     vmcs_write64(VM_EXIT_MSR_LOAD_ADDR, exit_pa);
-    pr_info("pt", "guest owns PT (%s); RTIT MSRs virtualized, switched on every entry/exit",
-            pt_mode_name(pt_decision.mode));
+    if (v->pt.system)
+        pr_info("pt",
+                "system mode: the VMM traces its guest into a %lu KiB %s ToPA ring, "
+                "RTIT_CTL %#lx through %s",
+                v->pt.sys.ring.size >> 10, v->pt.sys.ring.wrap ? "circular" : "stop-on-full",
+                v->pt.sys.f.ctl,
+                v->pt.swd->load_clear ? "the load/clear controls" : "the MSR-load lists");
+    else
+        pr_info("pt", "guest owns PT (%s); RTIT MSRs virtualized, switched on every entry/exit",
+                pt_mode_name(pt_decision.mode));
     return 0;
 }
 
@@ -183,6 +201,38 @@ void pt_vmx_log(struct vcpu *v)
 {
     if (!v->pt.last_refusal)
         return;
-    pr_warn_rl("pt", "guest trace stopped with an operational error: %s", v->pt.last_refusal);
+    if (v->pt.system)
+        pr_warn_rl("pt", "the VMM's trace is off: %s", v->pt.last_refusal);
+    else
+        pr_warn_rl("pt", "guest trace stopped with an operational error: %s", v->pt.last_refusal);
     v->pt.last_refusal = NULL;
+}
+
+/* --- system mode: the VMCALL layer's API (pt_vmx.h) --- */
+
+int pt_vmx_sys_start(struct vcpu *v, bool rewind, const char **why)
+{
+    int rc = pt_ctrl_sys_start(&v->pt, rewind, why);
+    v->pt.last_refusal = NULL; /* the caller reports *why */
+    return rc;
+}
+
+void pt_vmx_sys_stop(struct vcpu *v)
+{
+    pt_ctrl_sys_stop(&v->pt);
+}
+
+int pt_vmx_sys_set_filter(struct vcpu *v, const struct pt_sys_cfg *cfg, const char **why)
+{
+    return pt_ctrl_sys_set_filter(&v->pt, cfg, why);
+}
+
+void pt_vmx_sys_status(struct vcpu *v, struct pt_sys_status *st)
+{
+    pt_ctrl_sys_status(&v->pt, st);
+}
+
+uint64_t pt_vmx_sys_read(struct vcpu *v, uint64_t off, void *buf, uint64_t len)
+{
+    return pt_ctrl_sys_read(&v->pt, off, buf, len);
 }
