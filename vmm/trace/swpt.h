@@ -55,6 +55,8 @@ struct swpt_cfg {
     struct swpt_filter filter;
     uint32_t psb_period; /* bytes between PSB+ (as PSBFreq): 256 .. 1 MiB, power of 2 */
     bool tsc;            /* TSC packet in every PSB+ and at enable */
+    bool long_tnt;       /* up to 47 TNT bits a long TNT (02 A3); else short TNT, 6 a byte */
+    bool pip_nr;         /* PIP.NR = 1 (non-root without "conceal VMX non-root from PT") */
 };
 
 struct swpt {
@@ -74,6 +76,7 @@ struct swpt {
     uint64_t psbs;
     uint64_t events;       /* asynchronous events */
     uint64_t lost;         /* swpt_lost calls (OVF) */
+    uint8_t mode_sent;     /* enum x86_code_size of the last MODE.Exec written */
 };
 
 /* validate a configuration: 0 or a negative SWPT_E*, with a one-line reason in *why */
@@ -107,7 +110,8 @@ void swpt_event(struct swpt *t, uint64_t from_ip, uint64_t to_ip, const struct s
  * FUP(resume_ip) (or TIP.PGE if it resumes inside the filter from outside) */
 void swpt_lost(struct swpt *t, uint64_t resume_ip, const struct swpt_ctx *ctx, uint64_t tsc);
 
-/* tracing stops (TraceEn 1 -> 0) before `ip`: pending TNT, then TIP.PGD (IP suppressed) */
+/* tracing stops (TraceEn 1 -> 0) before `ip`: pending TNT, then TIP.PGD (IP suppressed),
+ * preceded by FUP(ip) when inside the filter, as a WRMSR clearing TraceEn writes them */
 void swpt_stop(struct swpt *t, uint64_t ip);
 
 #endif

@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The software PT generator (vmm/trace/swpt.c) under random call sequences: start / insn /
+ * event / lost / stop with random contexts, filters, ring sizes and modes.  Checks: nothing is
+ * written outside the ring (guard bytes, and ASan on the exact allocation), a full
+ * stop-on-full ring holds whole packets only and its head never passes its size, and
+ * libipt's packet decoder parses every byte from the first PSB to the end.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace/swpt.h"
+#include "unit/swpt_dec.h"
+
+#define GUARD 32
+
+struct in {
+    const uint8_t *p;
+    size_t n;
+};
+
+static uint64_t take(struct in *in, unsigned bytes)
+{
+    uint64_t v = 0;
+
+    for (unsigned i = 0; i < bytes && in->n; i++, in->p++, in->n--)
+        v |= (uint64_t)*in->p << (8 * i);
+    return v;
+}
+
+/* IPs from a few places so that ranges, compression and returns all happen */
+static uint64_t pick_ip(struct in *in)
+{
+    static const uint64_t base[] = {
+        0x400000, 0x401000, 0x7fffffffe000ull, 0xffffffff81000000ull, 0x500000,
+        0x7000,   0,        ~0ull - 0xfff};
+
+    uint64_t v = take(in, 2);
+    return base[v & 7] + ((v >> 3) & 0xfff);
+}
+
+static struct swpt_ctx pick_ctx(struct in *in)
+{
+    uint8_t v = (uint8_t)take(in, 1);
+    struct swpt_ctx c = {.cr3 = 0x1000ull * (v & 3),
+                         .cpl = (uint8_t)((v >> 2) & 3),
+                         .cs = (enum x86_code_size)((v >> 4) % 3)};
+    return c;
+}
+
+static void fail(const char *what)
+{
+    fprintf(stderr, "fuzz_swpt: %s\n", what);
+    abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct in in = {data, size};
+    struct swpt_cfg cfg = {0};
+    struct swpt t;
+    struct swpt_ring r;
+    uint8_t *mem, *lin;
+    unsigned counts[SWPT_PKT_TYPES];
+    char err[200];
+    size_t whole;
+
+    uint8_t f = (uint8_t)take(&in, 1);
+    cfg.filter.user = f & 1;
+    cfg.filter.kernel = f & 2;
+    cfg.filter.cr3_match = f & 4;
+    cfg.filter.cr3 = 0x1000ull * ((f >> 3) & 3);
+    cfg.tsc = f & 0x20;
+    cfg.long_tnt = f & 0x40;
+    cfg.pip_nr = f & 0x80;
+    uint8_t g = (uint8_t)take(&in, 1);
+    cfg.psb_period = 256u << (g & 15); /* some too large: swpt_start then stays off */
+    cfg.filter.nranges = (g >> 4) % 6;
+    for (unsigned i = 0; i < cfg.filter.nranges && i < SWPT_MAX_RANGES; i++) {
+        cfg.filter.range[i].lo = pick_ip(&in);
+        cfg.filter.range[i].hi = cfg.filter.range[i].lo + take(&in, 2);
+    }
+    size_t rsize = 1 + (size_t)take(&in, 2) % 4096;
+    bool stop_on_full = take(&in, 1) & 1;
+
+    mem = malloc(rsize + 2 * GUARD);
+    if (!mem)
+        return 0;
+    memset(mem, 0xa5, rsize + 2 * GUARD);
+    r = (struct swpt_ring){.buf = mem + GUARD, .size = rsize, .stop_on_full = stop_on_full};
+    struct swpt_ctx ctx = pick_ctx(&in);
+    uint64_t ip = pick_ip(&in);
+    swpt_start(&t, &cfg, &r, &ctx, ip, take(&in, 8));
+    bool valid = swpt_cfg_check(&cfg, NULL) == 0;
+    if (t.on != valid)
+        fail("swpt_start on/off disagrees with swpt_cfg_check");
+
+    while (in.n) {
+        uint8_t op = (uint8_t)take(&in, 1);
+        uint64_t to = (op & 0x80) ? pick_ip(&in) : ip + 1 + (op & 7);
+        struct swpt_ctx after = (op & 0x40) ? pick_ctx(&in) : ctx;
+
+        switch (op & 0x38) {
+        case 0x00:
+        case 0x08:
+        case 0x10: {
+            struct x86_insn x = {.len = (uint8_t)(1 + (op & 7)),
+                                 .branch = (uint8_t)(take(&in, 1) % X86_BR_COUNT)};
+            swpt_insn(&t, ip, &x, to, &after, 0);
+            break;
+        }
+        case 0x18: {
+            struct x86_insn x = {.len = 2, .branch = X86_BR_JCC};
+            swpt_insn(&t, ip, &x, (op & 1) ? ip : ip + 2, &ctx, 0);
+            to = (op & 1) ? ip : ip + 2;
+            after = ctx;
+            break;
+        }
+        case 0x20:
+            swpt_event(&t, ip, to, &after, 0);
+            break;
+        case 0x28:
+            swpt_lost(&t, to, &after, 0);
+            break;
+        case 0x30:
+            swpt_stop(&t, ip);
+            break;
+        default:
+            swpt_start(&t, &cfg, &r, &after, to, 0);
+            break;
+        }
+        ip = to;
+        ctx = after;
+        if (stop_on_full && r.head > r.size)
+            fail("stop-on-full ring head past its size");
+    }
+    swpt_stop(&t, ip);
+
+    for (size_t i = 0; i < GUARD; i++)
+        if (mem[i] != 0xa5 || mem[GUARD + rsize + i] != 0xa5)
+            fail("write outside the ring");
+    if (!valid)
+        goto out;
+    /* the ring's bytes, oldest first; every byte from the first PSB parses */
+    size_t n = r.head < r.size ? (size_t)r.head : r.size;
+    size_t start = r.head < r.size ? 0 : (size_t)(r.head % r.size);
+    lin = malloc(n ? n : 1);
+    if (!lin)
+        goto out;
+    for (size_t i = 0; i < n; i++)
+        lin[i] = r.buf[(start + i) % r.size];
+    bool has_psb = false;
+    for (size_t i = 0; i + 16 <= n && !has_psb; i++)
+        has_psb = lin[i] == 0x02 && lin[i + 1] == 0x82 && lin[i + 2] == 0x02 &&
+                  lin[i + 3] == 0x82 && lin[i + 14] == 0x02 && lin[i + 15] == 0x82;
+    if (has_psb) {
+        if (swpt_pkt_scan(lin, n, counts, &whole, err, sizeof(err)) != 0)
+            fail(err);
+        if (whole != n)
+            fail("partial packet at the end of the ring");
+    }
+    if (stop_on_full && r.head == 0 && r.dropped == 0)
+        fail("nothing written and nothing dropped");
+    free(lin);
+out:
+    free(mem);
+    return 0;
+}
