@@ -333,3 +333,38 @@ const uint32_t ptm_rtit_msrs[PTM_NR_RTIT_MSRS] = {
     MSR_IA32_RTIT_ADDR_B(0),   MSR_IA32_RTIT_ADDR_A(1),        MSR_IA32_RTIT_ADDR_B(1),
     MSR_IA32_RTIT_ADDR_A(2),   MSR_IA32_RTIT_ADDR_B(2),        MSR_IA32_RTIT_ADDR_A(3),
     MSR_IA32_RTIT_ADDR_B(3)};
+
+/*
+ * Packet filtering (SDM Vol. 3C 33.2.4 "Trace Filtering"): ContextEn = TraceEn and the CPL is
+ * enabled (OS for CPL 0, User for CPL > 0) and, with CR3Filter, CR3[63:5] = CR3_MATCH[63:5];
+ * FilterEn = no ADDRn_CFG is 1 (FilterEn), or the IP is in [ADDRn_A, ADDRn_B] for one that is.
+ * Both go into STATUS bits 1 and 0 while TraceEn = 1; packets are generated only with both set.
+ */
+int ptm_cpu_exec(struct ptm_cpu *c, unsigned cpl, uint64_t cr3, uint64_t ip, const uint8_t *pkt,
+                 size_t n, bool psb)
+{
+    struct ptm *m = c->pt;
+    uint64_t ctl = m->ctl;
+    bool ctx, filt = true, any = false;
+
+    if (!(ctl & RTIT_CTL_TRACEEN))
+        return 0;
+    ctx = cpl == 0 ? (ctl & RTIT_CTL_OS) != 0 : (ctl & RTIT_CTL_USR) != 0;
+    if ((ctl & RTIT_CTL_CR3EN) && (cr3 & ~0x1full) != (c->cr3_match & ~0x1full))
+        ctx = false;
+    for (unsigned i = 0; i < 4; i++) {
+        if (PTV_FIELD(ctl, RTIT_CTL_ADDR_SHIFT(i), 0xf) != RTIT_ADDR_CFG_FILTER)
+            continue;
+        if (!any)
+            filt = false;
+        any = true;
+        if (ip >= c->addr[i][0] && ip <= c->addr[i][1])
+            filt = true;
+    }
+    m->status &= ~(RTIT_STATUS_CONTEXTEN | RTIT_STATUS_FILTEREN);
+    m->status |= (ctx ? RTIT_STATUS_CONTEXTEN : 0) | (filt ? RTIT_STATUS_FILTEREN : 0);
+    if (!ctx || !filt || !ptm_active(m))
+        return 0;
+    ptm_packet(m, pkt, n, psb);
+    return 1;
+}

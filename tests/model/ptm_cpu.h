@@ -13,6 +13,7 @@
 #define PTV_TESTS_PTM_CPU_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "model/ptm.h"
@@ -43,6 +44,14 @@ int ptm_cpu_wrmsr(struct ptm_cpu *c, uint32_t msr, uint64_t val);
 
 /* RDMSR: 0 with *val, or -1 for #GP. */
 int ptm_cpu_rdmsr(const struct ptm_cpu *c, uint32_t msr, uint64_t *val);
+
+/*
+ * The CPU executes at (cpl, cr3, ip) and has packet pkt to write: the SDM's ContextEn/FilterEn
+ * filtering (33.2.4) decides, STATUS bits 1:0 follow.  Returns 1 if the packet went to the
+ * output model, 0 if filtered out (or TraceEn = 0).
+ */
+int ptm_cpu_exec(struct ptm_cpu *c, unsigned cpl, uint64_t cr3, uint64_t ip, const uint8_t *pkt,
+                 size_t n, bool psb);
 
 /* Every RTIT MSR index a CPU may have (SDM Vol. 4 table 2-2): 0x560-0x561, 0x570-0x572,
  * 0x580-0x587.  Tests iterate over it. */
