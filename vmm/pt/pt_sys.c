@@ -89,6 +89,12 @@ const char *pt_sys_check(const struct pt_gcaps *g, const struct pt_sys_cfg *cfg)
     }
     if (cfg->psb_period && !pow2(cfg->psb_period))
         return "psb_period: not a power of two";
+    /* MTCFreq / CycThresh / PSBFreq must be encodings CPUID lists, even 0 (pt_ctl_policy.c) */
+    if (pt_cap(g->leaf14, PT_EBX, PT_CAP_EBX_MTC) && !pt_cap_mtc_periods(g->leaf14))
+        return "CPUID.14.0:EBX[3]=1 but no MTCFreq encoding in CPUID.14.1:EAX[31:16]";
+    if (pt_cap(g->leaf14, PT_EBX, PT_CAP_EBX_PSB_CYC) &&
+        (!pt_cap_cyc_thresholds(g->leaf14) || !pt_cap_psb_periods(g->leaf14)))
+        return "CPUID.14.0:EBX[1]=1 but no CycThresh / PSBFreq encoding in CPUID.14.1:EBX";
     return NULL;
 }
 
@@ -135,8 +141,9 @@ static uint64_t trace_ctl(const struct pt_gcaps *g, const struct pt_sys_cfg *cfg
     if (pt_cap(l, PT_EBX, PT_CAP_EBX_PSB_CYC)) {
         if ((n = pick(pt_cap_cyc_thresholds(l), PT_SYS_CYC_THRESH_MAX)) >= 0)
             ctl |= RTIT_CTL_CYCLEACC | (uint64_t)n << RTIT_CTL_CYC_THRESH_SHIFT;
-        if (cfg->psb_period &&
-            (n = pick(pt_cap_psb_periods(l), psb_freq_want(cfg->psb_period))) >= 0)
+        /* PSBFreq is checked against the bitmap whatever it is: always one listed */
+        if ((n = pick(pt_cap_psb_periods(l),
+                      cfg->psb_period ? psb_freq_want(cfg->psb_period) : 0)) >= 0)
             ctl |= (uint64_t)n << RTIT_CTL_PSB_FREQ_SHIFT;
     }
     return ctl;
