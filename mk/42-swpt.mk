@@ -12,3 +12,14 @@ test_swpt_LDLIBS := -lipt
 FUZZERS += fuzz_swpt
 fuzz_swpt_SRCS := tests/fuzz/fuzz_swpt.c $(SWPT_SRCS)
 fuzz_swpt_LDLIBS := -lipt
+
+# The ptrace oracle: real programs single-stepped, classified by vmm/trace/x86_class.c, fed to
+# the generator, decoded by libipt (SKIP where ptrace is not permitted).  swpt_sig is its own
+# tracee with signal handlers, built without sanitizers like any program under test.
+HOST_TESTS += test_swpt_ptrace
+test_swpt_ptrace_SRCS := tests/unit/test_swpt_ptrace.c vmm/trace/x86_class.c $(SWPT_SRCS)
+test_swpt_ptrace_LDLIBS := -lipt
+$(BUILD)/host/test_swpt_ptrace: $(BUILD)/host/swpt_sig
+$(BUILD)/host/swpt_sig: tests/unit/swpt_sig.c
+	@mkdir -p $(@D)
+	$(Q)$(HOST_CC) -std=gnu11 -O1 -g $(WARN) -o $@ $<
