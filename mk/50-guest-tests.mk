@@ -12,7 +12,7 @@
 #   make test-guest-harness       the conformance verdict script against good and broken logs
 
 GUEST_OUT      := $(BUILD)/tests/guest
-GUEST_PROGS    := conformance selftest pt-selftest attack smp
+GUEST_PROGS    := conformance selftest pt-selftest attack smp trace
 GUEST_LIB_OBJS := $(addprefix $(GUEST_OUT)/,libtest.o trap.o trap_stubs.o) $(GUEST_OUT)/lib_fmt.o
 conformance_GUEST_OBJS := $(addprefix $(GUEST_OUT)/,conformance.o conf_memory.o user.o user_stubs.o)
 selftest_GUEST_OBJS    := $(addprefix $(GUEST_OUT)/,selftest.o)
@@ -20,6 +20,7 @@ pt-selftest_GUEST_OBJS := $(GUEST_OUT)/pt_selftest.o
 attack_GUEST_OBJS      := $(addprefix $(GUEST_OUT)/,attack.o attack_rt_stubs.o attack_cpu.o attack_cpu_asm_stubs.o \
                             attack_msr.o attack_vmcall.o attack_mem.o attack_uart.o user.o user_stubs.o)
 smp_GUEST_OBJS         := $(addprefix $(GUEST_OUT)/,smp.o smp_mp.o smp_shoot.o smp_tramp_stubs.o)
+trace_GUEST_OBJS       := $(addprefix $(GUEST_OUT)/,trace.o trace_rt_stubs.o)
 GUEST_EFIS     := $(foreach p,$(GUEST_PROGS),$(GUEST_OUT)/$(p).efi)
 
 ALL_TARGETS  += $(GUEST_EFIS)
@@ -111,4 +112,20 @@ test-bochs-smp:
 	then tests/step.sh $(BUILD)/results bochs:smp tests/system/bochs-smp.sh $(BUILD); \
 	else tests/step.sh $(BUILD)/results bochs:smp \
 	    sh -c 'tail -n 20 $(BUILD)/test/smp-build.log; echo "build of $(SMP_DEPS) failed"; exit 1'; \
+	fi
+
+# The software tracer (issue 9): one Bochs boot of trace.efi as the guest, then the
+# host decode of its printed trace with libipt (tests/guest/trace_check.c).
+.PHONY: test-bochs-trace
+TEST_TARGETS += test-bochs-trace
+TRACE_DEPS := $(GUEST_OUT)/trace.efi $(BUILD)/boot/BOOTX64.EFI $(BUILD)/vmm/vmm.elf $(BUILD)/host/trace_check
+$(BUILD)/host/trace_check: tests/guest/trace_check.c
+	@mkdir -p $(@D)
+	$(Q)$(HOST_CC) -std=gnu11 -O2 -g $(WARN) -o $@ $< -lipt
+test-bochs-trace:
+	@mkdir -p $(BUILD)/test
+	$(Q)if $(MAKE) --no-print-directory $(TRACE_DEPS) >$(BUILD)/test/trace-build.log 2>&1; \
+	then tests/step.sh $(BUILD)/results bochs:trace tests/system/bochs-trace.sh $(BUILD); \
+	else tests/step.sh $(BUILD)/results bochs:trace \
+	    sh -c 'tail -n 20 $(BUILD)/test/trace-build.log; echo "build of $(TRACE_DEPS) failed"; exit 1'; \
 	fi

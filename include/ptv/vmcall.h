@@ -19,10 +19,13 @@
 #define PTV_VMCALL_ENOSYS (-1)
 #define PTV_VMCALL_EPERM  (-2)
 #define PTV_VMCALL_EINVAL (-3)
+#define PTV_VMCALL_EBUSY  (-4) /* ABI 4: already in that state (a trace window is open) */
+#define PTV_VMCALL_ENODEV (-5) /* ABI 4: no trace source on this machine / config */
+#define PTV_VMCALL_ENOMEM (-6) /* ABI 4: the VMM pool cannot hold the trace ring */
 
 /* RBX = ABI version (PTV_VMCALL_ABI_VERSION), RCX = "ptvisor" as 8 bytes, RDX = 0 */
 #define PTV_VMCALL_VERSION     0
-#define PTV_VMCALL_ABI_VERSION 3
+#define PTV_VMCALL_ABI_VERSION 4
 
 /*
  * RBX = physical base, RCX = size of the VMM's own memory (image + pool, one
@@ -88,6 +91,48 @@
  * before returning: RBX = 0 or the (negative) error.  ABI 3.
  */
 #define PTV_VMCALL_EPT_DROP 9
+
+/*
+ * Tracing (ABI 4; docs/ARCHITECTURE.md section 5).  One trace ring per vCPU
+ * (pt_buffer bytes, circular unless trace_wrap = off); the calls act on the
+ * calling vCPU.  The window covers the instructions after TRACE_START's VMCALL
+ * up to (not including) TRACE_STOP's.  The software tracer steps the vCPU with
+ * the monitor trap flag and writes the Intel PT packets hardware would have
+ * written (vmm/trace/).
+ *
+ * TRACE_START: RBX = PTV_TRACE_F_* filter flags (0: the configured pt_filter),
+ * RCX = CR3 to match (with PTV_TRACE_F_CR3), RDX..RSI = an inclusive IP range
+ * (with PTV_TRACE_F_RANGE), R8 = stop after this many traced instructions (0 =
+ * no limit).  Out: RBX = PTV_TRACE_SRC_*, RCX = ring size in bytes.
+ * EBUSY: a window is open; ENODEV: no source (sw_trace = off, no MTF);
+ * EINVAL: bad filter; ENOMEM: no pool memory for the ring.
+ */
+#define PTV_VMCALL_TRACE_START 10
+#define PTV_TRACE_F_KERNEL     (1u << 0) /* CPL 0 */
+#define PTV_TRACE_F_USER       (1u << 1) /* CPL > 0 */
+#define PTV_TRACE_F_CR3        (1u << 2) /* only where CR3 == RCX */
+#define PTV_TRACE_F_RANGE      (1u << 3) /* only IPs in [RDX, RSI] */
+#define PTV_TRACE_SRC_HARDWARE 1
+#define PTV_TRACE_SRC_SOFTWARE 2
+/* TRACE_STOP: out RBX = ring bytes written in all, RCX = instructions stepped,
+ * RDX = PTV_TRACE_ST_* flags, RSI = gaps (OVF), RDI = events (FUP+TIP) */
+#define PTV_VMCALL_TRACE_STOP 11
+/* TRACE_STATUS: out RBX = PTV_TRACE_ST_*, RCX = ring size, RDX = bytes written in all,
+ * RSI = instructions stepped, RDI = gaps (OVF), R8 = events, R9 = code reads failed */
+#define PTV_VMCALL_TRACE_STATUS 12
+#define PTV_TRACE_ST_ON         (1u << 0) /* a window is open */
+#define PTV_TRACE_ST_WRAPPED    (1u << 1) /* the ring wrapped: the oldest bytes are gone */
+#define PTV_TRACE_ST_STOPPED    (1u << 2) /* trace_wrap = off and the ring filled */
+#define PTV_TRACE_ST_BUDGET     (1u << 3) /* the window closed at its instruction budget */
+#define PTV_TRACE_ST_SOFTWARE   (1u << 4) /* the ring holds the software tracer's packets */
+/*
+ * TRACE_READ: copy ring bytes [RDX, RDX + RCX) of the stream (offsets count every
+ * byte ever written) to guest-physical RBX..RBX+RCX-1, which must be guest RAM.
+ * Out: RBX = bytes copied (0 at the end), RCX = oldest offset still in the ring,
+ * RDX = bytes written in all.  EINVAL: the buffer is not guest RAM, or RDX is
+ * older than what the ring still holds (RCX says from where to read).
+ */
+#define PTV_VMCALL_TRACE_READ 13
 
 /* a CPU re-delivered an INIT at every VM entry (Bochs 2.7): an AP that took an
  * INIT cannot run again; tests that restart APs cannot pass on this machine */

@@ -25,6 +25,6 @@ guest_boot() {
     cyl=$(( $(stat -c %s "$img") / 516096 ))
     echo "== Bochs: loader + VMM + $(basename "$efi") (timeout ${timeout} s)"
     start=$(date +%s)
-    "$here/tests/system/bochs.sh" "$img" "$cyl" "$serial" "$timeout" "$stop"
+    "$here/tests/system/bochs.sh" "$img" "$cyl" "$serial" "$timeout" "$stop" ${BOCHS_MODEL:-}
     echo "   bochs.sh exit $? after $(( $(date +%s) - start )) s; serial log: $base/serial.log"
 }

@@ -382,6 +382,20 @@ void swpt_lost(struct swpt *t, uint64_t resume_ip, const struct swpt_ctx *ctx, u
     psb_if_due(t, resume_ip, tsc);
 }
 
+void swpt_gap(struct swpt *t, uint64_t at_ip, uint64_t resume_ip, const struct swpt_ctx *ctx,
+              uint64_t tsc)
+{
+    if (!t->on)
+        return;
+    flush_tnt(t);
+    if (t->pkt_en) { /* the known path ends before at_ip: as a stop there */
+        ip_pkt(t, PT_PKT_FUP, at_ip, true);
+        ip_pkt(t, PT_PKT_TIP_PGD, at_ip, false);
+        t->pkt_en = false;
+    }
+    swpt_lost(t, resume_ip, ctx, tsc);
+}
+
 void swpt_stop(struct swpt *t, uint64_t ip)
 {
     if (!t->on)

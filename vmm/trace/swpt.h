@@ -25,25 +25,25 @@
 /* where packets go: a byte ring (circular, or stop when full) */
 struct swpt_ring {
     uint8_t *buf;
-    uint64_t size;       /* bytes, > 0 */
-    uint64_t head;       /* total bytes ever written; position = head % size */
-    bool stop_on_full;   /* else circular: the oldest bytes are overwritten */
-    bool stopped;        /* stop_on_full and full: nothing more is written */
-    uint64_t dropped;    /* bytes not written because the ring was stopped */
+    uint64_t size;     /* bytes, > 0 */
+    uint64_t head;     /* total bytes ever written; position = head % size */
+    bool stop_on_full; /* else circular: the oldest bytes are overwritten */
+    bool stopped;      /* stop_on_full and full: nothing more is written */
+    uint64_t dropped;  /* bytes not written because the ring was stopped */
 };
 
 /* the CPU context that decides filtering and MODE / PIP packets */
 struct swpt_ctx {
     uint64_t cr3;
-    uint8_t cpl;                 /* 0..3 */
-    enum x86_code_size cs;       /* CS.L / CS.D */
+    uint8_t cpl;           /* 0..3 */
+    enum x86_code_size cs; /* CS.L / CS.D */
 };
 
 #define SWPT_MAX_RANGES 4
 struct swpt_filter {
-    bool user;        /* trace CPL > 0 (RTIT_CTL.User) */
-    bool kernel;      /* trace CPL 0 (RTIT_CTL.OS) */
-    bool cr3_match;   /* trace only where ctx.cr3 == cr3 (RTIT_CTL.CR3Filter) */
+    bool user;      /* trace CPL > 0 (RTIT_CTL.User) */
+    bool kernel;    /* trace CPL 0 (RTIT_CTL.OS) */
+    bool cr3_match; /* trace only where ctx.cr3 == cr3 (RTIT_CTL.CR3Filter) */
     uint64_t cr3;
     unsigned nranges; /* 0: every IP; else only IPs inside one of the ranges */
     struct {
@@ -62,21 +62,21 @@ struct swpt_cfg {
 struct swpt {
     struct swpt_cfg cfg;
     struct swpt_ring *ring;
-    struct swpt_ctx ctx;   /* context of the instruction about to run */
-    bool on;               /* between swpt_start and swpt_stop */
-    bool pkt_en;           /* the current IP / context is inside the filter */
-    uint64_t last_ip;      /* IP compression state (reset by PSB) */
+    struct swpt_ctx ctx; /* context of the instruction about to run */
+    bool on;             /* between swpt_start and swpt_stop */
+    bool pkt_en;         /* the current IP / context is inside the filter */
+    uint64_t last_ip;    /* IP compression state (reset by PSB) */
     bool last_ip_valid;
-    uint64_t tnt_bits;     /* pending TNT bits, oldest first from bit tnt_n-1 */
+    uint64_t tnt_bits; /* pending TNT bits, oldest first from bit tnt_n-1 */
     unsigned tnt_n;
-    uint64_t since_psb;    /* bytes since the last PSB */
+    uint64_t since_psb; /* bytes since the last PSB */
     /* figures */
-    uint64_t insns;        /* instructions seen while on (traced or filtered out) */
+    uint64_t insns; /* instructions seen while on (traced or filtered out) */
     uint64_t packets;
     uint64_t psbs;
-    uint64_t events;       /* asynchronous events */
-    uint64_t lost;         /* swpt_lost calls (OVF) */
-    uint8_t mode_sent;     /* enum x86_code_size of the last MODE.Exec written */
+    uint64_t events;   /* asynchronous events */
+    uint64_t lost;     /* swpt_lost calls (OVF) */
+    uint8_t mode_sent; /* enum x86_code_size of the last MODE.Exec written */
 };
 
 /* validate a configuration: 0 or a negative SWPT_E*, with a one-line reason in *why */
@@ -109,6 +109,12 @@ void swpt_event(struct swpt *t, uint64_t from_ip, uint64_t to_ip, const struct s
 /* the tracer lost track (code bytes unreadable, a step it could not see): OVF, then
  * FUP(resume_ip) (or TIP.PGE if it resumes inside the filter from outside) */
 void swpt_lost(struct swpt *t, uint64_t resume_ip, const struct swpt_ctx *ctx, uint64_t tsc);
+
+/* the path is known up to (not including) at_ip, then the CPU was at resume_ip by a way
+ * the tracer could not see: FUP(at_ip) + TIP.PGD (the decode keeps every instruction
+ * before at_ip), OVF, then TIP.PGE(resume_ip) where it is inside the filter */
+void swpt_gap(struct swpt *t, uint64_t at_ip, uint64_t resume_ip, const struct swpt_ctx *ctx,
+              uint64_t tsc);
 
 /* tracing stops (TraceEn 1 -> 0) before `ip`: pending TNT, then TIP.PGD (IP suppressed),
  * preceded by FUP(ip) when inside the filter, as a WRMSR clearing TraceEn writes them */

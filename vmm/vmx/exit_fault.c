@@ -107,9 +107,8 @@ static void vcpu_init_event(struct vcpu *v)
     v->inject.valid = false;
     this_cpu()->nmi_owed = 0; /* an NMI owed from before the INIT is gone with it */
     if (v->nmi_stepping) {
-        vmcs_write32(CPU_BASED_VM_EXEC_CONTROL,
-                     vmcs_read32(CPU_BASED_VM_EXEC_CONTROL) & ~CPU_BASED_MONITOR_TRAP_FLAG);
         v->nmi_stepping = false;
+        vcpu_mtf_update(v); /* a trace window keeps stepping across the INIT */
     }
     vmcs_write32(VM_ENTRY_INTR_INFO_FIELD, 0);
     vmcs_writel(GUEST_PENDING_DBG_EXCEPTIONS, 0);
@@ -222,6 +221,7 @@ enum exit_action handle_task_switch(struct vcpu *v, const struct vmexit *e)
  * next entry decides again */
 enum exit_action handle_mtf(struct vcpu *v, const struct vmexit *e)
 {
+    v->trace_mtf_seen = true; /* one instruction or event ran (trace_vmx.c) */
     return EXIT_RESUME;
 }
 

@@ -16,6 +16,7 @@
 #include <ptv/vmcall.h>
 #include "percpu.h"
 #include "smp/smp.h"
+#include "vmx/trace_vmx.h"
 
 static bool allowed_at_cpl3(uint64_t fn)
 {
@@ -93,6 +94,48 @@ enum exit_action handle_vmcall(struct vcpu *v, const struct vmexit *e)
         struct vmm_selfcheck c = vmm_selfcheck(v);
         r[GPR_RBX] = c.failed;
         r[GPR_RCX] = c.checked;
+        break;
+    }
+    case PTV_VMCALL_TRACE_START:
+        ret =
+            trace_vmx_start(v, (uint32_t)r[GPR_RBX], r[GPR_RCX], r[GPR_RDX], r[GPR_RSI], r[GPR_R8]);
+        if (ret == PTV_VMCALL_OK) {
+            r[GPR_RBX] = PTV_TRACE_SRC_SOFTWARE;
+            r[GPR_RCX] = vmm_cfg->trace_buf_size;
+        }
+        break;
+    case PTV_VMCALL_TRACE_STOP:
+    case PTV_VMCALL_TRACE_STATUS: {
+        if (r[GPR_RAX] == PTV_VMCALL_TRACE_STOP)
+            ret = trace_vmx_stop(v);
+        struct trace_status st;
+        trace_vmx_status(v, &st);
+        if (r[GPR_RAX] == PTV_VMCALL_TRACE_STOP) {
+            r[GPR_RBX] = st.written;
+            r[GPR_RCX] = st.insns;
+            r[GPR_RDX] = st.flags;
+            r[GPR_RSI] = st.gaps;
+            r[GPR_RDI] = st.events;
+        } else {
+            r[GPR_RBX] = st.flags;
+            r[GPR_RCX] = st.ring_size;
+            r[GPR_RDX] = st.written;
+            r[GPR_RSI] = st.insns;
+            r[GPR_RDI] = st.gaps;
+            r[GPR_R8] = st.events;
+            r[GPR_R9] = st.unreadable;
+        }
+        break;
+    }
+    case PTV_VMCALL_TRACE_READ: {
+        uint64_t copied, oldest, head;
+        struct trace_status st;
+        ret = trace_vmx_read(v, r[GPR_RBX], r[GPR_RCX], r[GPR_RDX], &copied, &oldest);
+        trace_vmx_status(v, &st);
+        head = st.written;
+        r[GPR_RBX] = copied;
+        r[GPR_RCX] = oldest;
+        r[GPR_RDX] = head;
         break;
     }
     default:

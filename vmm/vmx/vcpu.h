@@ -84,7 +84,10 @@ struct vcpu {
     uint8_t *io_bitmap[2];
     unsigned io_trap_mask; /* UART offsets trapped now (bit i = base + i) */
     struct pending_event inject;
-    bool nmi_stepping; /* MTF armed to deliver an NMI owed from root (vmx_run.c) */
+    bool nmi_stepping;        /* MTF armed to deliver an NMI owed from root (vmx_run.c) */
+    bool trace_stepping;      /* MTF armed by the software tracer (trace_vmx.c) */
+    bool trace_mtf_seen;      /* an MTF exit came since the tracer's last look */
+    struct trace_vcpu *trace; /* this vCPU's trace ring and tracer (NULL until used) */
     /* CR0/CR4 bits the VMM owns (fixed by VMX): guest sees the read shadows */
     uint64_t cr0_fixed0, cr0_fixed1, cr4_fixed0, cr4_fixed1;
     uint64_t cr0_mask, cr4_mask;
@@ -159,6 +162,8 @@ uint64_t vcpu_guest_cr0(const struct vcpu *v);
 uint64_t vcpu_guest_cr4(const struct vcpu *v);
 /* the guest runs 64-bit code: IA-32e mode and CS.L (RIP is 64 bits wide) */
 bool vcpu_code64(void);
+/* the monitor trap flag on while the NMI delivery or the software tracer needs it */
+void vcpu_mtf_update(struct vcpu *v);
 
 int vmx_run(struct vcpu *v, struct vmexit *e);
 enum exit_action vmx_handle_exit(struct vcpu *v, const struct vmexit *e);

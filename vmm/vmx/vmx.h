@@ -203,6 +203,7 @@
 /* segment access rights */
 #define VMX_AR_UNUSABLE (1u << 16)
 #define VMX_AR_L        (1u << 13) /* CS.L: 64-bit code segment */
+#define VMX_AR_DB       (1u << 14) /* CS.D: 32-bit default operand size */
 
 /* Adjust a control word to a capability MSR (pt-facts G.3):
  * result = (wanted | allowed0) & allowed1.  Returns 0, or -1 with *missing =

@@ -12,6 +12,7 @@
 #include "percpu.h"
 #include "smp/smp.h"
 #include "dev/uart_console.h"
+#include "vmx/trace_vmx.h"
 
 int vmx_enter(struct guest_regs *regs, int launched);
 
@@ -63,14 +64,21 @@ bool vcpu_code64(void)
  * instruction, so the NMI arrives as soon as the guest unblocks -- even if it
  * then idles without another exit (vmx/emul_policy.c nmi_owed_action).
  */
+void vcpu_mtf_update(struct vcpu *v)
+{
+    bool on = v->nmi_stepping || v->trace_stepping;
+    uint32_t proc = vmcs_read32(CPU_BASED_VM_EXEC_CONTROL);
+    uint32_t want = on ? proc | CPU_BASED_MONITOR_TRAP_FLAG : proc & ~CPU_BASED_MONITOR_TRAP_FLAG;
+    if (want != proc)
+        vmcs_write32(CPU_BASED_VM_EXEC_CONTROL, want);
+}
+
 static void set_mtf(struct vcpu *v, bool on)
 {
     if (v->nmi_stepping == on)
         return;
-    uint32_t proc = vmcs_read32(CPU_BASED_VM_EXEC_CONTROL);
-    vmcs_write32(CPU_BASED_VM_EXEC_CONTROL,
-                 on ? proc | CPU_BASED_MONITOR_TRAP_FLAG : proc & ~CPU_BASED_MONITOR_TRAP_FLAG);
     v->nmi_stepping = on;
+    vcpu_mtf_update(v); /* the software tracer may keep it on (trace_vmx.c) */
 }
 
 static void deliver_owed_nmi(struct vcpu *v)
@@ -131,6 +139,8 @@ int vmx_run(struct vcpu *v, struct vmexit *e)
     }
     if (pc->nmi_owed)
         deliver_owed_nmi(v);
+    if (v->trace_stepping)
+        trace_vmx_before_entry(v); /* what the last step ran goes into the trace */
     if (v->pt.active)
         pt_ctrl_before_entry(&v->pt);
     int r = vmx_enter(&v->regs, v->launched);

@@ -1,0 +1,8 @@
+# The software tracer's stepping logic and guest page walk (issue 9): vmm/trace/swtrace.c and
+# gwalk.c are pure, compiled into the VMM by the vmm/trace/*.c wildcard of mk/80-vmm.mk and
+# unchanged into this host test, which joins them to the classifier and the packet generator
+# and decodes the result with libipt (tests/unit/swpt_dec.c).
+HOST_TESTS += test_swtrace
+test_swtrace_SRCS := tests/unit/test_swtrace.c vmm/trace/swtrace.c vmm/trace/gwalk.c \
+                     vmm/trace/x86_class.c $(SWPT_SRCS)
+test_swtrace_LDLIBS := -lipt

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The verdict of the software tracer's Bochs boot (tests/system/bochs-trace.sh):
+# every in-guest check of trace.efi PASS, then the host decode of the printed
+# trace (build/host/trace_check, libipt) equal to the guest's own single-step
+# reference.  TRACE_CHECK names the checker binary.
+#
+#   tests/guest/check-trace-log.sh SERIAL_LOG
+set -u
+serial=$1
+here=$(cd "$(dirname "$0")/../.." && pwd)
+checker=${TRACE_CHECK:-$here/build/host/trace_check}
+status=0
+fail() { echo "FAIL: $*"; status=1; }
+. "$(dirname "$0")/report-verdict.sh"
+report_read "$serial" trace.efi
+grep -E '^(PASS|FAIL|SKIP|SUMMARY): ' "$report"
+report_counts '^INFO: '
+# a SKIP only for the one thing measured missing: MTF exits (tests/guest/README.md)
+if grep '^SKIP: ' "$report" | grep -qv 'no MTF VM exit'; then
+    fail "a SKIP other than the measured absence of MTF exits"
+fi
+if [ "$s" = 0 ]; then
+    [ "$p" -ge 17 ] || fail "only $p PASS lines (expected >= 17)"
+else
+    [ "$p" -ge 13 ] || fail "only $p PASS lines (expected >= 13 where MTF is missing)"
+fi
+echo "== host decode (libipt) of the printed trace"
+if [ -x "$checker" ]; then
+    "$checker" "$clean" || status=1
+else
+    fail "no checker at $checker"
+fi
+grep -aE '\[cpu0 [^]]*\] trace: ' "$clean" | head -n 5
+[ $status = 0 ] && echo "check-trace-log: PASS" || echo "check-trace-log: FAIL"
+exit $status

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The software tracer (issue 9) under the VMM in Bochs (real VMX, EPT, MTF),
+# one boot: loader -> VMM -> trace.efi (tests/guest/trace*.c) as the guest.
+#
+#   tests/system/bochs-trace.sh BUILD_DIR
+#
+# Verdict: tests/guest/check-trace-log.sh (every in-guest check PASS, and the
+# host decode of the printed trace, build/host/trace_check on libipt, equals the
+# guest's own single-step reference instruction by instruction).  Exit 77 (SKIP)
+# only when the loader or the VMM has not been built.
+set -u
+build=$1
+here=$(cd "$(dirname "$0")/../.." && pwd)
+TIMEOUT=${TIMEOUT:-90}
+STOP_RE='crash dump complete|VMM halted|ptvisor: guest .* returned|SUMMARY: '
+export CPUS=1
+
+. "$here/tests/system/guest-boot.sh"
+export BOCHS_MODEL=${BOCHS_MODEL:-tigerlake} # corei7_skylake_x offers no MTF
+guest_boot "$build" trace "$here/tests/guest/trace.cfg" "$build/tests/guest/trace.efi" \
+    "$TIMEOUT" "$STOP_RE" || exit $?
+sleep 1 # the SUMMARY line is the stop mark: let Bochs flush the lines after it
+"$here/tests/guest/check-trace-log.sh" "$serial"

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Reading guest memory by linear address, as the guest's CPU would translate it:
+ * no paging, 32-bit (with 4 MiB pages), PAE, 4-level and 5-level paging (SDM Vol.
+ * 3A 4.3-4.5).  Pure code: the VMM reads guest-physical memory through a callback
+ * over EPT (vmm/vmx/trace_vmx.c), the host tests over a fake RAM.  The software
+ * tracer uses it for the code bytes the guest is about to run and for the frame
+ * an event pushed; it checks presence only (the CPU already decided access rights
+ * for what it ran), and never follows a translation outside guest RAM.
+ */
+#ifndef PTV_GWALK_H
+#define PTV_GWALK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct gw_mem {
+    void *ctx;
+    /* read len bytes (not crossing a 4 KiB page) of guest RAM at gpa; false where
+     * gpa is not guest RAM (VMM memory, MMIO, unmapped) */
+    bool (*read)(void *ctx, uint64_t gpa, void *buf, unsigned len);
+};
+
+/* the paging state that decides the walk (guest CR0/CR3/CR4/EFER as the guest sees them) */
+struct gw_paging {
+    uint64_t cr0, cr3, cr4, efer;
+};
+
+#define GW_E_NOTPRESENT (-1) /* a paging entry on the way is not present */
+#define GW_E_MEM        (-2) /* a table or the data is not guest RAM */
+
+/* linear -> guest-physical; 0 or GW_E_* */
+int gw_translate(const struct gw_mem *m, const struct gw_paging *p, uint64_t lin, uint64_t *gpa);
+
+/* read len bytes at a linear address (may cross pages); 0 or GW_E_*; on error the
+ * number of bytes read before the failing page is in *got (if got != NULL) */
+int gw_read(const struct gw_mem *m, const struct gw_paging *p, uint64_t lin, void *buf,
+            unsigned len, unsigned *got);
+
+#endif

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The software tracer's stepping logic (issue 9): between two observations of a
+ * vCPU (one monitor-trap-flag step, or a VM exit the VMM emulated) decide what
+ * ran -- one instruction, an event (interrupt, exception) before it, or both --
+ * and feed the packet generator (swpt.h).  Pure code: the VMM calls it from the
+ * shim vmm/vmx/trace_vmx.c with the VMCS state, the host tests with scripted
+ * CPUs over fake guest memory.
+ *
+ * Per observation the vCPU state is the architectural state before the next
+ * instruction.  The instruction about to run is classified from its code bytes,
+ * read through guest paging and EPT *before* it runs (so the trace names the bytes
+ * that ran, even for self-modifying code).  When control did not go where that
+ * instruction can send it, or went to an event handler, an event is recognised
+ * from the frame the CPU pushed (saved RIP, CS, RFLAGS with bit 1 set):
+ *   saved RIP == the instruction's IP: the event came before it (fault,
+ *   interrupt): FUP(ip) + TIP(handler);
+ *   saved RIP == where the instruction goes: it completed, then the event (trap):
+ *   the instruction, then FUP + TIP.
+ * Anything else the tracer cannot explain becomes OVF + FUP at the new IP
+ * (swpt_lost): the decode says where the gap is, it never invents a path.
+ */
+#ifndef PTV_SWTRACE_H
+#define PTV_SWTRACE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "trace/gwalk.h"
+#include "trace/swpt.h"
+#include "trace/x86_class.h"
+
+/* one observation of the vCPU */
+struct swtrace_cpu {
+    uint64_t rip;
+    uint64_t rsp;
+    uint64_t cs_base; /* linear IP = cs_base + rip outside 64-bit code */
+    uint16_t cs_sel;
+    struct swpt_ctx ctx;
+    struct gw_paging paging;
+    uint64_t tsc;
+};
+
+struct swtrace_stats {
+    uint64_t steps;      /* instructions traced (or filtered out) */
+    uint64_t events;     /* events recognised from their frame */
+    uint64_t lost;       /* OVF: a step the tracer could not explain */
+    uint64_t unreadable; /* code bytes that could not be read before they ran */
+    uint64_t rep_iters;  /* steps that stayed on a REP string instruction */
+};
+
+struct swtrace {
+    struct swpt pt;
+    bool on;
+    uint64_t budget;  /* instructions left before the window closes (0 = no limit) */
+    bool budget_used; /* the window closed because the budget ran out */
+    /* the instruction about to run */
+    uint64_t ip;
+    uint16_t cs_sel;
+    struct swpt_ctx ctx;
+    bool valid; /* its bytes were read and classified */
+    struct x86_insn insn;
+    struct swtrace_stats st;
+};
+
+/* open a window with the vCPU about to run c->rip; budget 0 = until swtrace_stop */
+void swtrace_start(struct swtrace *t, const struct swpt_cfg *cfg, struct swpt_ring *ring,
+                   const struct gw_mem *m, const struct swtrace_cpu *c, uint64_t budget);
+
+/*
+ * The vCPU is now in state *c.  mtf: a monitor-trap-flag exit came since the last
+ * observation (something ran even if RIP did not move: a REP iteration, a jump to
+ * itself).  Returns false when the window closed (budget spent).
+ */
+bool swtrace_observe(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c,
+                     bool mtf);
+
+/* close the window before the instruction at the current IP */
+void swtrace_stop(struct swtrace *t);
+
+#endif

@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The software tracer in the VMM (issue 9): a thin shim.  It reads the vCPU state
+ * the pure stepping logic needs from the VMCS, gives it guest memory through EPT,
+ * keeps the monitor trap flag on while a window is open, and answers the trace
+ * VMCALLs.  What ran and which packets that makes is decided in vmm/trace/
+ * (swtrace.c, swpt.c, x86_class.c, gwalk.c), which the host tests run unchanged.
+ *
+ * A window opens at the instruction after TRACE_START's VMCALL: the VMCALL's
+ * handler only arms it (pending_start), and the first look before the next entry
+ * starts it, with RIP already past the VMCALL.
+ */
+#include "vmx/trace_vmx.h"
+#include "vmx/vcpu.h"
+#include "vmx/vmcs.h"
+#include "vmx/vmx_cpu.h"
+#include "vmx/vmx.h"
+#include "trace/swtrace.h"
+#include "cpu.h"
+#include "log.h"
+#include "palloc.h"
+#include "vmm.h"
+#include "lib/ptv_string.h"
+#include <ptv/vmcall.h>
+
+struct trace_vcpu {
+    struct swtrace sw;
+    struct swpt_ring ring;
+    struct swpt_cfg cfg;
+    uint64_t budget;
+    bool pending_start;
+    bool budget_logged;
+};
+
+/* --- guest memory over EPT --- */
+
+/* what the handoff says [gpa, gpa + len) is, if one range holds it all */
+static uint32_t mem_type(const struct vcpu *v, uint64_t gpa, uint64_t len)
+{
+    const struct ptv_handoff *h = v->handoff;
+    if (gpa - vmm_span.base < vmm_span.size || gpa + len - 1 - vmm_span.base < vmm_span.size)
+        return PTV_MEM_VMM;
+    for (unsigned i = 0; i < h->nr_mem; i++) {
+        const struct ptv_mem_range *r = &h->mem[i];
+        if (gpa - r->base < r->size && gpa + len - r->base <= r->size)
+            return r->type;
+    }
+    return PTV_MEM_MMIO;
+}
+
+/* the host address of guest-physical [gpa, gpa + len) inside one 4 KiB page, or 0 */
+static uint64_t guest_page(struct vcpu *v, uint64_t gpa, uint64_t len, bool write)
+{
+    uint64_t hpa;
+    unsigned level;
+    uint32_t type = mem_type(v, gpa, len);
+    /* code may run from firmware-reserved memory; the VMM reads no device and
+     * writes only guest RAM */
+    if (type != PTV_MEM_RAM && (write || (type != PTV_MEM_RESERVED && type != PTV_MEM_ACPI)))
+        return 0;
+    vm_ept_lock();
+    int rc = ept_translate(v->ept, gpa, &hpa, NULL, NULL, &level);
+    vm_ept_unlock();
+    if (rc || hpa != gpa) /* guest memory is identity-mapped; the sink page is not */
+        return 0;
+    return hpa;
+}
+
+static bool read_gpa(void *ctx, uint64_t gpa, void *buf, unsigned len)
+{
+    uint64_t hpa = guest_page(ctx, gpa, len, false);
+    if (!hpa)
+        return false;
+    memcpy(buf, (const void *)(uintptr_t)hpa, len);
+    return true;
+}
+
+/* --- the vCPU as the stepping logic sees it --- */
+
+static void observe(struct swtrace_cpu *c)
+{
+    uint32_t cs_ar = vmcs_read32(GUEST_CS_AR_BYTES);
+    bool lma = vmcs_read32(VM_ENTRY_CONTROLS) & VM_ENTRY_IA32E_MODE;
+    c->rip = vmcs_readl(GUEST_RIP);
+    c->rsp = vmcs_readl(GUEST_RSP);
+    c->cs_sel = vmcs_read16(GUEST_CS_SELECTOR);
+    c->cs_base = vmcs_readl(GUEST_CS_BASE);
+    c->ctx.cpl = (vmcs_read32(GUEST_SS_AR_BYTES) >> 5) & 3;
+    c->ctx.cr3 = vmcs_readl(GUEST_CR3);
+    c->ctx.cs = lma && (cs_ar & VMX_AR_L) ? X86_CODE64
+                : (cs_ar & VMX_AR_DB)     ? X86_CODE32
+                                          : X86_CODE16;
+    c->paging = (struct gw_paging){
+        .cr0 = vmcs_readl(GUEST_CR0),
+        .cr3 = c->ctx.cr3,
+        .cr4 = vmcs_readl(GUEST_CR4),
+        .efer = lma ? 1ull << 10 : 0,
+    };
+    c->tsc = rdtsc();
+}
+
+bool trace_vmx_available(const char **why)
+{
+    if (vmm_cfg->trace_sw == PTV_SW_TRACE_OFF) {
+        *why = "sw_trace = off in the configuration";
+        return false;
+    }
+    if (!(vmx_caps.proc >> 32 & CPU_BASED_MONITOR_TRAP_FLAG)) {
+        *why = "the CPU has no monitor trap flag (VMX procbased control bit 27)";
+        return false;
+    }
+    return true;
+}
+
+static int ring_alloc(struct vcpu *v)
+{
+    if (v->trace)
+        return 0;
+    uint64_t size = vmm_cfg->trace_buf_size, pa, tpa;
+    struct trace_vcpu *t = palloc_pages((sizeof(*t) + PAGE_SIZE - 1) / PAGE_SIZE, &tpa);
+    uint8_t *buf = t ? palloc_pages(size / PAGE_SIZE, &pa) : NULL;
+    if (!buf) {
+        pr_warn("trace", "no room for a %lu KiB trace ring in the VMM pool (vmm_pool)", size >> 10);
+        return PTV_VMCALL_ENOMEM;
+        /* t (if any) stays: a page or two, and the next attempt fails the same way */
+    }
+    t->ring = (struct swpt_ring){.buf = buf, .size = size};
+    v->trace = t;
+    return 0;
+}
+
+int trace_vmx_start(struct vcpu *v, uint32_t flags, uint64_t cr3, uint64_t lo, uint64_t hi,
+                    uint64_t budget)
+{
+    const char *why;
+    if (v->trace && (v->trace->sw.on || v->trace->pending_start))
+        return PTV_VMCALL_EBUSY;
+    if (!trace_vmx_available(&why)) {
+        pr_warn("trace", "TRACE_START refused: %s", why);
+        return PTV_VMCALL_ENODEV;
+    }
+    if (flags & ~(PTV_TRACE_F_KERNEL | PTV_TRACE_F_USER | PTV_TRACE_F_CR3 | PTV_TRACE_F_RANGE))
+        return PTV_VMCALL_EINVAL;
+    struct swpt_cfg cfg = {.psb_period = vmm_cfg->psb_period, .tsc = true};
+    uint32_t cpl = flags & (PTV_TRACE_F_KERNEL | PTV_TRACE_F_USER);
+    cfg.filter.kernel =
+        cpl ? !!(flags & PTV_TRACE_F_KERNEL) : !!(vmm_cfg->trace_filter & PTV_TRACE_OS);
+    cfg.filter.user =
+        cpl ? !!(flags & PTV_TRACE_F_USER) : !!(vmm_cfg->trace_filter & PTV_TRACE_USER);
+    if (flags & PTV_TRACE_F_CR3) {
+        cfg.filter.cr3_match = true;
+        cfg.filter.cr3 = cr3;
+    } else if (vmm_cfg->trace_cr3) {
+        cfg.filter.cr3_match = true;
+        cfg.filter.cr3 = vmm_cfg->trace_cr3;
+    }
+    if (flags & PTV_TRACE_F_RANGE) {
+        cfg.filter.nranges = 1;
+        cfg.filter.range[0].lo = lo;
+        cfg.filter.range[0].hi = hi;
+    } else {
+        cfg.filter.nranges = vmm_cfg->trace_nranges;
+        for (unsigned i = 0; i < cfg.filter.nranges && i < SWPT_MAX_RANGES; i++) {
+            cfg.filter.range[i].lo = vmm_cfg->trace_range[i].lo;
+            cfg.filter.range[i].hi = vmm_cfg->trace_range[i].hi;
+        }
+    }
+    if (swpt_cfg_check(&cfg, &why))
+        return PTV_VMCALL_EINVAL;
+    int rc = ring_alloc(v);
+    if (rc)
+        return rc;
+    struct trace_vcpu *t = v->trace;
+    t->cfg = cfg;
+    t->budget = budget;
+    t->budget_logged = false;
+    t->ring.head = t->ring.dropped = 0;
+    t->ring.stopped = false;
+    t->ring.stop_on_full = !vmm_cfg->trace_wrap;
+    t->pending_start = true; /* starts after this VMCALL (trace_vmx_before_entry) */
+    v->trace_stepping = true;
+    v->trace_mtf_seen = false;
+    vcpu_mtf_update(v);
+    return 0;
+}
+
+int trace_vmx_stop(struct vcpu *v)
+{
+    struct trace_vcpu *t = v->trace;
+    if (!t)
+        return PTV_VMCALL_EINVAL; /* never traced: nothing to stop */
+    if (!t->sw.on && !t->pending_start)
+        return 0; /* closed already (its budget): the ring keeps the window */
+    if (t->sw.on)
+        swtrace_stop(&t->sw);
+    t->pending_start = false;
+    v->trace_stepping = false;
+    vcpu_mtf_update(v);
+    pr_info("trace", "window closed: %lu instructions, %lu bytes, %lu events, %lu gaps",
+            t->sw.st.steps, t->ring.head, t->sw.st.events, t->sw.st.lost);
+    return 0;
+}
+
+void trace_vmx_status(const struct vcpu *v, struct trace_status *st)
+{
+    const struct trace_vcpu *t = v->trace;
+    *st = (struct trace_status){.ring_size = vmm_cfg->trace_buf_size};
+    if (!t)
+        return;
+    st->flags = PTV_TRACE_ST_SOFTWARE | (t->sw.on || t->pending_start ? PTV_TRACE_ST_ON : 0) |
+                (t->ring.head > t->ring.size ? PTV_TRACE_ST_WRAPPED : 0) |
+                (t->ring.stopped ? PTV_TRACE_ST_STOPPED : 0) |
+                (t->sw.budget_used ? PTV_TRACE_ST_BUDGET : 0);
+    st->written = t->ring.head;
+    st->insns = t->sw.st.steps;
+    st->gaps = t->sw.st.lost;
+    st->events = t->sw.st.events;
+    st->unreadable = t->sw.st.unreadable;
+}
+
+int trace_vmx_read(struct vcpu *v, uint64_t gpa, uint64_t len, uint64_t off, uint64_t *copied,
+                   uint64_t *oldest)
+{
+    struct trace_vcpu *t = v->trace;
+    *copied = 0;
+    *oldest = 0;
+    if (!t)
+        return len ? PTV_VMCALL_EINVAL : 0;
+    uint64_t head = t->ring.head;
+    *oldest = head > t->ring.size ? head - t->ring.size : 0;
+    if (off < *oldest || gpa + len < gpa)
+        return PTV_VMCALL_EINVAL;
+    if (off >= head)
+        return 0;
+    if (len > head - off)
+        len = head - off;
+    /* validate the whole destination before writing a byte of it */
+    for (uint64_t p = gpa & ~0xfffull; p < gpa + len; p += PAGE_SIZE)
+        if (!guest_page(v, p, PAGE_SIZE, true))
+            return PTV_VMCALL_EINVAL;
+    for (uint64_t done = 0; done < len;) {
+        uint64_t pos = (off + done) % t->ring.size;
+        uint64_t n = len - done;
+        if (n > t->ring.size - pos)
+            n = t->ring.size - pos;
+        uint64_t in_page = PAGE_SIZE - ((gpa + done) & 0xfff);
+        if (n > in_page)
+            n = in_page;
+        memcpy((void *)(uintptr_t)guest_page(v, gpa + done, n, true), t->ring.buf + pos, n);
+        done += n;
+    }
+    *copied = len;
+    return 0;
+}
+
+void trace_vmx_before_entry(struct vcpu *v)
+{
+    struct trace_vcpu *t = v->trace;
+    struct gw_mem m = {.ctx = v, .read = read_gpa};
+    struct swtrace_cpu c;
+    bool mtf = v->trace_mtf_seen;
+
+    v->trace_mtf_seen = false;
+    observe(&c);
+    if (t->pending_start) {
+        t->pending_start = false;
+        swtrace_start(&t->sw, &t->cfg, &t->ring, &m, &c, t->budget);
+        return;
+    }
+    if (!swtrace_observe(&t->sw, &m, &c, mtf)) {
+        v->trace_stepping = false;
+        vcpu_mtf_update(v);
+        if (!t->budget_logged)
+            pr_info("trace", "window closed at its budget: %lu instructions, %lu bytes",
+                    t->sw.st.steps, t->ring.head);
+        t->budget_logged = true;
+    }
+}

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/* The software tracer in the VMM: the shim between the VMCS and vmm/trace/swtrace.c. */
+#ifndef PTV_TRACE_VMX_H
+#define PTV_TRACE_VMX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct vcpu;
+
+/* the MTF-stepping tracer can run here (the CPU has the monitor trap flag, sw_trace != off) */
+bool trace_vmx_available(const char **why);
+
+/* TRACE_START / STOP / STATUS / READ of include/ptv/vmcall.h: 0 or a PTV_VMCALL_E* */
+int trace_vmx_start(struct vcpu *v, uint32_t flags, uint64_t cr3, uint64_t lo, uint64_t hi,
+                    uint64_t budget);
+int trace_vmx_stop(struct vcpu *v);
+struct trace_status {
+    uint32_t flags; /* PTV_TRACE_ST_* */
+    uint64_t ring_size, written, insns, gaps, events, unreadable;
+};
+void trace_vmx_status(const struct vcpu *v, struct trace_status *st);
+int trace_vmx_read(struct vcpu *v, uint64_t gpa, uint64_t len, uint64_t off, uint64_t *copied,
+                   uint64_t *oldest);
+
+/* right before each VM entry while the tracer steps this vCPU (vmx_run.c) */
+void trace_vmx_before_entry(struct vcpu *v);
+
+#endif
