@@ -30,6 +30,7 @@ struct trace_vcpu {
     uint64_t budget;
     bool pending_start;
     bool budget_logged;
+    uint64_t windows;
 };
 
 /* --- guest memory over EPT --- */
@@ -136,7 +137,10 @@ int trace_vmx_start(struct vcpu *v, uint32_t flags, uint64_t cr3, uint64_t lo, u
     if (v->trace && (v->trace->sw.on || v->trace->pending_start))
         return PTV_VMCALL_EBUSY;
     if (!trace_vmx_available(&why)) {
-        pr_warn("trace", "TRACE_START refused: %s", why);
+        static bool said; /* once: a guest must not fill the VMM's log */
+        if (!said)
+            pr_warn("trace", "TRACE_START refused: %s", why);
+        said = true;
         return PTV_VMCALL_ENODEV;
     }
     if (flags & ~(PTV_TRACE_F_KERNEL | PTV_TRACE_F_USER | PTV_TRACE_F_CR3 | PTV_TRACE_F_RANGE))
@@ -196,8 +200,10 @@ int trace_vmx_stop(struct vcpu *v)
     t->pending_start = false;
     v->trace_stepping = false;
     vcpu_mtf_update(v);
-    pr_info("trace", "window closed: %lu instructions, %lu bytes, %lu events, %lu gaps",
-            t->sw.st.steps, t->ring.head, t->sw.st.events, t->sw.st.lost);
+    /* the first windows are named; a guest that opens thousands goes quiet */
+    if (++t->windows <= 8)
+        pr_info("trace", "window closed: %lu instructions, %lu bytes, %lu events, %lu gaps",
+                t->sw.st.steps, t->ring.head, t->sw.st.events, t->sw.st.lost);
     return 0;
 }
 
@@ -270,7 +276,7 @@ void trace_vmx_before_entry(struct vcpu *v)
     if (!swtrace_observe(&t->sw, &m, &c, mtf)) {
         v->trace_stepping = false;
         vcpu_mtf_update(v);
-        if (!t->budget_logged)
+        if (!t->budget_logged && ++t->windows <= 8)
             pr_info("trace", "window closed at its budget: %lu instructions, %lu bytes",
                     t->sw.st.steps, t->ring.head);
         t->budget_logged = true;
