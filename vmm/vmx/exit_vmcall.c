@@ -104,40 +104,33 @@ enum exit_action handle_vmcall(struct vcpu *v, const struct vmexit *e)
             r[GPR_RCX] = vmm_cfg->trace_buf_size;
         }
         break;
-    case PTV_VMCALL_TRACE_STOP:
+    case PTV_VMCALL_TRACE_STOP: {
+        ret = trace_vmx_stop(v);
+        struct trace_status st;
+        trace_vmx_status(v, &st);
+        r[GPR_RBX] = st.written;
+        r[GPR_RCX] = st.insns;
+        r[GPR_RDX] = st.flags;
+        r[GPR_RSI] = st.gaps;
+        r[GPR_RDI] = st.events;
+        break;
+    }
     case PTV_VMCALL_TRACE_STATUS: {
-        if (r[GPR_RAX] == PTV_VMCALL_TRACE_STOP)
-            ret = trace_vmx_stop(v);
         struct trace_status st;
         trace_vmx_status(v, &st);
-        if (r[GPR_RAX] == PTV_VMCALL_TRACE_STOP) {
-            r[GPR_RBX] = st.written;
-            r[GPR_RCX] = st.insns;
-            r[GPR_RDX] = st.flags;
-            r[GPR_RSI] = st.gaps;
-            r[GPR_RDI] = st.events;
-        } else {
-            r[GPR_RBX] = st.flags;
-            r[GPR_RCX] = st.ring_size;
-            r[GPR_RDX] = st.written;
-            r[GPR_RSI] = st.insns;
-            r[GPR_RDI] = st.gaps;
-            r[GPR_R8] = st.events;
-            r[GPR_R9] = st.unreadable;
-        }
+        r[GPR_RBX] = st.flags;
+        r[GPR_RCX] = st.ring_size;
+        r[GPR_RDX] = st.written;
+        r[GPR_RSI] = st.insns;
+        r[GPR_RDI] = st.gaps;
+        r[GPR_R8] = st.events;
+        r[GPR_R9] = st.unreadable;
         break;
     }
-    case PTV_VMCALL_TRACE_READ: {
-        uint64_t copied, oldest, head;
-        struct trace_status st;
-        ret = trace_vmx_read(v, r[GPR_RBX], r[GPR_RCX], r[GPR_RDX], &copied, &oldest);
-        trace_vmx_status(v, &st);
-        head = st.written;
-        r[GPR_RBX] = copied;
-        r[GPR_RCX] = oldest;
-        r[GPR_RDX] = head;
+    case PTV_VMCALL_TRACE_READ: /* out: copied, oldest offset kept, bytes written in all */
+        ret = trace_vmx_read(v, r[GPR_RBX], r[GPR_RCX], r[GPR_RDX], &r[GPR_RBX], &r[GPR_RCX],
+                             &r[GPR_RDX]);
         break;
-    }
     default:
         ret = PTV_VMCALL_ENOSYS;
     }

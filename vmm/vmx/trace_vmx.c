@@ -30,6 +30,7 @@ struct trace_vcpu {
     uint64_t budget;
     bool pending_start;
     bool budget_logged;
+    bool nomem_said;
     uint64_t windows;
 };
 
@@ -113,20 +114,27 @@ bool trace_vmx_available(const char **why)
     return true;
 }
 
+/* the tracer's state once per vCPU, the ring (contiguous pool pages) until it fits: a guest
+ * that asks again after ENOMEM costs no further page and no further log line */
 static int ring_alloc(struct vcpu *v)
 {
-    if (v->trace)
-        return 0;
-    uint64_t size = vmm_cfg->trace_buf_size, pa, tpa;
-    struct trace_vcpu *t = palloc_pages((sizeof(*t) + PAGE_SIZE - 1) / PAGE_SIZE, &tpa);
-    uint8_t *buf = t ? palloc_pages(size / PAGE_SIZE, &pa) : NULL;
-    if (!buf) {
-        pr_warn("trace", "no room for a %lu KiB trace ring in the VMM pool (vmm_pool)", size >> 10);
+    _Static_assert(sizeof(struct trace_vcpu) <= PAGE_SIZE, "trace_vcpu fits one page");
+    uint64_t pa;
+    if (!v->trace && !(v->trace = palloc_page(&pa)))
         return PTV_VMCALL_ENOMEM;
-        /* t (if any) stays: a page or two, and the next attempt fails the same way */
+    struct trace_vcpu *t = v->trace;
+    if (t->ring.buf)
+        return 0;
+    uint64_t size = vmm_cfg->trace_buf_size;
+    uint8_t *buf = palloc_pages(size / PAGE_SIZE, &pa);
+    if (!buf) {
+        if (!t->nomem_said)
+            pr_warn("trace", "no room for a %lu KiB trace ring in the VMM pool (vmm_pool)",
+                    size >> 10);
+        t->nomem_said = true;
+        return PTV_VMCALL_ENOMEM;
     }
     t->ring = (struct swpt_ring){.buf = buf, .size = size};
-    v->trace = t;
     return 0;
 }
 
@@ -188,9 +196,15 @@ int trace_vmx_start(struct vcpu *v, uint32_t flags, uint64_t cr3, uint64_t lo, u
     return 0;
 }
 
+/* the tracer of a vCPU that has a ring (NULL: it never traced) */
+static struct trace_vcpu *traced(const struct vcpu *v)
+{
+    return v->trace && v->trace->ring.buf ? v->trace : NULL;
+}
+
 int trace_vmx_stop(struct vcpu *v)
 {
-    struct trace_vcpu *t = v->trace;
+    struct trace_vcpu *t = traced(v);
     if (!t)
         return PTV_VMCALL_EINVAL; /* never traced: nothing to stop */
     if (!t->sw.on && !t->pending_start)
@@ -209,7 +223,7 @@ int trace_vmx_stop(struct vcpu *v)
 
 void trace_vmx_status(const struct vcpu *v, struct trace_status *st)
 {
-    const struct trace_vcpu *t = v->trace;
+    const struct trace_vcpu *t = traced(v);
     *st = (struct trace_status){.ring_size = vmm_cfg->trace_buf_size};
     if (!t)
         return;
@@ -225,14 +239,13 @@ void trace_vmx_status(const struct vcpu *v, struct trace_status *st)
 }
 
 int trace_vmx_read(struct vcpu *v, uint64_t gpa, uint64_t len, uint64_t off, uint64_t *copied,
-                   uint64_t *oldest)
+                   uint64_t *oldest, uint64_t *written)
 {
-    struct trace_vcpu *t = v->trace;
-    *copied = 0;
-    *oldest = 0;
+    struct trace_vcpu *t = traced(v);
+    *copied = *oldest = *written = 0;
     if (!t)
         return len ? PTV_VMCALL_EINVAL : 0;
-    uint64_t head = t->ring.head;
+    uint64_t head = *written = t->ring.head;
     *oldest = head > t->ring.size ? head - t->ring.size : 0;
     if (off < *oldest || gpa + len < gpa)
         return PTV_VMCALL_EINVAL;

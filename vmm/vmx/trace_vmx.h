@@ -21,7 +21,7 @@ struct trace_status {
 };
 void trace_vmx_status(const struct vcpu *v, struct trace_status *st);
 int trace_vmx_read(struct vcpu *v, uint64_t gpa, uint64_t len, uint64_t off, uint64_t *copied,
-                   uint64_t *oldest);
+                   uint64_t *oldest, uint64_t *written);
 
 /* right before each VM entry while the tracer steps this vCPU (vmx_run.c) */
 void trace_vmx_before_entry(struct vcpu *v);
