@@ -119,9 +119,9 @@ test-bochs-smp:
 .PHONY: test-bochs-trace
 TEST_TARGETS += test-bochs-trace
 TRACE_DEPS := $(GUEST_OUT)/trace.efi $(BUILD)/boot/BOOTX64.EFI $(BUILD)/vmm/vmm.elf $(BUILD)/host/trace_check
-$(BUILD)/host/trace_check: tests/guest/trace_check.c
+$(BUILD)/host/trace_check: tests/guest/trace_check.c tests/unit/swpt_dec.c
 	@mkdir -p $(@D)
-	$(Q)$(HOST_CC) -std=gnu11 -O2 -g $(WARN) -o $@ $< -lipt
+	$(Q)$(HOST_CC) -std=gnu11 -O2 -g $(WARN) -Itests -o $@ $^ -lipt
 test-bochs-trace:
 	@mkdir -p $(BUILD)/test
 	$(Q)if $(MAKE) --no-print-directory $(TRACE_DEPS) >$(BUILD)/test/trace-build.log 2>&1; \

@@ -13,6 +13,7 @@
  * lines; exit status 1 on any FAIL.
  */
 #include <intel-pt.h>
+#include "unit/swpt_dec.h"
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -73,9 +74,9 @@ static struct page *page_at(uint64_t a, bool add)
     return &pages[npages++];
 }
 
-static int read_mem(uint8_t *buf, size_t size, const struct pt_asid *asid, uint64_t ip, void *ctx)
+static int read_mem(uint8_t *buf, size_t size, uint64_t cr3, uint64_t ip, void *ctx)
 {
-    (void)asid, (void)ctx;
+    (void)cr3, (void)ctx;
     size_t n = 0;
     while (n < size) {
         struct page *p = page_at(ip + n, false);
@@ -137,46 +138,26 @@ static bool parse(const char *path)
     return true;
 }
 
-/* decode one stream; the IPs of the instructions, and the async-disable IPs */
-static int decode(const uint8_t *buf, size_t len, uint64_t *ips, size_t max, size_t *n,
-                  uint64_t *disabled_at, unsigned *ndis, unsigned *nenabled)
+struct ips {
+    uint64_t *ip;
+    size_t n;
+};
+
+static int on_insn(uint64_t ip, uint64_t cr3, void *ctx)
 {
-    struct pt_config cfg;
-    pt_config_init(&cfg);
-    cfg.begin = (uint8_t *)buf;
-    cfg.end = (uint8_t *)buf + len;
-    struct pt_insn_decoder *d = pt_insn_alloc_decoder(&cfg);
-    if (!d)
-        return -1;
-    struct pt_image *img = pt_insn_get_image(d);
-    pt_image_set_callback(img, read_mem, NULL);
-    *n = 0;
-    *ndis = *nenabled = 0;
-    int status = pt_insn_sync_forward(d), err = 0;
-    while (status >= 0) {
-        while (status & pts_event_pending) {
-            struct pt_event ev;
-            status = pt_insn_event(d, &ev, sizeof(ev));
-            if (status < 0)
-                break;
-            if (ev.type == ptev_async_disabled && *ndis < 8)
-                disabled_at[(*ndis)++] = ev.variant.async_disabled.at;
-            if (ev.type == ptev_enabled)
-                (*nenabled)++;
-        }
-        if (status < 0)
-            break;
-        struct pt_insn insn;
-        status = pt_insn_next(d, &insn, sizeof(insn));
-        if (insn.iclass != ptic_error && status >= 0 && *n < max)
-            ips[(*n)++] = insn.ip;
-        else if (status >= 0 && insn.iclass != ptic_error && *n >= max)
-            break;
-    }
-    if (status < 0 && status != -pte_eos)
-        err = status;
-    pt_insn_free_decoder(d);
-    return err;
+    (void)cr3;
+    struct ips *o = ctx;
+    if (o->n < MAX_IPS)
+        o->ip[o->n++] = ip;
+    return 0;
+}
+
+/* one stream through the shared libipt decoder (tests/unit/swpt_dec.c): 0 or -1 + err */
+static int decode(const uint8_t *buf, size_t len, struct ips *o, struct swpt_dec_stats *st,
+                  char *err, size_t errlen)
+{
+    o->n = 0;
+    return swpt_decode(buf, len, read_mem, on_insn, o, st, err, errlen);
 }
 
 static bool in_rt(uint64_t ip)
@@ -200,19 +181,18 @@ int main(int argc, char **argv)
         return 1;
 
     /* window 1 */
-    uint64_t *ips = calloc(MAX_IPS, sizeof(*ips)), dis[8];
-    size_t n = 0;
-    unsigned ndis, nen;
-    int err = decode(pt[0], ptlen[0], ips, MAX_IPS, &n, dis, &ndis, &nen);
-    verdict(err == 0, "window 1 decodes with libipt from PSB to end (%s)",
-            err ? pt_errstr(pt_errcode(err)) : "no error");
-    size_t a = 0, b = 0, same = 0, first_diff = (size_t)-1;
+    struct ips o = {.ip = calloc(MAX_IPS, sizeof(uint64_t))};
+    struct swpt_dec_stats st;
+    char err[256] = "no error";
+    int rc = decode(pt[0], ptlen[0], &o, &st, err, sizeof(err));
+    verdict(rc == 0, "window 1 decodes with libipt from PSB to end (%s)", err);
+    size_t same = 0, first_diff = (size_t)-1;
     uint64_t *dec = calloc(MAX_IPS, sizeof(*dec)), *exp = calloc(MAX_IPS, sizeof(*exp));
     size_t nd = 0, ne = 0;
-    for (a = 0; a < n; a++)
-        if (!in_rt(ips[a]))
-            dec[nd++] = ips[a];
-    for (b = 0; b < nref; b++)
+    for (size_t a = 0; a < o.n; a++)
+        if (!in_rt(o.ip[a]))
+            dec[nd++] = o.ip[a];
+    for (size_t b = 0; b < nref; b++)
         if (!in_rt(ref[b]))
             exp[ne++] = ref[b];
     for (size_t i = 0; i < nd && i < ne; i++) {
@@ -234,23 +214,23 @@ int main(int argc, char **argv)
         verdict(nd == ne && same == ne && ne > 500,
                 "window 1: decoded %zu instructions == the %zu single-stepped, in order", nd, ne);
     printf("INFO: window 1: %zu bytes of PT for %zu instructions (%.2f bytes/instruction)\n",
-           ptlen[0], n, n ? (double)ptlen[0] / (double)n : 0.0);
+           ptlen[0], o.n, o.n ? (double)ptlen[0] / (double)o.n : 0.0);
 
     /* window 2: [ev_lo, ev_hi] with the UD2 at ev_ud */
-    err = decode(pt[1], ptlen[1], ips, MAX_IPS, &n, dis, &ndis, &nen);
-    verdict(err == 0, "window 2 decodes with libipt (%s)",
-            err ? pt_errstr(pt_errcode(err)) : "no error");
+    snprintf(err, sizeof(err), "no error");
+    rc = decode(pt[1], ptlen[1], &o, &st, err, sizeof(err));
+    verdict(rc == 0, "window 2 decodes with libipt (%s)", err);
     if (nomtf) {
         printf("SKIP: window 2 vs the range: the CPU delivered no MTF VM exit (Bochs 2.7)\n");
         return failures ? 1 : 0;
     }
     uint64_t want[] = {ev_lo, ev_lo + 1, ev_after, ev_after + 1, ev_hi};
-    bool ok = n == 5;
+    bool ok = o.n == 5;
     for (size_t i = 0; ok && i < 5; i++)
-        ok = ips[i] == want[i];
-    verdict(ok, "window 2: decoded %zu instructions == the range's 5 without the UD2", n);
-    verdict(ndis >= 1 && dis[0] == ev_ud && nen >= 2,
+        ok = o.ip[i] == want[i];
+    verdict(ok, "window 2: decoded %zu instructions == the range's 5 without the UD2", o.n);
+    verdict(st.async_disabled >= 1 && st.first_async_disabled_at == ev_ud && st.enabled >= 2,
             "window 2: tracing stopped at the UD2 (%#" PRIx64 ") and resumed after it",
-            ndis ? dis[0] : 0);
+            st.async_disabled ? st.first_async_disabled_at : 0);
     return failures ? 1 : 0;
 }

@@ -43,7 +43,8 @@ static void count(struct swpt_dec_stats *st, const struct pt_event *ev, uint64_t
         st->disabled++;
         break;
     case ptev_async_disabled:
-        st->async_disabled++;
+        if (!st->async_disabled++)
+            st->first_async_disabled_at = ev->variant.async_disabled.at;
         break;
     case ptev_async_branch:
         st->async_branch++;

@@ -22,6 +22,7 @@ struct swpt_dec_stats {
     uint64_t insns;
     uint64_t enabled, disabled, async_disabled, async_branch, paging, overflow, exec_mode;
     uint64_t events;
+    uint64_t first_async_disabled_at; /* the IP of the first async disable (if any) */
 };
 
 /* 0, or -1 with a one-line reason in err */
