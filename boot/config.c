@@ -117,26 +117,34 @@ static bool scan_size(const char *v, size_t n, uint64_t *out)
     return true;
 }
 
+/* the next item of a comma list at *i, blanks around it trimmed: [*s, *e); false past the end */
+static bool next_item(const char *v, size_t n, size_t *i, size_t *s, size_t *e)
+{
+    if (*i > n)
+        return false;
+    *s = *i;
+    while (*i < n && v[*i] != ',')
+        (*i)++;
+    *e = *i;
+    while (*s < *e && (v[*s] == ' ' || v[*s] == '\t'))
+        (*s)++;
+    while (*e > *s && (v[*e - 1] == ' ' || v[*e - 1] == '\t'))
+        (*e)--;
+    (*i)++; /* past the comma (or past the end) */
+    return true;
+}
+
 /* a comma list of names[] (blanks allowed around items) -> bit i per name i */
 static bool scan_flags(const char *v, size_t n, const char *const *names, int count, uint32_t *out)
 {
     uint32_t bits = 0;
-    size_t i = 0;
+    size_t i = 0, s, e;
 
-    while (i <= n) {
-        size_t s = i, e;
-        while (i < n && v[i] != ',')
-            i++;
-        e = i;
-        while (s < e && (v[s] == ' ' || v[s] == '\t'))
-            s++;
-        while (e > s && (v[e - 1] == ' ' || v[e - 1] == '\t'))
-            e--;
+    while (next_item(v, n, &i, &s, &e)) {
         int k = lookup(v + s, e - s, names, count);
         if (k < 0)
             return false;
         bits |= 1u << k;
-        i++; /* past the comma (or past the end) */
     }
     *out = bits;
     return true;
@@ -333,24 +341,17 @@ static bool set_pt_range(struct ptv_config *cfg, const char *v, size_t n, struct
 {
     uint64_t lo[PTV_CFG_TRACE_RANGES], hi[PTV_CFG_TRACE_RANGES];
     unsigned count = 0;
-    size_t i = 0;
+    size_t i = 0, s, e;
 
     if (word_is(v, n, "none")) {
         cfg->trace_nranges = 0;
         memset(cfg->trace_range, 0, sizeof(cfg->trace_range));
         return true;
     }
-    while (i <= n) {
-        size_t s = i, e, dash;
-        while (i < n && v[i] != ',')
-            i++;
-        e = i;
-        while (s < e && (v[s] == ' ' || v[s] == '\t'))
-            s++;
-        while (e > s && (v[e - 1] == ' ' || v[e - 1] == '\t'))
-            e--;
-        for (dash = s; dash < e && v[dash] != '-'; dash++)
-            ;
+    while (next_item(v, n, &i, &s, &e)) {
+        size_t dash = s;
+        while (dash < e && v[dash] != '-')
+            dash++;
         if (count == PTV_CFG_TRACE_RANGES)
             return fail(err, "more than 4 ranges", v, n);
         if (dash == e || !scan_u64(v + s, dash - s, &lo[count]) ||
@@ -358,7 +359,6 @@ static bool set_pt_range(struct ptv_config *cfg, const char *v, size_t n, struct
             return fail(err, "expected none or ranges lo-hi (inclusive, lo <= hi), comma-separated",
                         v, n);
         count++;
-        i++;
     }
     memset(cfg->trace_range, 0, sizeof(cfg->trace_range));
     for (unsigned k = 0; k < count; k++) {
