@@ -186,28 +186,6 @@ static void dump_code(void)
     report_info("%u code pages dumped", np);
 }
 
-static void set_db_gate(uint64_t handler, uint64_t *saved_lo, uint64_t *saved_hi, bool restore)
-{
-    struct __attribute__((packed)) {
-        uint16_t limit;
-        uint64_t base;
-    } d;
-    uint16_t cs;
-    __asm__ volatile("sidt %0" : "=m"(d));
-    __asm__ volatile("mov %%cs, %0" : "=r"(cs));
-    uint64_t *g = (uint64_t *)(d.base + 16 * 1);
-    if (restore) {
-        g[0] = *saved_lo;
-        g[1] = *saved_hi;
-        return;
-    }
-    *saved_lo = g[0];
-    *saved_hi = g[1];
-    g[0] = (handler & 0xffff) | ((uint64_t)cs << 16) | (0xeull << 40) | (1ull << 47) |
-           (((handler >> 16) & 0xffff) << 48);
-    g[1] = handler >> 32;
-}
-
 EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 {
     test_init(image, systab);
@@ -224,13 +202,13 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
                 (uint64_t)trace_ev_after, (uint64_t)trace_ev_hi);
 
     /* 1. the reference, single-stepped by the guest */
-    uint64_t flags, lo, hi;
+    uint64_t flags, db_gate[2];
     __asm__ volatile("pushfq; popq %0; cli" : "=r"(flags)::"memory");
     trace_tf_max = 16384;
     trace_tf_n = 0;
-    set_db_gate((uint64_t)trace_db_handler, &lo, &hi, false);
+    trap_gate_swap(1, trace_db_handler, db_gate); /* #DB */
     int ref = (int)trace_tf_run(workload, arg);
-    set_db_gate(0, &lo, &hi, true);
+    trap_gate_restore(1, db_gate);
     report(trace_tf_n > 500 && trace_tf_n < trace_tf_max, "TF reference: %lu instructions stepped",
            trace_tf_n);
     for (uint64_t i = 0; i < trace_tf_n; i += 8) {

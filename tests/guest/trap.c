@@ -85,6 +85,27 @@ static void arm(char *const *stubs)
     __asm__ volatile("" ::: "memory");
 }
 
+void trap_gate_swap(int vector, void *handler, uint64_t old[2])
+{
+    struct dtr d;
+    uint16_t cs;
+    __asm__ volatile("sidt %0" : "=m"(d));
+    __asm__ volatile("mov %%cs, %0" : "=r"(cs));
+    struct idt_gate *g = (struct idt_gate *)d.base + vector;
+    old[0] = g->lo;
+    old[1] = g->hi;
+    *g = make_gate((uint64_t)handler, cs);
+}
+
+void trap_gate_restore(int vector, const uint64_t old[2])
+{
+    struct dtr d;
+    __asm__ volatile("sidt %0" : "=m"(d));
+    struct idt_gate *g = (struct idt_gate *)d.base + vector;
+    g->lo = old[0];
+    g->hi = old[1];
+}
+
 void trap_arm(void)
 {
     arm(NULL);

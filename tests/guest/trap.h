@@ -34,6 +34,10 @@ void trap_arm(void);
 int trap_disarm(void);
 /* like trap_arm, but #UD/#GP/#PF go to the caller's stubs (user.S) */
 void trap_arm_handlers(char *ud, char *gp, char *pf);
-uint64_t trap_error_code(void); /* error code of the last #GP/#PF caught */
+uint64_t trap_error_code(void);
+/* point IDT vector at handler (64-bit interrupt gate, DPL 0, this CS), the old gate in old */
+void trap_gate_swap(int vector, void *handler, uint64_t old[2]);
+void trap_gate_restore(int vector,
+                       const uint64_t saved[2]); /* error code of the last #GP/#PF caught */
 
 #endif
