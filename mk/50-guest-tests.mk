@@ -90,42 +90,31 @@ test-bochs-pt-selftest:
 
 TEST_TARGETS += test-bochs-pt-selftest
 
-# The adversarial suite (issue 7): one Bochs boot of attack.efi as a hostile guest.
-.PHONY: test-bochs-attacks
-TEST_TARGETS += test-bochs-attacks
-ATTACK_DEPS := $(GUEST_OUT)/attack.efi $(BUILD)/boot/BOOTX64.EFI $(BUILD)/vmm/vmm.elf
-test-bochs-attacks:
-	@mkdir -p $(BUILD)/test
-	$(Q)if $(MAKE) --no-print-directory $(ATTACK_DEPS) >$(BUILD)/test/attack-build.log 2>&1; \
-	then tests/step.sh $(BUILD)/results bochs:attacks tests/system/bochs-attacks.sh $(BUILD); \
-	else tests/step.sh $(BUILD)/results bochs:attacks \
-	    sh -c 'tail -n 20 $(BUILD)/test/attack-build.log; echo "build of $(ATTACK_DEPS) failed"; exit 1'; \
+# One Bochs boot of an in-guest suite: tests/system/bochs-NAME.sh, step bochs:NAME.  Its
+# inputs are built first; a build failure is the step's FAIL (with the build log's tail).
+#   $(call BOCHS_GUEST_STEP,NAME,DEPS)
+define BOCHS_GUEST_STEP
+.PHONY: test-bochs-$(1)
+TEST_TARGETS += test-bochs-$(1)
+test-bochs-$(1):
+	@mkdir -p $$(BUILD)/test
+	$$(Q)if $$(MAKE) --no-print-directory $(2) >$$(BUILD)/test/$(1)-build.log 2>&1; \
+	then tests/step.sh $$(BUILD)/results bochs:$(1) tests/system/bochs-$(1).sh $$(BUILD); \
+	else tests/step.sh $$(BUILD)/results bochs:$(1) \
+	    sh -c 'tail -n 20 $$(BUILD)/test/$(1)-build.log; echo "build of $(2) failed"; exit 1'; \
 	fi
+endef
+VMM_BOOT_DEPS := $(BUILD)/boot/BOOTX64.EFI $(BUILD)/vmm/vmm.elf
 
-# The SMP suite (issue 8): one Bochs boot with 2 CPUs of smp.efi as the guest.
-.PHONY: test-bochs-smp
-TEST_TARGETS += test-bochs-smp
-SMP_DEPS := $(GUEST_OUT)/smp.efi $(BUILD)/boot/BOOTX64.EFI $(BUILD)/vmm/vmm.elf
-test-bochs-smp:
-	@mkdir -p $(BUILD)/test
-	$(Q)if $(MAKE) --no-print-directory $(SMP_DEPS) >$(BUILD)/test/smp-build.log 2>&1; \
-	then tests/step.sh $(BUILD)/results bochs:smp tests/system/bochs-smp.sh $(BUILD); \
-	else tests/step.sh $(BUILD)/results bochs:smp \
-	    sh -c 'tail -n 20 $(BUILD)/test/smp-build.log; echo "build of $(SMP_DEPS) failed"; exit 1'; \
-	fi
+# The adversarial suite (issue 7): attack.efi as a hostile guest.
+$(eval $(call BOCHS_GUEST_STEP,attacks,$(GUEST_OUT)/attack.efi $(VMM_BOOT_DEPS)))
 
-# The software tracer (issue 9): one Bochs boot of trace.efi as the guest, then the
-# host decode of its printed trace with libipt (tests/guest/trace_check.c).
-.PHONY: test-bochs-trace
-TEST_TARGETS += test-bochs-trace
-TRACE_DEPS := $(GUEST_OUT)/trace.efi $(BUILD)/boot/BOOTX64.EFI $(BUILD)/vmm/vmm.elf $(BUILD)/host/trace_check
+# The SMP suite (issue 8): smp.efi as the guest, Bochs with 2 CPUs.
+$(eval $(call BOCHS_GUEST_STEP,smp,$(GUEST_OUT)/smp.efi $(VMM_BOOT_DEPS)))
+
+# The software tracer (issue 9): trace.efi as the guest, then the host decode of its
+# printed trace with libipt (tests/guest/trace_check.c).
 $(BUILD)/host/trace_check: tests/guest/trace_check.c tests/unit/swpt_dec.c
 	@mkdir -p $(@D)
 	$(Q)$(HOST_CC) -std=gnu11 -O2 -g $(WARN) -Itests -o $@ $^ -lipt
-test-bochs-trace:
-	@mkdir -p $(BUILD)/test
-	$(Q)if $(MAKE) --no-print-directory $(TRACE_DEPS) >$(BUILD)/test/trace-build.log 2>&1; \
-	then tests/step.sh $(BUILD)/results bochs:trace tests/system/bochs-trace.sh $(BUILD); \
-	else tests/step.sh $(BUILD)/results bochs:trace \
-	    sh -c 'tail -n 20 $(BUILD)/test/trace-build.log; echo "build of $(TRACE_DEPS) failed"; exit 1'; \
-	fi
+$(eval $(call BOCHS_GUEST_STEP,trace,$(GUEST_OUT)/trace.efi $(VMM_BOOT_DEPS) $(BUILD)/host/trace_check))
