@@ -2,10 +2,10 @@
 /*
  * Force-included (-include) into test_shootdown only: every __atomic builtin
  * that vmm/smp/shootdown.c and spinlock.h use becomes a call into the test's
- * model (sd_sim.c, used by test_shootdown.c and test_ept_smp.c), which makes each one a scheduling point and runs
- * it against an x86-TSO memory (a store buffer per simulated CPU).  The real
- * .c file is compiled unchanged; only the meaning of the builtins changes.
- * Outside the step model the calls fall through to the real builtins.
+ * model (sd_sim.c, used by test_shootdown.c and test_ept_smp.c), which makes each one a scheduling
+ * point and runs it against an x86-TSO memory (a store buffer per simulated CPU).  The real .c file
+ * is compiled unchanged; only the meaning of the builtins changes. Outside the step model the calls
+ * fall through to the real builtins.
  */
 #ifndef PTV_TEST_SD_TSO_H
 #define PTV_TEST_SD_TSO_H

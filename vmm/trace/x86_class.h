@@ -57,12 +57,12 @@ enum x86_branch {
 };
 
 /* special effects a tracer must see besides the branch class */
-#define X86_F_MOV_CR3    (1u << 0) /* MOV CR3, r (0F 22 /r with ModRM.reg = 3): PIP */
-#define X86_F_MOV_CR     (1u << 1) /* any MOV to a control register (CR0/CR4 can change mode) */
-#define X86_F_REP        (1u << 2) /* string instruction with a REP prefix: may stay on ip */
-#define X86_F_OPSIZE16   (1u << 3) /* effective operand size 16 (direct targets wrap at 64 KiB) */
-#define X86_F_OPSIZE32   (1u << 4) /* effective operand size 32 (targets wrap at 4 GiB) */
-#define X86_F_HLT        (1u << 5) /* HLT, MWAIT: may wait for an event */
+#define X86_F_MOV_CR3  (1u << 0) /* MOV CR3, r (0F 22 /r with ModRM.reg = 3): PIP */
+#define X86_F_MOV_CR   (1u << 1) /* any MOV to a control register (CR0/CR4 can change mode) */
+#define X86_F_REP      (1u << 2) /* string instruction with a REP prefix: may stay on ip */
+#define X86_F_OPSIZE16 (1u << 3) /* effective operand size 16 (direct targets wrap at 64 KiB) */
+#define X86_F_OPSIZE32 (1u << 4) /* effective operand size 32 (targets wrap at 4 GiB) */
+#define X86_F_HLT      (1u << 5) /* HLT, MWAIT: may wait for an event */
 /* OPSIZE16 / OPSIZE32 are set on instructions with a branch class other than NONE, UD
  * and VMX; neither on near branches in 64-bit mode (64-bit, 66 ignored as on Intel).
  * XBEGIN / XEND are NONE (a TSX abort is asynchronous in PT terms); REP is set only on
