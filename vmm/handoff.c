@@ -126,3 +126,16 @@ int ptv_handoff_check(const struct ptv_handoff *h, const char **why)
         return reject(why, "handoff: pool overlaps the VMM image");
     return ptv_config_check(&h->cfg, why);
 }
+
+uint32_t ptv_mem_type_at(const struct ptv_handoff *h, uint64_t pa, uint64_t *end)
+{
+    for (unsigned i = 0; i < h->nr_mem; i++) {
+        const struct ptv_mem_range *r = &h->mem[i];
+        if (pa - r->base < r->size) {
+            *end = r->base + r->size;
+            return r->type;
+        }
+    }
+    *end = (pa | 0xfff) + 1;
+    return PTV_MEM_MMIO; /* holes and device memory */
+}

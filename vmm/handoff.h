@@ -17,4 +17,8 @@ int ptv_handoff_check(const struct ptv_handoff *h, const char **why)
 int ptv_config_check(const struct ptv_config *c, const char **why)
     __attribute__((warn_unused_result));
 
+/* the handoff map's type of physical address pa (PTV_MEM_MMIO in holes) and, in *end, where
+ * that range ends (the next 4 KiB boundary in a hole) */
+uint32_t ptv_mem_type_at(const struct ptv_handoff *h, uint64_t pa, uint64_t *end);
+
 #endif

@@ -121,6 +121,17 @@ static void test_vmm_and_pool(void **state)
     rejected("handoff: pool overlaps the VMM image");
 }
 
+static void test_mem_type_at(void **state)
+{
+    uint64_t end;
+    assert_int_equal(ptv_mem_type_at(h, 0x1234, &end), PTV_MEM_RAM);
+    assert_int_equal(end, 0x9f000);
+    assert_int_equal(ptv_mem_type_at(h, VMM_BASE + 8, &end), PTV_MEM_VMM);
+    assert_int_equal(ptv_mem_type_at(h, 0xfec00010, &end), PTV_MEM_MMIO);
+    assert_int_equal(ptv_mem_type_at(h, 0xa0123, &end), PTV_MEM_MMIO); /* a hole */
+    assert_int_equal(end, 0xa1000);
+}
+
 static void test_config(void **state)
 {
     static const struct {
@@ -298,6 +309,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_memmap_feeds_a_valid_handoff, setup, teardown),
         cmocka_unit_test(test_memmap_vmm_outside_any_range),
         cmocka_unit_test(test_memmap_errors),
+        cmocka_unit_test_setup_teardown(test_mem_type_at, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,7 @@
  * decides anything about PT: the decisions are the controller's.
  */
 #include "vmx/pt_vmx.h"
+#include "handoff.h"
 #include "vmx/vmx_cpu.h"
 #include "vmx/vmcs.h"
 #include "vmm.h"
@@ -50,17 +51,8 @@ static void cpu_set_msr_lists(void *ctx, const struct vmx_msr_entry *entry, unsi
 
 static enum pt_mem_kind handoff_kind(const struct ptv_handoff *h, uint64_t pa, uint64_t *end)
 {
-    for (unsigned i = 0; i < h->nr_mem; i++) {
-        const struct ptv_mem_range *r = &h->mem[i];
-        if (pa - r->base < r->size) {
-            *end = r->base + r->size;
-            return r->type == PTV_MEM_RAM   ? PT_MEM_GUEST_RAM
-                   : r->type == PTV_MEM_VMM ? PT_MEM_VMM
-                                            : PT_MEM_MMIO;
-        }
-    }
-    *end = (pa | 0xfff) + 1;
-    return PT_MEM_MMIO; /* holes and device memory */
+    uint32_t type = ptv_mem_type_at(h, pa, end);
+    return type == PTV_MEM_RAM ? PT_MEM_GUEST_RAM : type == PTV_MEM_VMM ? PT_MEM_VMM : PT_MEM_MMIO;
 }
 
 static void mem_translate(void *ctx, uint64_t gpa, struct pt_mem_xlate *out)

@@ -20,6 +20,7 @@
 #include "log.h"
 #include "palloc.h"
 #include "vmm.h"
+#include "handoff.h"
 #include "lib/ptv_string.h"
 #include <ptv/vmcall.h>
 
@@ -39,15 +40,11 @@ struct trace_vcpu {
 /* what the handoff says [gpa, gpa + len) is, if one range holds it all */
 static uint32_t mem_type(const struct vcpu *v, uint64_t gpa, uint64_t len)
 {
-    const struct ptv_handoff *h = v->handoff;
+    uint64_t end;
     if (gpa - vmm_span.base < vmm_span.size || gpa + len - 1 - vmm_span.base < vmm_span.size)
         return PTV_MEM_VMM;
-    for (unsigned i = 0; i < h->nr_mem; i++) {
-        const struct ptv_mem_range *r = &h->mem[i];
-        if (gpa - r->base < r->size && gpa + len - r->base <= r->size)
-            return r->type;
-    }
-    return PTV_MEM_MMIO;
+    uint32_t type = ptv_mem_type_at(v->handoff, gpa, &end);
+    return gpa + len <= end ? type : PTV_MEM_MMIO;
 }
 
 /* the host address of guest-physical [gpa, gpa + len) inside one 4 KiB page, or 0 */
