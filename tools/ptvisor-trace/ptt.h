@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ptvisor-trace: the host tool that turns a serial log into traces a user can read
+ * (issue 10; docs/serial-protocol.md).  One binary, one subcommand per file:
+ *
+ *   extract LOG -o DIR      extract.c   serial log -> dump directory (below)
+ *   decode DIR              decode.c    instruction flow with symbols (perf-script-like)
+ *   stacks DIR              stacks.c    folded call stacks
+ *   flamegraph DIR -o SVG   flame.c     self-contained SVG
+ *   summary DIR             summary.c   instructions, branches, top functions
+ *   perf DIR -o perf.data   perf.c      perf.data with the trace as AUX data
+ *
+ * Every command that reads a trace accepts either a dump directory or a serial log (it then
+ * extracts into a temporary directory first).
+ *
+ * The dump directory (the contract between `extract` and everything that reads a trace):
+ *
+ *   DIR/dump.meta      text, one "key value" per line, keys in any order, unknown keys ignored:
+ *                        protocol N        frame protocol version
+ *                        dump N            dump id (the VMM counts dumps since boot)
+ *                        reason S          vmcall | crash | serial | boot
+ *                        source S          hardware | software
+ *                        cpus N            CPUs with a trace in this dump
+ *                        tsc_hz N          0 when unknown
+ *                        kernel_base 0xX   guest kernel text base as the VMM saw it (0: unknown)
+ *                        complete yes|no   END seen and every frame accounted for
+ *                        frames_ok N, frames_bad N, frames_missing N
+ *   DIR/cpuN.pt        the PT bytes of CPU N, oldest first (the VMM starts a wrapped ring's
+ *                      dump at a PSB); a range lost in transit is absent, never zero-filled:
+ *                      cpuN.meta says which byte ranges are missing
+ *   DIR/cpuN.meta      cpu N, bytes N, ring_size N, wrapped 0|1, overflows N, filters S,
+ *                      cr3 0xX (one line per CR3 seen), missing OFF+LEN (one line per hole),
+ *                      crc ok|bad|unknown
+ *   DIR/snapshots      one line per code snapshot: "VA_HEX LEN CR3_HEX|any FILE"
+ *                      (FILE relative to DIR, raw bytes that ran at VA in address space CR3)
+ *   DIR/snap/...       the snapshot files
+ *   DIR/crash.txt      the crash report (guest registers, exit ring, LBR), when reason = crash
+ *   DIR/console.log    the log with every frame line removed (the guest's console as it was)
+ */
+#ifndef PTV_TOOLS_PTT_H
+#define PTV_TOOLS_PTT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PTT_MAX_CPUS  64
+#define PTT_CR3_ANY   0xffffffffffffffffull
+
+struct ptt_snap {
+    uint64_t va, len, cr3; /* cr3: PTT_CR3_ANY = every address space */
+    char *path;            /* absolute or DIR-relative path of the bytes */
+};
+
+struct ptt_cpu {
+    unsigned cpu;
+    uint8_t *pt;    /* cpuN.pt, malloc'd */
+    size_t pt_len;
+    uint64_t ring_size, overflows;
+    int wrapped;
+    uint64_t *cr3s;
+    unsigned ncr3;
+    unsigned holes; /* "missing" lines */
+};
+
+struct ptt_dump {
+    char *dir;
+    unsigned protocol, dump_id;
+    char reason[16], source[16];
+    uint64_t tsc_hz, kernel_base;
+    int complete;
+    struct ptt_cpu cpu[PTT_MAX_CPUS];
+    unsigned ncpu;
+    struct ptt_snap *snap;
+    unsigned nsnap;
+};
+
+/* dump.c: load DIR (or extract LOG into a temporary directory first); 0, or -1 with a
+ * one-line reason in err */
+int ptt_dump_load(const char *dir_or_log, struct ptt_dump *d, char *err, size_t errlen);
+void ptt_dump_free(struct ptt_dump *d);
+
+/* subcommands: argv[0] is the subcommand name; return the process exit status */
+int ptt_cmd_extract(int argc, char **argv);
+int ptt_cmd_decode(int argc, char **argv);
+int ptt_cmd_stacks(int argc, char **argv);
+int ptt_cmd_flamegraph(int argc, char **argv);
+int ptt_cmd_summary(int argc, char **argv);
+int ptt_cmd_perf(int argc, char **argv);
+
+/* extract.c, for ptt_dump_load on a log: 0, or -1 with a one-line reason */
+int ptt_extract_log(const char *log, const char *dir, int quiet, char *err, size_t errlen);
+
+#endif
