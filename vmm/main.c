@@ -12,6 +12,7 @@
 #include "desc.h"
 #include "handoff.h"
 #include "log.h"
+#include "vmx/trace_vmx.h"
 #include "paging.h"
 #include "palloc.h"
 #include "panic.h"
@@ -94,6 +95,8 @@ static void percpu_leave(void)
 static uint64_t vcpu_loop(void *arg)
 {
     struct vcpu *v = arg;
+    if (this_cpu()->bsp)
+        trace_vmx_boot(v); /* trace_boot = N: the boot window opens at the first entry */
     for (;;) {
         struct vmexit e;
         int err = vmx_run(v, &e);

@@ -96,14 +96,16 @@ enum exit_action handle_vmcall(struct vcpu *v, const struct vmexit *e)
         r[GPR_RCX] = c.checked;
         break;
     }
-    case PTV_VMCALL_TRACE_START:
-        ret =
-            trace_vmx_start(v, (uint32_t)r[GPR_RBX], r[GPR_RCX], r[GPR_RDX], r[GPR_RSI], r[GPR_R8]);
+    case PTV_VMCALL_TRACE_START: {
+        uint32_t src;
+        ret = trace_vmx_start(v, (uint32_t)r[GPR_RBX], r[GPR_RCX], r[GPR_RDX], r[GPR_RSI],
+                              r[GPR_R8], &src);
         if (ret == PTV_VMCALL_OK) {
-            r[GPR_RBX] = PTV_TRACE_SRC_SOFTWARE;
+            r[GPR_RBX] = src;
             r[GPR_RCX] = vmm_cfg->trace_buf_size;
         }
         break;
+    }
     case PTV_VMCALL_TRACE_STOP: {
         ret = trace_vmx_stop(v);
         struct trace_status st;

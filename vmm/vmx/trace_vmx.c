@@ -22,6 +22,8 @@
 #include "vmm.h"
 #include "handoff.h"
 #include "lib/ptv_string.h"
+#include "vmx/pt_vmx.h"
+#include "pt/pt_sys.h"
 #include <ptv/vmcall.h>
 
 struct trace_vcpu {
@@ -135,7 +137,7 @@ static int ring_alloc(struct vcpu *v)
     return 0;
 }
 
-int trace_vmx_start(struct vcpu *v, uint32_t flags, uint64_t cr3, uint64_t lo, uint64_t hi,
+static int sw_start(struct vcpu *v, uint32_t flags, uint64_t cr3, uint64_t lo, uint64_t hi,
                     uint64_t budget)
 {
     const char *why;
@@ -199,7 +201,7 @@ static struct trace_vcpu *traced(const struct vcpu *v)
     return v->trace && v->trace->ring.buf ? v->trace : NULL;
 }
 
-int trace_vmx_stop(struct vcpu *v)
+static int sw_stop(struct vcpu *v)
 {
     struct trace_vcpu *t = traced(v);
     if (!t)
@@ -218,7 +220,7 @@ int trace_vmx_stop(struct vcpu *v)
     return 0;
 }
 
-void trace_vmx_status(const struct vcpu *v, struct trace_status *st)
+static void sw_status(const struct vcpu *v, struct trace_status *st)
 {
     const struct trace_vcpu *t = traced(v);
     *st = (struct trace_status){.ring_size = vmm_cfg->trace_buf_size};
@@ -235,38 +237,17 @@ void trace_vmx_status(const struct vcpu *v, struct trace_status *st)
     st->unreadable = t->sw.st.unreadable;
 }
 
-int trace_vmx_read(struct vcpu *v, uint64_t gpa, uint64_t len, uint64_t off, uint64_t *copied,
-                   uint64_t *oldest, uint64_t *written)
+/* bytes [off, off + len) of the software ring (absolute stream offsets, all kept) */
+static void sw_copy(const struct trace_vcpu *t, uint64_t off, uint8_t *buf, uint64_t len)
 {
-    struct trace_vcpu *t = traced(v);
-    *copied = *oldest = *written = 0;
-    if (!t)
-        return len ? PTV_VMCALL_EINVAL : 0;
-    uint64_t head = *written = t->ring.head;
-    *oldest = head > t->ring.size ? head - t->ring.size : 0;
-    if (off < *oldest || gpa + len < gpa)
-        return PTV_VMCALL_EINVAL;
-    if (off >= head)
-        return 0;
-    if (len > head - off)
-        len = head - off;
-    /* validate the whole destination before writing a byte of it */
-    for (uint64_t p = gpa & ~0xfffull; p < gpa + len; p += PAGE_SIZE)
-        if (!guest_page(v, p, PAGE_SIZE, true))
-            return PTV_VMCALL_EINVAL;
     for (uint64_t done = 0; done < len;) {
         uint64_t pos = (off + done) % t->ring.size;
         uint64_t n = len - done;
         if (n > t->ring.size - pos)
             n = t->ring.size - pos;
-        uint64_t in_page = PAGE_SIZE - ((gpa + done) & 0xfff);
-        if (n > in_page)
-            n = in_page;
-        memcpy((void *)(uintptr_t)guest_page(v, gpa + done, n, true), t->ring.buf + pos, n);
+        memcpy(buf + done, t->ring.buf + pos, n);
         done += n;
     }
-    *copied = len;
-    return 0;
 }
 
 void trace_vmx_before_entry(struct vcpu *v)
@@ -291,4 +272,149 @@ void trace_vmx_before_entry(struct vcpu *v)
                     t->sw.st.steps, t->ring.head);
         t->budget_logged = true;
     }
+}
+
+/* --- the two sources behind one ABI: system-mode PT where this vCPU has it, else software --- */
+
+static bool hw_source(const struct vcpu *v)
+{
+    return v->pt.system;
+}
+
+/* the system-mode filter of a TRACE_START: the configured one, then the call's */
+static int hw_start(struct vcpu *v, uint32_t flags, uint64_t cr3, uint64_t lo, uint64_t hi,
+                    uint64_t budget)
+{
+    struct pt_sys_status st;
+    struct pt_sys_cfg cfg;
+    const char *why;
+    if (flags & ~(PTV_TRACE_F_KERNEL | PTV_TRACE_F_USER | PTV_TRACE_F_CR3 | PTV_TRACE_F_RANGE))
+        return PTV_VMCALL_EINVAL;
+    if (budget) /* PT counts no instructions: a budget it cannot honour is refused */
+        return PTV_VMCALL_EINVAL;
+    pt_vmx_sys_status(v, &st);
+    if (st.on)
+        return PTV_VMCALL_EBUSY;
+    pt_sys_cfg_from_config(vmm_cfg, &cfg);
+    if (flags & (PTV_TRACE_F_KERNEL | PTV_TRACE_F_USER))
+        cfg.filter = (flags & PTV_TRACE_F_KERNEL ? PTV_TRACE_OS : 0) |
+                     (flags & PTV_TRACE_F_USER ? PTV_TRACE_USER : 0);
+    if (flags & PTV_TRACE_F_CR3)
+        cfg.cr3 = cr3;
+    if (flags & PTV_TRACE_F_RANGE) {
+        cfg.nranges = 1;
+        cfg.range[0].lo = lo;
+        cfg.range[0].hi = hi;
+    }
+    /* the engine checks every field against the CPU's PT (pt_sys_check) */
+    if (pt_vmx_sys_set_filter(v, &cfg, &why) || pt_vmx_sys_start(v, true, &why))
+        return PTV_VMCALL_EINVAL;
+    return 0;
+}
+
+static void hw_status(struct vcpu *v, struct trace_status *st)
+{
+    struct pt_sys_status s;
+    pt_vmx_sys_status(v, &s);
+    *st = (struct trace_status){
+        .flags = (s.on ? PTV_TRACE_ST_ON : 0) | (s.wrapped ? PTV_TRACE_ST_WRAPPED : 0) |
+                 (s.stopped ? PTV_TRACE_ST_STOPPED : 0),
+        .ring_size = s.ring_size,
+        .written = s.bytes,
+    };
+}
+
+int trace_vmx_start(struct vcpu *v, uint32_t flags, uint64_t cr3, uint64_t lo, uint64_t hi,
+                    uint64_t budget, uint32_t *src)
+{
+    *src = hw_source(v) ? PTV_TRACE_SRC_HARDWARE : PTV_TRACE_SRC_SOFTWARE;
+    return hw_source(v) ? hw_start(v, flags, cr3, lo, hi, budget)
+                        : sw_start(v, flags, cr3, lo, hi, budget);
+}
+
+int trace_vmx_stop(struct vcpu *v)
+{
+    if (hw_source(v)) {
+        pt_vmx_sys_stop(v);
+        return 0;
+    }
+    return sw_stop(v);
+}
+
+void trace_vmx_status(struct vcpu *v, struct trace_status *st)
+{
+    if (hw_source(v))
+        hw_status(v, st);
+    else
+        sw_status(v, st);
+}
+
+/* stream bytes [off, off + len), off >= the oldest kept, into a VMM buffer: bytes copied */
+uint64_t trace_vmx_bytes(struct vcpu *v, uint64_t off, void *buf, uint64_t len)
+{
+    struct trace_status st;
+    trace_vmx_status(v, &st);
+    uint64_t oldest = st.written > st.ring_size ? st.written - st.ring_size : 0;
+    if (off < oldest || off >= st.written)
+        return 0;
+    if (len > st.written - off)
+        len = st.written - off;
+    if (hw_source(v))
+        return pt_vmx_sys_read(v, off - oldest, buf, len);
+    const struct trace_vcpu *t = traced(v);
+    if (!t)
+        return 0;
+    sw_copy(t, off, buf, len);
+    return len;
+}
+
+int trace_vmx_read(struct vcpu *v, uint64_t gpa, uint64_t len, uint64_t off, uint64_t *copied,
+                   uint64_t *oldest, uint64_t *written)
+{
+    struct trace_status st;
+    trace_vmx_status(v, &st);
+    *copied = 0;
+    *written = st.written;
+    *oldest = st.written > st.ring_size ? st.written - st.ring_size : 0;
+    if (off < *oldest || gpa + len < gpa)
+        return PTV_VMCALL_EINVAL;
+    if (off >= st.written)
+        return 0;
+    if (len > st.written - off)
+        len = st.written - off;
+    /* validate the whole destination before writing a byte of it */
+    for (uint64_t p = gpa & ~0xfffull; p < gpa + len; p += PAGE_SIZE)
+        if (!guest_page(v, p, PAGE_SIZE, true))
+            return PTV_VMCALL_EINVAL;
+    for (uint64_t done = 0; done < len;) {
+        uint64_t n = len - done, in_page = PAGE_SIZE - ((gpa + done) & 0xfff);
+        if (n > in_page)
+            n = in_page;
+        if (trace_vmx_bytes(v, off + done, (void *)(uintptr_t)guest_page(v, gpa + done, n, true),
+                            n) != n)
+            return PTV_VMCALL_EINVAL; /* cannot happen: the range was checked above */
+        done += n;
+    }
+    *copied = len;
+    return 0;
+}
+
+/*
+ * trace_boot = N: the boot CPU's first N guest instructions (the firmware's return from the
+ * loader onwards), before the guest could ask for anything.  Software: a window with a
+ * budget of N and the configured filters.  Hardware counts no instructions: the system trace
+ * starts at the first entry and the ring keeps the first (trace_wrap = off) or the last
+ * ring-full of it.
+ */
+void trace_vmx_boot(struct vcpu *v)
+{
+    uint32_t src;
+    if (!vmm_cfg->trace_boot)
+        return;
+    int rc = trace_vmx_start(v, 0, 0, 0, 0, hw_source(v) ? 0 : vmm_cfg->trace_boot, &src);
+    if (rc)
+        pr_warn("trace", "trace_boot = %lu: no boot trace (error %d)", vmm_cfg->trace_boot, rc);
+    else
+        pr_info("trace", "trace_boot: tracing the first %lu guest instructions (%s)",
+                vmm_cfg->trace_boot, src == PTV_TRACE_SRC_HARDWARE ? "PT" : "software");
 }

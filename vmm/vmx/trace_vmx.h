@@ -11,17 +11,26 @@ struct vcpu;
 /* the MTF-stepping tracer can run here (the CPU has the monitor trap flag, sw_trace != off) */
 bool trace_vmx_available(const char **why);
 
-/* TRACE_START / STOP / STATUS / READ of include/ptv/vmcall.h: 0 or a PTV_VMCALL_E* */
+/*
+ * TRACE_START / STOP / STATUS / READ of include/ptv/vmcall.h: 0 or a PTV_VMCALL_E*.  The
+ * source is system-mode PT where this vCPU has it (pt_mode = system), else the software
+ * tracer; *src says which (PTV_TRACE_SRC_*).
+ */
 int trace_vmx_start(struct vcpu *v, uint32_t flags, uint64_t cr3, uint64_t lo, uint64_t hi,
-                    uint64_t budget);
+                    uint64_t budget, uint32_t *src);
 int trace_vmx_stop(struct vcpu *v);
 struct trace_status {
     uint32_t flags; /* PTV_TRACE_ST_* */
     uint64_t ring_size, written, insns, gaps, events, unreadable;
 };
-void trace_vmx_status(const struct vcpu *v, struct trace_status *st);
+void trace_vmx_status(struct vcpu *v, struct trace_status *st);
+/* stream bytes [off, off + len) into a VMM buffer (off >= the oldest kept): bytes copied */
+uint64_t trace_vmx_bytes(struct vcpu *v, uint64_t off, void *buf, uint64_t len);
 int trace_vmx_read(struct vcpu *v, uint64_t gpa, uint64_t len, uint64_t off, uint64_t *copied,
                    uint64_t *oldest, uint64_t *written);
+
+/* trace_boot = N: start the boot window (before the boot CPU's first entry) */
+void trace_vmx_boot(struct vcpu *v);
 
 /* right before each VM entry while the tracer steps this vCPU (vmx_run.c) */
 void trace_vmx_before_entry(struct vcpu *v);
