@@ -31,8 +31,16 @@
  *   DIR/cpuN.meta      cpu N, bytes N, ring_size N, wrapped 0|1, overflows N, filters S,
  *                      cr3 0xX (one line per CR3 seen), missing OFF+LEN (one line per hole),
  *                      crc ok|bad|unknown
+ *                      bytes: the length of the stream as the VMM sent it, holes included;
+ *                      missing OFF+LEN: OFF and LEN in that stream's offsets (decimal, or hex
+ *                      with 0x), sorted, not overlapping; cpuN.pt is the stream with the holes
+ *                      cut out, so its size is bytes - the sum of LEN.  Readers decode the
+ *                      pieces between holes separately (never across a hole).
  *   DIR/snapshots      one line per code snapshot: "VA_HEX LEN CR3_HEX|any FILE"
- *                      (FILE relative to DIR, raw bytes that ran at VA in address space CR3)
+ *                      (FILE relative to DIR, raw bytes that ran at VA in address space CR3;
+ *                      VA_HEX, CR3_HEX: hex, 0x optional; LEN: decimal, or hex with 0x; the
+ *                      file holds exactly LEN bytes; FILE has no "..", is not absolute, and
+ *                      resolves inside DIR)
  *   DIR/snap/...       the snapshot files
  *   DIR/crash.txt      the crash report (guest registers, exit ring, LBR), when reason = crash
  *   DIR/console.log    the log with every frame line removed (the guest's console as it was)
@@ -43,23 +51,29 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PTT_MAX_CPUS  64
-#define PTT_CR3_ANY   0xffffffffffffffffull
+#define PTT_MAX_CPUS 64
+#define PTT_CR3_ANY  0xffffffffffffffffull
 
 struct ptt_snap {
     uint64_t va, len, cr3; /* cr3: PTT_CR3_ANY = every address space */
     char *path;            /* absolute or DIR-relative path of the bytes */
 };
 
+struct ptt_hole {
+    uint64_t off, len; /* a range of the CPU's stream lost in transit (stream offsets) */
+};
+
 struct ptt_cpu {
     unsigned cpu;
-    uint8_t *pt;    /* cpuN.pt, malloc'd */
+    uint8_t *pt; /* cpuN.pt, malloc'd */
     size_t pt_len;
     uint64_t ring_size, overflows;
     int wrapped;
     uint64_t *cr3s;
     unsigned ncr3;
-    unsigned holes; /* "missing" lines */
+    unsigned holes;        /* "missing" lines */
+    struct ptt_hole *hole; /* [holes], sorted by off; malloc'd */
+    int crc_bad;           /* "crc bad" */
 };
 
 struct ptt_dump {
