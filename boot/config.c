@@ -298,13 +298,13 @@ static bool set_vmm(struct ptv_config *cfg, const char *v, size_t n, struct ptv_
     return true;
 }
 
-static const char *const sw_trace_names[] = {"auto", "off", "on"}; /* PTV_SW_TRACE_* */
+static const char *const sw_trace_names[] = {"auto", "off", "on", "tf"}; /* PTV_SW_TRACE_* */
 
 static bool set_sw_trace(struct ptv_config *cfg, const char *v, size_t n, struct ptv_fmt *err)
 {
     int k = lookup(v, n, sw_trace_names, COUNT(sw_trace_names));
     if (k < 0)
-        return fail(err, "expected auto, off or on", v, n);
+        return fail(err, "expected auto, off, on or tf", v, n);
     cfg->trace_sw = (uint32_t)k;
     return true;
 }

@@ -59,7 +59,7 @@ int ptv_config_check(const struct ptv_config *c, const char **why)
         return reject(why, "config: vmm out of range");
     if (c->vmcall_user > PTV_VMCALL_USER_STATS)
         return reject(why, "config: vmcall_user out of range");
-    if (c->trace_sw > PTV_SW_TRACE_ON)
+    if (c->trace_sw > PTV_SW_TRACE_TF)
         return reject(why, "config: sw_trace out of range");
     if (c->trace_wrap > 1)
         return reject(why, "config: trace_wrap out of range");

@@ -65,6 +65,11 @@ enum ptv_log_level {
 #define PTV_SW_TRACE_AUTO 0 /* where no hardware trace source is in use */
 #define PTV_SW_TRACE_OFF  1
 #define PTV_SW_TRACE_ON   2 /* even where hardware system mode could trace */
+/* step with the guest's trap flag and #DB exits instead of MTF: for CPUs that offer MTF
+ * without delivering it (Bochs 2.7: cpu/todo "MTF is not implemented yet").  Guest-visible:
+ * RFLAGS.TF = 1 in what the window pushes (PUSHF, interrupt frames, SYSCALL's R11), and
+ * handlers of events delivered without a VM exit run unstepped (a gap in the trace). */
+#define PTV_SW_TRACE_TF 3
 
 #define PTV_CFG_TRACE_RANGES   4    /* pt_range: at most 4 IP ranges (ADDR0..3) */
 #define PTV_CFG_PSB_MIN        256u /* psb_period: power of two 256 .. 1M bytes */

@@ -170,6 +170,8 @@ static void test_enum_values(void **state)
         {"dump_on = vmcall,crash", offsetof(struct ptv_config, dump_on), 3},
         {"serial_baud = 9600", offsetof(struct ptv_config, serial_baud), 9600},
         {"serial_baud = 115200", offsetof(struct ptv_config, serial_baud), 115200},
+        {"sw_trace = off", offsetof(struct ptv_config, trace_sw), PTV_SW_TRACE_OFF},
+        {"sw_trace = tf", offsetof(struct ptv_config, trace_sw), PTV_SW_TRACE_TF},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct ptv_config cfg;
@@ -253,7 +255,8 @@ static void test_value_errors(void **state)
                  "ptvisor.cfg:1: psb_period: not a power of two between 256 and 1M: '3K'");
     expect_error("trace_boot = 100000001", "ptvisor.cfg:1: trace_boot: not an instruction count "
                                            "up to 100000000 (0 = off): '100000001'");
-    expect_error("sw_trace = maybe", "ptvisor.cfg:1: sw_trace: expected auto, off or on: 'maybe'");
+    expect_error("sw_trace = maybe",
+                 "ptvisor.cfg:1: sw_trace: expected auto, off, on or tf: 'maybe'");
     expect_error("pt_range = 0x2000-0x1000",
                  "ptvisor.cfg:1: pt_range: expected none or ranges lo-hi (inclusive, lo <= hi), "
                  "comma-separated: '0x2000-0x1000'");

@@ -12,6 +12,7 @@
 #include "percpu.h"
 #include "smp/smp.h"
 #include "vmx/vcpu_reset.h"
+#include "vmx/trace_vmx.h"
 
 /*
  * NMIs exit (NMI exiting + virtual NMIs, so the VMM's shootdown IPIs never reach
@@ -36,6 +37,8 @@ enum exit_action handle_exception_nmi(struct vcpu *v, const struct vmexit *e)
         nmi_unblock(); /* the next VMM NMI must reach this CPU (cpu.h) */
         return EXIT_RESUME;
     }
+    if ((e->intr_info & INTR_INFO_VECTOR_MASK) == DB_VECTOR && trace_vmx_db_exit(v, e->qual))
+        return EXIT_RESUME;
     v->inject = (struct pending_event){
         .valid = true,
         .info = e->intr_info & ~INTR_INFO_UNBLOCK_NMI,

@@ -23,6 +23,7 @@
 #include "handoff.h"
 #include "lib/ptv_string.h"
 #include "vmx/pt_vmx.h"
+#include "vmx/emul_policy.h"
 #include "pt/pt_sys.h"
 #include <ptv/vmcall.h>
 
@@ -106,7 +107,8 @@ bool trace_vmx_available(const char **why)
         *why = "sw_trace = off in the configuration";
         return false;
     }
-    if (!(vmx_caps.proc >> 32 & CPU_BASED_MONITOR_TRAP_FLAG)) {
+    if (vmm_cfg->trace_sw != PTV_SW_TRACE_TF &&
+        !(vmx_caps.proc >> 32 & CPU_BASED_MONITOR_TRAP_FLAG)) {
         *why = "the CPU has no monitor trap flag (VMX procbased control bit 27)";
         return false;
     }
@@ -135,6 +137,48 @@ static int ring_alloc(struct vcpu *v)
     }
     t->ring = (struct swpt_ring){.buf = buf, .size = size};
     return 0;
+}
+
+/*
+ * sw_trace = tf (include/ptv/config.h): the step is the trap flag's #DB, caught by the
+ * exception bitmap (vcpu_mtf_update).  TF is set before every entry (POPF / IRET may have
+ * cleared it), and the single-step bit a VM exit may leave in the pending debug exceptions
+ * (an emulated instruction retired with TF = 1; Bochs 2.7 saves it at every exit) is dropped:
+ * the tracer counts an emulated instruction itself, a second #DB before the next instruction
+ * would read as a step that did not move.
+ */
+static void tf_arm(struct vcpu *v)
+{
+    if (!v->trace_tf)
+        return;
+    uint64_t fl = vmcs_readl(GUEST_RFLAGS);
+    if (!(fl & RFLAGS_TF))
+        vmcs_writel(GUEST_RFLAGS, fl | RFLAGS_TF);
+    uint64_t dbg = vmcs_readl(GUEST_PENDING_DBG_EXCEPTIONS);
+    if (dbg & PENDING_DBG_BS)
+        vmcs_writel(GUEST_PENDING_DBG_EXCEPTIONS, dbg & ~PENDING_DBG_BS);
+}
+
+static void stepping_off(struct vcpu *v)
+{
+    v->trace_stepping = false;
+    if (v->trace_tf)
+        vmcs_writel(GUEST_RFLAGS, vmcs_readl(GUEST_RFLAGS) & ~RFLAGS_TF);
+    vcpu_mtf_update(v);
+}
+
+bool trace_vmx_db_exit(struct vcpu *v, uint64_t qual)
+{
+    if (!v->trace_tf_used || !(qual & PENDING_DBG_BS) || (qual & 0xf))
+        return false; /* not a single step, or a hardware breakpoint too: the guest's */
+    if (v->trace_stepping && v->trace_tf) {
+        v->trace_mtf_seen = true; /* one instruction ran: as an MTF exit */
+        return true;
+    }
+    /* TF from a frame pushed inside a past window came back (IRET, POPF): the guest never
+     * set it; clear it and go on */
+    vmcs_writel(GUEST_RFLAGS, vmcs_readl(GUEST_RFLAGS) & ~RFLAGS_TF);
+    return true;
 }
 
 static int sw_start(struct vcpu *v, uint32_t flags, uint64_t cr3, uint64_t lo, uint64_t hi,
@@ -190,6 +234,8 @@ static int sw_start(struct vcpu *v, uint32_t flags, uint64_t cr3, uint64_t lo, u
     t->ring.stop_on_full = !vmm_cfg->trace_wrap;
     t->pending_start = true; /* starts after this VMCALL (trace_vmx_before_entry) */
     v->trace_stepping = true;
+    v->trace_tf = vmm_cfg->trace_sw == PTV_SW_TRACE_TF;
+    v->trace_tf_used |= v->trace_tf;
     v->trace_mtf_seen = false;
     vcpu_mtf_update(v);
     return 0;
@@ -211,8 +257,7 @@ static int sw_stop(struct vcpu *v)
     if (t->sw.on)
         swtrace_stop(&t->sw);
     t->pending_start = false;
-    v->trace_stepping = false;
-    vcpu_mtf_update(v);
+    stepping_off(v);
     /* the first windows are named; a guest that opens thousands goes quiet */
     if (++t->windows <= 8)
         pr_info("trace", "window closed: %lu instructions, %lu bytes, %lu events, %lu gaps",
@@ -262,23 +307,26 @@ void trace_vmx_before_entry(struct vcpu *v)
     if (t->pending_start) {
         t->pending_start = false;
         swtrace_start(&t->sw, &t->cfg, &t->ring, &m, &c, t->budget);
+        tf_arm(v);
         return;
     }
     if (!swtrace_observe(&t->sw, &m, &c, mtf)) {
-        v->trace_stepping = false;
-        vcpu_mtf_update(v);
+        stepping_off(v);
         if (!t->budget_logged && ++t->windows <= 8)
             pr_info("trace", "window closed at its budget: %lu instructions, %lu bytes",
                     t->sw.st.steps, t->ring.head);
         t->budget_logged = true;
+        return;
     }
+    tf_arm(v);
 }
 
 /* --- the two sources behind one ABI: system-mode PT where this vCPU has it, else software --- */
 
 static bool hw_source(const struct vcpu *v)
 {
-    return v->pt.system;
+    return v->pt.system && vmm_cfg->trace_sw != PTV_SW_TRACE_ON &&
+           vmm_cfg->trace_sw != PTV_SW_TRACE_TF;
 }
 
 /* the system-mode filter of a TRACE_START: the configured one, then the call's */
