@@ -6,3 +6,7 @@ HOST_TESTS += test_swtrace
 test_swtrace_SRCS := tests/unit/test_swtrace.c vmm/trace/swtrace.c vmm/trace/gwalk.c \
                      vmm/trace/x86_class.c $(SWPT_SRCS)
 test_swtrace_LDLIBS := -lipt
+
+# The code pages a window executed (issue 10's code snapshots): vmm/trace/codepages.c.
+HOST_TESTS += test_codepages
+test_codepages_SRCS := tests/unit/test_codepages.c vmm/trace/codepages.c
