@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The LBR shim: reads what the CPU offers, lets vmm/lbr/lbr_policy.c decide, and executes the
+ * decision (VMX controls, GUEST_IA32_LBR_CTL, MSR bitmap bits, the few MSR answers, CPUID).
+ * It decides nothing itself and has no code on the VM-exit / VM-entry path.
+ */
+#include "vmx/lbr_vmx.h"
+#include "lbr/lbr_policy.h"
+#include "vmx/vcpu.h"
+#include "vmx/vmx_cpu.h"
+#include "vmx/vmcs.h"
+#include "vmx/exits.h"
+#include "cpu.h"
+#include "log.h"
+
+#define MSR_IA32_MISC_ENABLE 0x1a0
+
+static struct lbr_decision lbr_dec; /* decided by the BSP before any guest code ran */
+static bool lbr_decided;
+
+static void lbr_read_host(struct lbr_host *h)
+{
+    struct cpuid_regs r = cpuid_count(0, 0);
+    h->max_leaf = r.eax;
+    r = cpuid_count(1, 0);
+    uint32_t fam = (r.eax >> 8) & 0xf, model = (r.eax >> 4) & 0xf;
+    if (fam == 0xf)
+        fam += (r.eax >> 20) & 0xff;
+    if (fam == 6 || fam >= 0xf)
+        model |= ((r.eax >> 16) & 0xf) << 4;
+    h->family = fam;
+    h->model = model;
+    h->cpuid1_ecx = r.ecx;
+    h->cpuid1_edx = r.edx;
+    if (h->max_leaf >= 7) {
+        r = cpuid_count(7, 0);
+        h->cpuid7_ebx = r.ebx;
+        h->cpuid7_ecx = r.ecx;
+        h->cpuid7_edx = r.edx;
+    }
+    if (h->max_leaf >= 0xa)
+        h->pmu_version = (uint8_t)cpuid_count(0xa, 0).eax;
+    if (h->max_leaf >= 0xd) {
+        r = cpuid_count(0xd, 1);
+        h->xss_supported = (uint64_t)r.edx << 32 | r.ecx;
+    }
+    if (h->max_leaf >= 0x1c) {
+        r = cpuid_count(0x1c, 0);
+        h->leaf1c[0] = r.eax;
+        h->leaf1c[1] = r.ebx;
+        h->leaf1c[2] = r.ecx;
+    }
+    /* Bochs #GPs here (docs TEST-VEHICLES): a fault is an answer, "none" */
+    h->perf_caps_ok = !rdmsr_safe(MSR_IA32_PERF_CAPABILITIES, &h->perf_caps);
+    h->misc_enable_ok = !rdmsr_safe(MSR_IA32_MISC_ENABLE, &h->misc_enable);
+    h->exit_ctls = vmx_ctls.exit;
+    h->entry_ctls = vmx_ctls.entry;
+    h->exit_allowed1 = (uint32_t)(vmx_caps.exit >> 32);
+    h->entry_allowed1 = (uint32_t)(vmx_caps.entry >> 32);
+}
+
+void lbr_vmx_setup(struct vcpu *v)
+{
+    if (!lbr_decided) {
+        struct lbr_host h = {0};
+        lbr_read_host(&h);
+        lbr_decide(&h, &lbr_dec);
+        lbr_decided = true;
+        pr_info("lbr", "%s; per VM exit: 0 VMM instructions, 0 LBR MSR accesses", lbr_dec.reason);
+    }
+    vmx_ctls.exit |= lbr_dec.exit_ctls;
+    vmx_ctls.entry |= lbr_dec.entry_ctls;
+    uint64_t ctl = 0;
+    if (lbr_dec.arch) {
+        /* the caller's IA32_LBR_CTL becomes the guest's; a value the CPU would refuse at VM
+         * entry (it cannot be: the CPU holds it) is replaced by 0 */
+        if (rdmsr_safe(MSR_ARCH_LBR_CTL, &ctl) || !arch_lbr_ctl_ok(lbr_dec.leaf1c, ctl))
+            ctl = 0;
+        vmcs_write64(GUEST_IA32_LBR_CTL, ctl);
+    } else if (lbr_dec.arch_present && (rdmsr_safe(MSR_ARCH_LBR_CTL, &ctl) || ctl)) {
+        /* hidden: nobody records any more, root included (no clear control at exits) */
+        if (ctl && wrmsr_safe(MSR_ARCH_LBR_CTL, 0))
+            pr_warn("lbr", "cpu%u: IA32_LBR_CTL %#lx could not be cleared", v->id, ctl);
+    }
+}
+
+bool lbr_vmx_intercepts(uint32_t msr)
+{
+    return lbr_msr_intercepted(&lbr_dec, msr);
+}
+
+int lbr_vmx_msr(struct vcpu *v, uint32_t msr, bool write, uint64_t val)
+{
+    if (!lbr_msr_intercepted(&lbr_dec, msr))
+        return -1;
+    const char *why;
+    uint64_t debugctl = 0;
+    bool dbg = msr == MSR_IA32_DEBUGCTLMSR; /* only intercepted without the debug controls */
+    if (dbg)
+        debugctl = vmcs_read64(GUEST_IA32_DEBUGCTL); /* the VMM's copy, never loaded */
+    switch (lbr_msr_access(&lbr_dec, &debugctl, msr, write, &val, &why)) {
+    case LBR_NOT_MINE:
+        return -1;
+    case LBR_GP:
+        pr_debug("lbr", "guest %s MSR %#x: #GP (%s)", write ? "WRMSR" : "RDMSR", msr, why);
+        vcpu_inject_gp(v);
+        return EXIT_INJECT;
+    case LBR_OK:
+        break;
+    }
+    if (dbg && write)
+        vmcs_write64(GUEST_IA32_DEBUGCTL, debugctl);
+    if (!write) {
+        v->regs.gpr[GPR_RAX] = (uint32_t)val;
+        v->regs.gpr[GPR_RDX] = val >> 32;
+    }
+    return EXIT_RESUME_SKIP_INSN;
+}
+
+uint64_t lbr_vmx_xss(uint64_t host_xss)
+{
+    return lbr_xss_filter(&lbr_dec, host_xss);
+}
+
+void lbr_vmx_cpuid_leaf(uint32_t leaf, uint32_t sub, uint32_t r[4])
+{
+    lbr_cpuid_filter(&lbr_dec, leaf, sub, r);
+}

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The LBR shim (issue 11): executes vmm/lbr/lbr_policy.c's decision on this CPU.  Each hook in
+ * another file is one call here: VMCS set-up (vmcs_setup.c), the MSR bitmap and RDMSR/WRMSR
+ * exits (exit_msr.c), IA32_XSS (exit_msr.c), CPUID (exit_cpuid.c).  Nothing here runs on the
+ * VM-exit / VM-entry path: DEBUGCTL and IA32_LBR_CTL are switched by the VMCS (docs/lbr.md).
+ */
+#ifndef PTV_VMX_LBR_VMX_H
+#define PTV_VMX_LBR_VMX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct vcpu;
+
+/* Before the VMCS controls are written: decide once (one boot log line), add the arch-LBR
+ * controls, set GUEST_IA32_LBR_CTL from the caller's value. */
+void lbr_vmx_setup(struct vcpu *v);
+
+/* The MSR bitmap: does msr exit for LBR's sake? */
+bool lbr_vmx_intercepts(uint32_t msr);
+
+/* RDMSR/WRMSR exit: -1 if msr is not the LBR policy's, else the enum exit_action it took
+ * (the result of a read is in the guest's RDX:RAX, a refusal is a queued #GP). */
+int lbr_vmx_msr(struct vcpu *v, uint32_t msr, bool write, uint64_t val);
+
+/* The IA32_XSS bits a guest may set, from the CPU's: arch LBR state only when shown. */
+uint64_t lbr_vmx_xss(uint64_t host_xss);
+
+/* CPUID exit, after the guest policy: leaf 7 EDX[19], 0x1C, 0xD.1 / 0xD.15.  Every CPUID exit
+ * pays the three compares; the rest only for those leaves. */
+void lbr_vmx_cpuid_leaf(uint32_t leaf, uint32_t sub, uint32_t r[4]);
+static inline void lbr_vmx_cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4])
+{
+    if (leaf == 7 || leaf == 0xd || leaf == 0x1c)
+        lbr_vmx_cpuid_leaf(leaf, sub, r);
+}
+
+#endif
