@@ -14,6 +14,7 @@
 #include "palloc.h"
 #include "vmx/guest_check.h"
 #include "vmx/pt_vmx.h"
+#include "vmx/lbr_vmx.h"
 #include "vmx/exits.h"
 #include "percpu.h"
 
@@ -215,6 +216,7 @@ int vmcs_setup(struct vcpu *v, const void *caller)
         return -1;
     if (vmx_io_bitmap_setup(v)) /* likewise: "use I/O bitmaps" for the shared UART */
         return -1;
+    lbr_vmx_setup(v); /* likewise: the arch-LBR load/clear controls, GUEST_IA32_LBR_CTL */
     host_state_setup(vmm_host_cr3, this_cpu()->stack_top);
 
     vmcs_write32(PIN_BASED_VM_EXEC_CONTROL, vmx_ctls.pin);
