@@ -5,7 +5,8 @@
  * guest has no PT), IA32_XSS (never the PT state component: guest_policy.h),
  * the VMX capability MSRs and the overclocking mailbox (#GP), IA32_APIC_BASE
  * (virtual base), the MTRRs (a guest copy), IA32_BIOS_UPDT_TRIG (ignored) and
- * IA32_PERF_GLOBAL_CTRL (VMCS-switched).  MSRs
+ * IA32_PERF_GLOBAL_CTRL (VMCS-switched), and what the LBR policy answers
+ * (IA32_PERF_CAPABILITIES, LBR MSRs it hides: vmx/lbr_vmx.c).  MSRs
  * outside the bitmap ranges always exit: they are tried on the real CPU and
  * a fault becomes the guest's #GP.
  */
@@ -21,6 +22,7 @@
 #include "vmx/guest_policy.h"
 #include "vmx/vmcs.h"
 #include "vmx/emul_policy.h"
+#include "vmx/lbr_vmx.h"
 
 static void intercept(uint8_t *bm, uint32_t msr)
 {
@@ -61,13 +63,13 @@ void vmx_msr_state_setup(struct vcpu *v)
 int vmx_msr_bitmap_setup(struct vcpu *v)
 {
     struct cpuid_regs r = cpuid_count(0xd, 1);
-    host_xss = (uint64_t)r.edx << 32 | r.ecx;
+    host_xss = lbr_vmx_xss((uint64_t)r.edx << 32 | r.ecx); /* arch LBR state only if shown */
     v->msr_bitmap = palloc_page(&v->msr_bitmap_pa);
     if (!v->msr_bitmap)
         return -1;
     /* every MSR the policy does not pass through exits (the bitmap covers 0-0x1fff) */
     for (uint32_t m = 0; m < 0x2000; m++)
-        if (msr_policy(m) != MSR_PASS_THROUGH)
+        if (msr_policy(m) != MSR_PASS_THROUGH || lbr_vmx_intercepts(m))
             intercept(v->msr_bitmap, m);
     return 0;
 }
@@ -146,6 +148,9 @@ static enum exit_action msr_access(struct vcpu *v, bool write)
 {
     uint32_t msr = (uint32_t)v->regs.gpr[GPR_RCX];
     uint64_t val = (v->regs.gpr[GPR_RDX] << 32) | (uint32_t)v->regs.gpr[GPR_RAX];
+    int lbr = lbr_vmx_msr(v, msr, write, val); /* PERF_CAPABILITIES, hidden LBR MSRs */
+    if (lbr >= 0)
+        return (enum exit_action)lbr;
     enum msr_verdict verdict = msr_policy(msr);
     if (verdict == MSR_XSS && write && !xss_policy(val, host_xss)) {
         vcpu_inject_gp(v);
