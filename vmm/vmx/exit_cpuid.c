@@ -3,6 +3,7 @@
 #include "vmx/vcpu.h"
 #include "vmx/exits.h"
 #include "vmx/guest_policy.h"
+#include "vmx/lbr_vmx.h"
 #include "vmx/vmx_cpu.h"
 #include "cpu.h"
 
@@ -17,6 +18,7 @@ enum exit_action handle_cpuid(struct vcpu *v, const struct vmexit *e)
     /* the guest's CR4 matters for leaves 1 and 7 only: read it only then */
     uint64_t cr4 = leaf == 1 || leaf == 7 ? vcpu_guest_cr4(v) : 0;
     cpuid_policy(&pt_decision, vmx_ctls.guest_features, leaf, sub, cr4, r);
+    lbr_vmx_cpuid(leaf, sub, r); /* arch LBR: leaf 7 EDX[19], 0x1C, XSS component 15 */
     v->regs.gpr[GPR_RAX] = r[0];
     v->regs.gpr[GPR_RBX] = r[1];
     v->regs.gpr[GPR_RCX] = r[2];
