@@ -10,3 +10,10 @@ LBR_VMM_OBJS := $(patsubst %,$(BUILD)/vmm-obj/%.o,$(LBR_SRCS))
 $(BUILD)/vmm/vmm.elf: $(LBR_VMM_OBJS)
 $(BUILD)/vmm/vmm.elf: VMM_OBJS += $(LBR_VMM_OBJS)
 -include $(LBR_VMM_OBJS:.o=.d)
+
+# the differential: the LBR model alone (bare metal) against the model driven through the VMM's
+# policy at every exit / entry (what lbr_vmx.c and the VMCS do), with mutants that must be caught
+LBR_DIFF_SRCS := tests/model/lbr_model.c $(LBR_SRCS) vmm/lib/fmt.c vmm/vmx/guest_policy.c \
+                 vmm/vmx/emul_policy.c vmm/pt/pt_caps.c vmm/pt/pt_msr.c vmm/pt/pt_ctl_policy.c
+HOST_TESTS += test_lbr_diff
+test_lbr_diff_SRCS := tests/model/test_lbr_diff.c $(LBR_DIFF_SRCS)
