@@ -11,6 +11,10 @@ $(BUILD)/vmm/vmm.elf: $(LBR_VMM_OBJS)
 $(BUILD)/vmm/vmm.elf: VMM_OBJS += $(LBR_VMM_OBJS)
 -include $(LBR_VMM_OBJS:.o=.d)
 
+# the policy's rules and decision against hand-written expectations
+HOST_TESTS += test_lbr_policy
+test_lbr_policy_SRCS := tests/unit/test_lbr_policy.c $(LBR_SRCS) vmm/lib/fmt.c
+
 # the differential: the LBR model alone (bare metal) against the model driven through the VMM's
 # policy at every exit / entry (what lbr_vmx.c and the VMCS do), with mutants that must be caught
 LBR_DIFF_SRCS := tests/model/lbr_model.c $(LBR_SRCS) vmm/lib/fmt.c vmm/vmx/guest_policy.c \
