@@ -21,3 +21,7 @@ LBR_DIFF_SRCS := tests/model/lbr_model.c $(LBR_SRCS) vmm/lib/fmt.c vmm/vmx/guest
                  vmm/vmx/emul_policy.c vmm/pt/pt_caps.c vmm/pt/pt_msr.c vmm/pt/pt_ctl_policy.c
 HOST_TESTS += test_lbr_diff
 test_lbr_diff_SRCS := tests/model/test_lbr_diff.c $(LBR_DIFF_SRCS)
+
+# MSR index/value sequences and random CPUs through the policy, against the model's rules
+FUZZERS += fuzz_lbr
+fuzz_lbr_SRCS := tests/fuzz/fuzz_lbr.c tests/model/lbr_model.c $(LBR_SRCS) vmm/lib/fmt.c

@@ -257,8 +257,10 @@ static uint64_t msr_value(uint64_t *s, uint32_t msr)
             v |= DEBUGCTLMSR_FREEZE_LBRS_ON_PMI;
         if (((r >> 11) & 7) == 0)
             v |= DEBUGCTLMSR_BTF | DEBUGCTLMSR_RTM_DEBUG | DEBUGCTLMSR_FREEZE_PERFMON_ON_PMI;
-        if (((r >> 14) & 15) == 0)
-            v |= BIT(13) | BIT(3); /* reserved */
+        if (((r >> 14) & 15) == 0) { /* one reserved bit */
+            static const unsigned rsv[] = {3, 4, 5, 13, 16, 31, 63};
+            v |= BIT(rsv[(r >> 18) % 7]);
+        }
         return v;
     }
     case 0x1c8: /* half the time no filter, else random classes (bit 10: reserved) */
