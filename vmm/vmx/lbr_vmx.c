@@ -77,10 +77,11 @@ void lbr_vmx_setup(struct vcpu *v)
         if (rdmsr_safe(MSR_ARCH_LBR_CTL, &ctl) || !arch_lbr_ctl_ok(lbr_dec.leaf1c, ctl))
             ctl = 0;
         vmcs_write64(GUEST_IA32_LBR_CTL, ctl);
-    } else if (lbr_dec.arch_present && (rdmsr_safe(MSR_ARCH_LBR_CTL, &ctl) || ctl)) {
-        /* hidden: nobody records any more, root included (no clear control at exits) */
-        if (ctl && wrmsr_safe(MSR_ARCH_LBR_CTL, 0))
-            pr_warn("lbr", "cpu%u: IA32_LBR_CTL %#lx could not be cleared", v->id, ctl);
+    } else if (lbr_dec.arch_present && !rdmsr_safe(MSR_ARCH_LBR_CTL, &ctl) && ctl &&
+               wrmsr_safe(MSR_ARCH_LBR_CTL, 0)) {
+        /* hidden: IA32_LBR_CTL is cleared once, here (no clear control at exits), so
+         * nobody records any more, root included */
+        pr_warn("lbr", "cpu%u: IA32_LBR_CTL %#lx could not be cleared", v->id, ctl);
     }
 }
 
