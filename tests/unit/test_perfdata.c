@@ -45,7 +45,6 @@
 
 #define KSYS 0xffffffff81000000ull /* fake kernel syscall entry: SYSRETQ */
 #define PG   4096ull
-#define CR3  0x1000ull
 
 static const char *tool;    /* the ptvisor-trace binary */
 static char perf_bin[4096]; /* perf */
@@ -55,35 +54,38 @@ static char home[4200];     /* empty HOME for perf */
 static const struct x86_insn I_SYSRET = {.len = 3, .branch = X86_BR_SYSRET};
 static const uint8_t SYSRETQ[3] = {0x48, 0x0f, 0x07};
 
-/* ---- recorded code pages (one address space) ---- */
+/* ---- recorded code pages (one address space per run) ---- */
 
 struct page {
     uint64_t va;
     uint8_t b[PG];
 };
-static struct page *pages;
-static size_t npages, cap_pages;
 
-static struct page *page_find(uint64_t va)
+struct pages {
+    struct page *p;
+    size_t n, cap;
+};
+
+static struct page *page_find(const struct pages *v, uint64_t va)
 {
-    for (size_t i = npages; i-- > 0;)
-        if (pages[i].va == va)
-            return &pages[i];
+    for (size_t i = v->n; i-- > 0;)
+        if (v->p[i].va == va)
+            return &v->p[i];
     return NULL;
 }
 
-static bool page_record(int memfd, uint64_t va)
+static bool page_record(struct pages *v, int memfd, uint64_t va)
 {
-    if (page_find(va))
+    if (page_find(v, va))
         return true;
-    if (npages == cap_pages) {
-        cap_pages = cap_pages ? 2 * cap_pages : 256;
-        pages = realloc(pages, cap_pages * sizeof(*pages));
-        assert_non_null(pages);
+    if (v->n == v->cap) {
+        v->cap = v->cap ? 2 * v->cap : 256;
+        v->p = realloc(v->p, v->cap * sizeof(*v->p));
+        assert_non_null(v->p);
     }
-    if (pread(memfd, pages[npages].b, PG, (off_t)va) != (ssize_t)PG)
+    if (pread(memfd, v->p[v->n].b, PG, (off_t)va) != (ssize_t)PG)
         return false;
-    pages[npages++].va = va;
+    v->p[v->n++].va = va;
     return true;
 }
 
@@ -99,9 +101,21 @@ struct run {
     uint64_t syscalls, tsc;
     uint64_t stop_ip; /* where tracing stopped: the last instruction went there */
     bool kernel;      /* OS = 1: the fake kernel code runs traced */
+    uint64_t cr3;     /* its address space in the dump */
+    struct pages pages;
     uint64_t libc_base;
     char libc[4096];
 };
+
+static void run_free(struct run *r)
+{
+    free(r->ring.buf);
+    free(r->ip);
+    free(r->br);
+    free(r->len);
+    free(r->pages.p);
+    memset(r, 0, sizeof(*r));
+}
 
 static void expect(struct run *r, uint64_t ip, const struct x86_insn *in)
 {
@@ -149,12 +163,13 @@ static void find_libc(struct run *r, pid_t pid)
     fclose(f);
 }
 
-static void trace_program(struct run *r, char *const argv[], uint64_t max_steps, bool kernel)
+static void trace_program(struct run *r, char *const argv[], uint64_t max_steps, bool kernel,
+                          uint64_t cr3)
 {
     const struct swpt_cfg cfg = {.filter = {.user = true, .kernel = kernel},
                                  .psb_period = 1u << 12};
-    struct swpt_ctx u = {.cr3 = CR3, .cpl = 3, .cs = X86_CODE64};
-    struct swpt_ctx k = {.cr3 = CR3, .cpl = 0, .cs = X86_CODE64};
+    struct swpt_ctx u = {.cr3 = cr3, .cpl = 3, .cs = X86_CODE64};
+    struct swpt_ctx k = {.cr3 = cr3, .cpl = 0, .cs = X86_CODE64};
     const char *why;
     char path[64];
     int st, memfd;
@@ -163,8 +178,8 @@ static void trace_program(struct run *r, char *const argv[], uint64_t max_steps,
     bool exited = false;
 
     memset(r, 0, sizeof(*r));
-    npages = 0;
     r->kernel = kernel;
+    r->cr3 = cr3;
     assert_int_equal(swpt_cfg_check(&cfg, &why), 0);
     r->ring = (struct swpt_ring){.size = 64u << 20, .stop_on_full = true};
     r->ring.buf = malloc(r->ring.size);
@@ -196,15 +211,15 @@ static void trace_program(struct run *r, char *const argv[], uint64_t max_steps,
         struct x86_insn in;
         uint64_t pg = ip & ~(PG - 1), nrip;
 
-        if (!page_record(memfd, pg))
+        if (!page_record(&r->pages, memfd, pg))
             fail_msg("code at %#llx unreadable", (unsigned long long)ip);
         if ((ip & (PG - 1)) > PG - X86_MAX_INSN)
-            page_record(memfd, pg + PG);
+            page_record(&r->pages, memfd, pg + PG);
         size_t n = PG - (ip & (PG - 1));
         n = n < sizeof(b) ? n : sizeof(b);
-        memcpy(b, page_find(pg)->b + (ip & (PG - 1)), n);
-        if (n < sizeof(b) && page_find(pg + PG)) {
-            memcpy(b + n, page_find(pg + PG)->b, sizeof(b) - n);
+        memcpy(b, page_find(&r->pages, pg)->b + (ip & (PG - 1)), n);
+        if (n < sizeof(b) && page_find(&r->pages, pg + PG)) {
+            memcpy(b + n, page_find(&r->pages, pg + PG)->b, sizeof(b) - n);
             n = sizeof(b);
         }
         if (x86_classify(b, n, X86_CODE64, &in) != 0)
@@ -290,32 +305,57 @@ static char *path_in(const char *dir, const char *name)
     return p;
 }
 
-/* the dump directory of a run (ptt.h) */
-static void write_dump(const struct run *r, const char *dir)
+/* the dump directory of runs, run i on CPU cpu[i] (ptt.h); a hole of hole_len bytes at
+ * stream offset hole_off of the last CPU's stream when hole_len != 0 */
+static void write_dump(const char *dir, struct run *const *r, const unsigned *cpu, unsigned n,
+                       uint64_t hole_off, uint64_t hole_len)
 {
+    bool kernel = false;
     FILE *snaps;
 
     mkdir(dir, 0755);
     mkdir(path_in(dir, "snap"), 0755);
     write_text(path_in(dir, "dump.meta"),
-               "protocol 1\ndump 1\nreason vmcall\nsource software\ncpus 1\ntsc_hz 0\n"
-               "kernel_base 0x0\ncomplete yes\nframes_ok 1\nframes_bad 0\nframes_missing 0\n");
-    write_file(path_in(dir, "cpu0.pt"), r->ring.buf, r->ring.head);
-    write_text(path_in(dir, "cpu0.meta"),
-               "cpu 0\nbytes %llu\nring_size %llu\nwrapped 0\noverflows 0\nfilters %s\n"
-               "cr3 %#llx\ncrc ok\n",
-               (unsigned long long)r->ring.head, (unsigned long long)r->ring.size,
-               r->kernel ? "user,kernel" : "user", (unsigned long long)CR3);
+               "protocol 1\ndump 1\nreason vmcall\nsource software\ncpus %u\ntsc_hz 0\n"
+               "kernel_base 0x0\ncomplete %s\nframes_ok 1\nframes_bad 0\nframes_missing %u\n",
+               n, hole_len ? "no" : "yes", hole_len ? 1 : 0);
     snaps = fopen(path_in(dir, "snapshots"), "w");
     assert_non_null(snaps);
-    for (size_t i = 0; i < npages; i++) {
-        char name[64];
-        snprintf(name, sizeof(name), "snap/u%zu.bin", i);
-        write_file(path_in(dir, name), pages[i].b, PG);
-        fprintf(snaps, "%llx %llu %llx %s\n", (unsigned long long)pages[i].va,
-                (unsigned long long)PG, (unsigned long long)CR3, name);
+    for (unsigned c = 0; c < n; c++) {
+        char name[64], missing[64] = "";
+        const struct run *x = r[c];
+        uint64_t len = x->ring.head;
+
+        snprintf(name, sizeof(name), "cpu%u.pt", cpu[c]);
+        if (c == n - 1 && hole_len) { /* the stream with the hole cut out */
+            assert_true(hole_off + hole_len < len);
+            uint8_t *cut = malloc(len - hole_len);
+            assert_non_null(cut);
+            memcpy(cut, x->ring.buf, hole_off);
+            memcpy(cut + hole_off, x->ring.buf + hole_off + hole_len, len - hole_off - hole_len);
+            write_file(path_in(dir, name), cut, len - hole_len);
+            free(cut);
+            snprintf(missing, sizeof(missing), "missing %llu+%llu\n", (unsigned long long)hole_off,
+                     (unsigned long long)hole_len);
+        } else {
+            write_file(path_in(dir, name), x->ring.buf, len);
+        }
+        snprintf(name, sizeof(name), "cpu%u.meta", cpu[c]);
+        write_text(path_in(dir, name),
+                   "cpu %u\nbytes %llu\nring_size %llu\nwrapped 0\noverflows 0\nfilters %s\n"
+                   "cr3 %#llx\n%scrc %s\n",
+                   cpu[c], (unsigned long long)len, (unsigned long long)x->ring.size,
+                   x->kernel ? "user,kernel" : "user", (unsigned long long)x->cr3, missing,
+                   hole_len && c == n - 1 ? "unknown" : "ok");
+        for (size_t i = 0; i < x->pages.n; i++) {
+            snprintf(name, sizeof(name), "snap/c%u-%zu.bin", c, i);
+            write_file(path_in(dir, name), x->pages.p[i].b, PG);
+            fprintf(snaps, "%llx %llu %llx %s\n", (unsigned long long)x->pages.p[i].va,
+                    (unsigned long long)PG, (unsigned long long)x->cr3, name);
+        }
+        kernel |= x->kernel;
     }
-    if (r->kernel) { /* the fake kernel's page: SYSRETQ at KSYS, INT3 elsewhere */
+    if (kernel) { /* the fake kernel's page: SYSRETQ at KSYS, INT3 elsewhere */
         uint8_t k[PG];
         memset(k, 0xcc, sizeof(k));
         memcpy(k, SYSRETQ, sizeof(SYSRETQ));
@@ -391,27 +431,49 @@ static void show_file(const char *what, const char *path)
 /* ---- perf's view ---- */
 
 struct line {
+    int cpu; /* -1: no [CPU] field */
     uint64_t ip, addr;
     char sym[128];
 };
 
-/* parse `perf script -F ip[,addr],sym` lines: "IP SYM" or "IP => ADDR SYM"-like forms */
-static struct line *parse_perf(const char *path, bool with_addr, size_t *n, unsigned *errors)
+struct lines {
+    struct line *v;
+    size_t n, cap;
+    unsigned errors; /* "instruction trace error" lines */
+};
+
+static void push_line(struct lines *L, const struct line *x)
+{
+    if (L->n == L->cap) {
+        L->cap = L->cap ? 2 * L->cap : 1 << 16;
+        L->v = realloc(L->v, L->cap * sizeof(*L->v));
+        assert_non_null(L->v);
+    }
+    L->v[L->n++] = *x;
+}
+
+/* `perf script -F [cpu,]ip[,addr][,sym]` lines: "[CPU] IP [SYM] [=> ADDR [SYM]]" */
+static void parse_perf(const char *path, bool with_addr, struct lines *L)
 {
     char *t = slurp(path, NULL), *save = NULL;
-    struct line *v = NULL;
-    size_t cap = 0;
 
-    *n = 0;
-    *errors = 0;
+    memset(L, 0, sizeof(*L));
     for (char *l = strtok_r(t, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-        struct line x = {0};
+        struct line x = {.cpu = -1};
         char *p = l, *e;
         if (strstr(l, "instruction trace error")) {
-            if (*errors < 5)
+            if (L->errors < 5)
                 print_message("perf: %s\n", l);
-            (*errors)++;
+            L->errors++;
             continue;
+        }
+        while (*p == ' ')
+            p++;
+        if (*p == '[') {
+            x.cpu = (int)strtol(p + 1, &e, 10);
+            if (*e != ']')
+                fail_msg("perf script line not understood: \"%s\"", l);
+            p = e + 1;
         }
         x.ip = strtoull(p, &e, 16);
         if (e == p)
@@ -419,37 +481,112 @@ static struct line *parse_perf(const char *path, bool with_addr, size_t *n, unsi
         p = e;
         while (*p == ' ')
             p++;
-        if (with_addr) { /* "IP SYM => ADDR SYM" */
+        if (with_addr) {
             char *arrow = strstr(p, "=>");
             if (!arrow)
                 fail_msg("perf script branch line without =>: \"%s\"", l);
             *arrow = 0;
             x.addr = strtoull(arrow + 2, &e, 16);
             if (e == arrow + 2)
-                fail_msg("perf script branch line: no target: \"%s\"", l);
+                fail_msg("perf script branch line without a target: \"%s\"", l);
         }
-        size_t sl = strcspn(p, " ");
-        snprintf(x.sym, sizeof(x.sym), "%.*s", (int)sl, p);
-        if (*n == cap) {
-            cap = cap ? 2 * cap : 1 << 16;
-            v = realloc(v, cap * sizeof(*v));
-            assert_non_null(v);
-        }
-        v[(*n)++] = x;
+        snprintf(x.sym, sizeof(x.sym), "%.*s", (int)strcspn(p, " "), p);
+        push_line(L, &x);
     }
     free(t);
-    return v;
 }
 
-static double perf_rate; /* instructions / s of perf script --itrace=i1i */
+static double perf_rate; /* the best instructions / s of perf script --itrace=i1i */
 
-/* `ptvisor-trace decode` on the same dump: "[CPU]  IP SYM (FILE)" per instruction */
-static void check_decode(const struct run *r, const char *dir, char *const opts[], const char *tag)
+static void perf_script(const char *data, const char *itrace, const char *fields, const char *tag,
+                        const char *what, bool with_addr, struct lines *L)
+{
+    char out[4400], errf[4400], it[64], fl[64];
+    char *argv[] = {perf_bin, (char *)"script", (char *)"-i", (char *)data,
+                    it,       (char *)"-F",     fl,           NULL};
+    double secs;
+
+    snprintf(it, sizeof(it), "--itrace=%s", itrace);
+    snprintf(fl, sizeof(fl), "%s", fields);
+    snprintf(out, sizeof(out), "%s/%s.%s", work, tag, what);
+    snprintf(errf, sizeof(errf), "%s/%s.%s.err", work, tag, what);
+    int rc = run_cmd(argv, out, errf, &secs);
+    if (rc != 0) {
+        show_file("perf script stderr", errf);
+        fail_msg("perf script %s -F %s exited %d", it, fields, rc);
+    }
+    parse_perf(out, with_addr, L);
+    if (!strcmp(itrace, "i1ie") && (double)L->n / secs > perf_rate)
+        perf_rate = (double)L->n / secs;
+}
+
+/* the instructions of one CPU */
+static size_t cpu_seq(const struct lines *L, int cpu, uint64_t *out)
+{
+    size_t k = 0;
+
+    for (size_t i = 0; i < L->n; i++)
+        if (L->v[i].cpu == cpu)
+            out[k++] = L->v[i].ip;
+    return k;
+}
+
+/* perf's instructions of each CPU are the stepped ones; on the CPU with a hole (hole_cpu,
+ * -1: none) they are a head and a tail of them: *head, *tail (counts) */
+static void check_instructions(struct run *const *r, const unsigned *cpu, unsigned n,
+                               const char *data, const char *tag, int hole_cpu, uint64_t **seq,
+                               size_t *nseq)
+{
+    struct lines L;
+
+    perf_script(data, "i1ie", "cpu,ip", tag, "insn", false, &L);
+    for (unsigned c = 0; c < n; c++) {
+        const struct run *x = r[c];
+        uint64_t *v = malloc((L.n + 1) * sizeof(*v));
+        assert_non_null(v);
+        size_t k = cpu_seq(&L, (int)cpu[c], v), head = 0, tail = 0;
+        while (head < k && head < x->n && v[head] == x->ip[head])
+            head++;
+        while (tail < k - head && tail < x->n - head && v[k - 1 - tail] == x->ip[x->n - 1 - tail])
+            tail++;
+        if ((int)cpu[c] != hole_cpu) {
+            if (head != k || k != x->n)
+                fail_msg("%s: cpu %u: perf's instruction #%zu is %#llx, stepped %#llx (%zu "
+                         "decoded, %zu stepped)",
+                         tag, cpu[c], head, head < k ? (unsigned long long)v[head] : 0ull,
+                         head < x->n ? (unsigned long long)x->ip[head] : 0ull, k, x->n);
+            print_message("%s: cpu %u: perf script --itrace=i1i: %zu instructions identical "
+                          "to the stepped ones\n",
+                          tag, cpu[c], k);
+        } else {
+            /* decoded up to the hole, then from the first PSB after it */
+            if (head + tail != k || head < 1000 || tail < 1000 || head + tail >= x->n)
+                fail_msg("%s: cpu %u with a hole: perf's %zu instructions are not %zu stepped "
+                         "ones up to the hole and %zu from a PSB after it to the end",
+                         tag, cpu[c], k, head, tail);
+            if (L.errors == 0)
+                fail_msg("%s: perf reported no error for the lost range", tag);
+            print_message("%s: cpu %u: perf script --itrace=i1ie: the first %zu and the last "
+                          "%zu of %zu stepped instructions around the hole, %u error line%s\n",
+                          tag, cpu[c], head, tail, x->n, L.errors, L.errors == 1 ? "" : "s");
+        }
+        seq[c] = v;
+        nseq[c] = k;
+    }
+    if (hole_cpu < 0 && L.errors)
+        fail_msg("%s: perf reported %u decode errors", tag, L.errors);
+    free(L.v);
+}
+
+/* `ptvisor-trace decode` on the same dump gives perf's instructions, CPU by CPU:
+ * "[CPU]  IP SYM (FILE)" lines, "[CPU]  [gap: ...]" where the flow was lost */
+static void check_decode(const char *dir, char *const opts[], const unsigned *cpu, unsigned n,
+                         uint64_t *const *seq, const size_t *nseq, const char *tag)
 {
     char out[4400], errf[4400];
     char *argv[16] = {(char *)tool, (char *)"decode", (char *)"-q"};
-    unsigned k = 3;
-    size_t n = 0;
+    unsigned k = 3, gaps = 0;
+    size_t pos[64] = {0};
 
     for (unsigned i = 0; opts && opts[i] && k < 14; i++)
         if (strcmp(opts[i], "-q"))
@@ -464,77 +601,43 @@ static void check_decode(const struct run *r, const char *dir, char *const opts[
     }
     char *t = slurp(out, NULL), *save = NULL;
     for (char *l = strtok_r(t, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-        char *p = strchr(l, ']'), *e;
-        if (l[0] != '[' || !p || strstr(l, "[gap"))
+        char *e, *p;
+        unsigned c = (unsigned)strtoul(l + 1, &e, 10), i;
+        for (i = 0; i < n && cpu[i] != c; i++)
+            ;
+        if (l[0] != '[' || *e != ']' || i == n)
             fail_msg("%s: ptvisor-trace decode: \"%s\"", tag, l);
-        uint64_t ip = strtoull(p + 1, &e, 16);
-        if (e == p + 1)
+        if (strstr(l, "[gap")) {
+            gaps++;
+            continue;
+        }
+        uint64_t ip = strtoull(e + 1, &p, 16);
+        if (p == e + 1)
             fail_msg("%s: ptvisor-trace decode line without an IP: \"%s\"", tag, l);
-        if (n >= r->n || ip != r->ip[n])
-            fail_msg("%s: ptvisor-trace decode instruction #%zu %#llx, perf (= stepped) %#llx", tag,
-                     n, (unsigned long long)ip, n < r->n ? (unsigned long long)r->ip[n] : 0ull);
-        n++;
+        if (pos[i] >= nseq[i] || ip != seq[i][pos[i]])
+            fail_msg("%s: cpu %u: ptvisor-trace decode's instruction #%zu is %#llx, perf's %#llx",
+                     tag, c, pos[i], (unsigned long long)ip,
+                     pos[i] < nseq[i] ? (unsigned long long)seq[i][pos[i]] : 0ull);
+        pos[i]++;
     }
     free(t);
-    if (n != r->n)
-        fail_msg("%s: ptvisor-trace decode: %zu instructions, perf %zu", tag, n, r->n);
-    print_message("%s: ptvisor-trace decode: the same %zu instructions as perf\n", tag, n);
+    for (unsigned i = 0; i < n; i++)
+        if (pos[i] != nseq[i])
+            fail_msg("%s: cpu %u: ptvisor-trace decode: %zu instructions, perf %zu", tag, cpu[i],
+                     pos[i], nseq[i]);
+    print_message("%s: ptvisor-trace decode: the same instructions as perf on %u CPU%s (%u gap "
+                  "line%s)\n",
+                  tag, n, n == 1 ? "" : "s", gaps, gaps == 1 ? "" : "s");
 }
 
-static void check_instructions(const struct run *r, const char *data, const char *tag)
-{
-    char out[4400], errf[4400];
-    char *argv[] = {
-        perf_bin,     (char *)"script", (char *)"-i", (char *)data, (char *)"--itrace=i1ie",
-        (char *)"-F", (char *)"ip",     NULL};
-    size_t n;
-    unsigned errors;
-    double secs;
-
-    snprintf(out, sizeof(out), "%s/%s.insn", work, tag);
-    snprintf(errf, sizeof(errf), "%s/%s.insn.err", work, tag);
-    int rc = run_cmd(argv, out, errf, &secs);
-    if (rc != 0) {
-        show_file("perf script stderr", errf);
-        fail_msg("perf script exited %d", rc);
-    }
-    struct line *v = parse_perf(out, false, &n, &errors);
-    for (size_t i = 0; i < n && i < r->n; i++)
-        if (v[i].ip != r->ip[i]) {
-            show_file("perf script stderr", errf);
-            fail_msg("%s: instruction #%zu: perf %#llx, stepped %#llx (previous %#llx)", tag, i,
-                     (unsigned long long)v[i].ip, (unsigned long long)r->ip[i],
-                     i ? (unsigned long long)r->ip[i - 1] : 0ull);
-        }
-    if (n != r->n || errors) {
-        show_file("perf script stderr", errf);
-        fail_msg("%s: perf decoded %zu instructions and %u errors, %zu were stepped", tag, n,
-                 errors, r->n);
-    }
-    perf_rate = (double)n / secs;
-    print_message("%s: perf script --itrace=i1i: %zu instructions identical to the stepped ones, "
-                  "%.2f s (%.0f insn/s)\n",
-                  tag, n, secs, perf_rate);
-    free(v);
-}
-
-/* the taken branches of the stepped run (no SYSCALL / SYSRET: the filter edges there) */
+/* the taken branches of a one-CPU run (no SYSCALL / SYSRET when only user code is traced:
+ * those are the filter's edges, trace end / begin in perf) */
 static void check_branches(const struct run *r, const char *data, const char *tag)
 {
-    char out[4400], errf[4400];
-    char *argv[] = {
-        perf_bin,     (char *)"script",  (char *)"-i", (char *)data, (char *)"--itrace=b",
-        (char *)"-F", (char *)"ip,addr", NULL};
-    size_t n, k = 0, taken = 0;
-    unsigned errors;
+    struct lines L;
+    size_t k = 0, taken = 0;
 
-    snprintf(out, sizeof(out), "%s/%s.br", work, tag);
-    snprintf(errf, sizeof(errf), "%s/%s.br.err", work, tag);
-    if (run_cmd(argv, out, errf, NULL) != 0) {
-        show_file("perf script stderr", errf);
-        fail_msg("perf script --itrace=b failed");
-    }
-    struct line *v = parse_perf(out, true, &n, &errors);
+    perf_script(data, "b", "ip,addr", tag, "br", true, &L);
     for (size_t i = 0; i < r->n; i++) {
         uint64_t from = r->ip[i], to = i + 1 < r->n ? r->ip[i + 1] : r->stop_ip;
         bool is_taken;
@@ -549,29 +652,30 @@ static void check_branches(const struct run *r, const char *data, const char *ta
         case X86_BR_RET:
             is_taken = true;
             break;
-        default: /* SYSCALL / SYSRET: leave or enter the traced range (or both traced) */
+        default:
             is_taken = r->kernel && (r->br[i] == X86_BR_SYSCALL || r->br[i] == X86_BR_SYSRET);
             break;
         }
         if (!is_taken)
             continue;
         taken++;
-        while (k < n && (!v[k].ip || !v[k].addr)) /* trace begin / end */
+        while (k < L.n && (!L.v[k].ip || !L.v[k].addr)) /* trace begin / end */
             k++;
-        if (k == n || v[k].ip != from || v[k].addr != to)
+        if (k == L.n || L.v[k].ip != from || L.v[k].addr != to)
             fail_msg("%s: branch #%zu: stepped %#llx -> %#llx, perf %#llx -> %#llx", tag, taken,
                      (unsigned long long)from, (unsigned long long)to,
-                     k < n ? (unsigned long long)v[k].ip : 0ull,
-                     k < n ? (unsigned long long)v[k].addr : 0ull);
+                     k < L.n ? (unsigned long long)L.v[k].ip : 0ull,
+                     k < L.n ? (unsigned long long)L.v[k].addr : 0ull);
         k++;
     }
-    while (k < n && (!v[k].ip || !v[k].addr))
+    while (k < L.n && (!L.v[k].ip || !L.v[k].addr))
         k++;
-    if (k != n || errors)
-        fail_msg("%s: perf has %zu more branches (%u errors)", tag, n - k, errors);
-    print_message("%s: perf script --itrace=b: %zu taken branches identical to the stepped ones\n",
+    if (k != L.n || L.errors)
+        fail_msg("%s: perf has %zu more branches (%u errors)", tag, L.n - k, L.errors);
+    print_message("%s: perf script --itrace=b: %zu taken branches identical to the stepped "
+                  "ones\n",
                   tag, taken);
-    free(v);
+    free(L.v);
 }
 
 /* ---- symbols: the functions of libc's .dynsym, read here with <elf.h> ---- */
@@ -626,21 +730,13 @@ static struct fn *libc_functions(const char *path, uint64_t base, size_t *nfn, v
 /* perf's symbol for every instruction inside a libc function is one of its names */
 static void check_symbols(const struct run *r, const char *data, const char *tag)
 {
-    char out[4400], errf[4400];
-    char *argv[] = {
-        perf_bin,     (char *)"script", (char *)"-i", (char *)data, (char *)"--itrace=i1i",
-        (char *)"-F", (char *)"ip,sym", NULL};
-    size_t n, nfn, maplen, in_fn = 0, kernel = 0;
-    unsigned errors;
+    size_t nfn, maplen, in_fn = 0, kernel = 0;
+    struct lines L;
     void *map;
 
-    snprintf(out, sizeof(out), "%s/%s.sym", work, tag);
-    snprintf(errf, sizeof(errf), "%s/%s.sym.err", work, tag);
-    if (run_cmd(argv, out, errf, NULL) != 0) {
-        show_file("perf script stderr", errf);
-        fail_msg("perf script -F ip,sym failed");
-    }
-    struct line *v = parse_perf(out, false, &n, &errors);
+    perf_script(data, "i1i", "ip,sym", tag, "sym", false, &L);
+    const struct line *v = L.v;
+    size_t n = L.n;
     struct fn *fn = libc_functions(r->libc, r->libc_base, &nfn, &map, &maplen);
     assert_int_equal(n, r->n);
     for (size_t i = 0; i < n; i++) {
@@ -670,7 +766,7 @@ static void check_symbols(const struct run *r, const char *data, const char *tag
                   tag, in_fn, kernel);
     munmap(map, maplen);
     free(fn);
-    free(v);
+    free(L.v);
 }
 
 /* ---- the tests ---- */
@@ -694,48 +790,64 @@ static void export_dump(const char *dir, const char *data, char *const extra[])
     }
 }
 
-static void check_image(const char *data, const struct run *r)
+static void check_image(const char *data, struct run *const *r, unsigned n, unsigned queues,
+                        uint64_t lost)
 {
     size_t len;
     char *img = slurp(data, &len), err[300];
     struct pd_info info;
+    uint64_t bytes = 0;
 
     if (pd_parse((const uint8_t *)img, len, &info, err, sizeof(err)) != 0)
         fail_msg("pd_parse: %s", err);
-    assert_int_equal(info.nauxtrace, 1);
-    assert_int_equal(info.nitrace, 1);
-    assert_int_equal(info.aux_bytes, (r->ring.head + 7) & ~7ull);
+    for (unsigned c = 0; c < n; c++)
+        bytes += r[c]->ring.head;
+    assert_int_equal(info.nauxtrace, queues);
+    assert_int_equal(info.naux_index, queues);
+    assert_int_equal(info.nitrace, n);
+    bytes -= lost; /* each queue padded to 8 bytes */
+    assert_true(info.aux_bytes >= bytes && info.aux_bytes < bytes + 8 * queues);
     assert_int_equal(info.noretcomp_bit & info.pt_config, PD_PT_CFG_NORETCOMP);
     assert_int_equal(info.pmu_type, PD_PMU_TYPE_DEFAULT);
     free(img);
 }
 
+static void free_seqs(uint64_t **seq, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        free(seq[i]);
+}
+
+/* one program, user code only */
 static void test_user(void **state)
 {
     char *const argv[] = {(char *)"/usr/bin/sort", (char *)"/etc/passwd", NULL};
     char dir[4400], data[4400];
-    struct run r;
+    static struct run r;
+    struct run *rs[1] = {&r};
+    const unsigned cpu[1] = {0};
+    uint64_t *seq[1];
+    size_t nseq[1];
 
     (void)state;
-    trace_program(&r, argv, 120000, false);
+    trace_program(&r, argv, 120000, false, 0x1000);
     snprintf(dir, sizeof(dir), "%s/user", work);
     snprintf(data, sizeof(data), "%s/user.data", work);
-    write_dump(&r, dir);
+    write_dump(dir, rs, cpu, 1, 0, 0);
     export_dump(dir, data, NULL);
-    check_image(data, &r);
+    check_image(data, rs, 1, 1, 0);
     print_message("sort /etc/passwd, user only: %zu instructions, %llu syscalls, %llu PT bytes, "
                   "%zu code pages\n",
-                  r.n, (unsigned long long)r.syscalls, (unsigned long long)r.ring.head, npages);
+                  r.n, (unsigned long long)r.syscalls, (unsigned long long)r.ring.head, r.pages.n);
     assert_true(r.n >= 10000);
-    check_instructions(&r, data, "user");
+    check_instructions(rs, cpu, 1, data, "user", -1, seq, nseq);
     check_branches(&r, data, "user");
-    check_decode(&r, dir, NULL, "user");
-    free(r.ring.buf);
-    free(r.ip);
-    free(r.br);
-    free(r.len);
+    check_decode(dir, NULL, cpu, 1, seq, nseq, "user");
+    free_seqs(seq, 1);
+    run_free(&r);
 }
 
+/* user and (fake) kernel code traced, symbols from -e libc@BASE and -k vmlinux */
 static void test_user_kernel_symbols(void **state)
 {
     char *const argv[] = {(char *)"/usr/bin/sha256sum", (char *)"/etc/hostname", NULL};
@@ -743,14 +855,18 @@ static void test_user_kernel_symbols(void **state)
     struct pd_sym sym = {"entry_SYSCALL_64", KSYS, sizeof(SYSRETQ)};
     struct pd_buf b;
     char err[200];
-    struct run r;
+    static struct run r;
+    struct run *rs[1] = {&r};
+    const unsigned cpu[1] = {0};
+    uint64_t *seq[1];
+    size_t nseq[1];
 
     (void)state;
-    trace_program(&r, argv, 150000, true);
+    trace_program(&r, argv, 150000, true, 0x1000);
     snprintf(dir, sizeof(dir), "%s/kernel", work);
     snprintf(data, sizeof(data), "%s/kernel.data", work);
     snprintf(vmlinux, sizeof(vmlinux), "%s/vmlinux", work);
-    write_dump(&r, dir);
+    write_dump(dir, rs, cpu, 1, 0, 0);
     /* a "vmlinux" naming the fake kernel's entry */
     assert_int_equal(pd_code_elf(&b, KSYS, SYSRETQ, sizeof(SYSRETQ), &sym, 1, err, sizeof(err)), 0);
     write_file(vmlinux, b.p, b.len);
@@ -763,14 +879,43 @@ static void test_user_kernel_symbols(void **state)
                   "kernel, %llu PT bytes\n",
                   r.n, (unsigned long long)r.syscalls, (unsigned long long)r.ring.head);
     assert_true(r.n >= 10000 && r.syscalls > 5);
-    check_instructions(&r, data, "kernel");
+    check_instructions(rs, cpu, 1, data, "kernel", -1, seq, nseq);
     check_branches(&r, data, "kernel");
     check_symbols(&r, data, "kernel");
-    check_decode(&r, dir, extra, "kernel");
-    free(r.ring.buf);
-    free(r.ip);
-    free(r.br);
-    free(r.len);
+    check_decode(dir, extra, cpu, 1, seq, nseq, "kernel");
+    free_seqs(seq, 1);
+    run_free(&r);
+}
+
+/* two programs on CPUs 1 and 3 (two CR3s: one perf process), a range of CPU 3's stream lost
+ * in transit: its pieces are two perf queues, the second decoded from its first PSB */
+static void test_two_cpus_hole(void **state)
+{
+    char *const a_argv[] = {(char *)"/bin/ls", (char *)"/", NULL};
+    char *const b_argv[] = {(char *)"/usr/bin/sort", (char *)"/etc/passwd", NULL};
+    char dir[4400], data[4400];
+    static struct run a, b;
+    struct run *rs[2] = {&a, &b};
+    const unsigned cpu[2] = {1, 3};
+    uint64_t *seq[2];
+    size_t nseq[2];
+
+    (void)state;
+    trace_program(&a, a_argv, 100000, false, 0x11000);
+    trace_program(&b, b_argv, 100000, false, 0x22000);
+    snprintf(dir, sizeof(dir), "%s/two", work);
+    snprintf(data, sizeof(data), "%s/two.data", work);
+    write_dump(dir, rs, cpu, 2, b.ring.head / 2, 100);
+    export_dump(dir, data, NULL);
+    check_image(data, rs, 2, 3, 100);
+    print_message("ls / on cpu 1 (%zu instructions), sort on cpu 3 (%zu, 100 of its %llu PT bytes "
+                  "lost at %llu)\n",
+                  a.n, b.n, (unsigned long long)b.ring.head, (unsigned long long)b.ring.head / 2);
+    check_instructions(rs, cpu, 2, data, "two", 3, seq, nseq);
+    check_decode(dir, NULL, cpu, 2, seq, nseq, "two");
+    free_seqs(seq, 2);
+    run_free(&a);
+    run_free(&b);
 }
 
 /* what the writer refuses: perf would misread it */
@@ -895,6 +1040,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_user),
         cmocka_unit_test(test_user_kernel_symbols),
+        cmocka_unit_test(test_two_cpus_hole),
     };
     const char *why;
     int rc;
@@ -929,7 +1075,8 @@ int main(int argc, char **argv)
     if (rc == 0) {
         printf("BENCH perf-script-decode %.0f insn/s (perf script --itrace=i1i, host)\n",
                perf_rate);
-        rm_tree(work);
+        if (!getenv("PTV_KEEP"))
+            rm_tree(work);
     } else {
         printf("files kept in %s\n", work);
     }
