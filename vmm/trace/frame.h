@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Serial trace dump, VMM side (issue 10): turns a dump -- a CPU's PT bytes, the code
+ * snapshots its window ran, a crash report -- into frame lines of the protocol in
+ * docs/serial-protocol.md (version 1), which the host tool `ptvisor-trace extract` reads back
+ * from a captured serial log.  Pure code, freestanding, no allocation, small stack: compiled
+ * unchanged into vmm.elf and into the host tests (tests/unit/test_frame.c).
+ *
+ * Use:
+ *     frame_enc_begin(e, &begin, &out);               BEGIN record (1 or more lines)
+ *     while (off < len && budget--)                    DATA: one line per call, so a
+ *         off += frame_enc_data(e, stream, off,        dump is paced over many VM
+ *                               buf + off, len - off); exits and resumed later
+ *     frame_enc_end(e);                                END record
+ * frame_enc_data() takes a block of up to FRAME_BLOCK bytes at its first line (compressed
+ * into the encoder, or copied when LZ4 does not pay) and returns 0 until the block's last
+ * line is out, then the block's length; call it again with the same stream and offset (the
+ * bytes are not read again).  A different stream/offset abandons the block in flight.  To
+ * resend a range (an interrupted dump, or a host request), call it with that offset again:
+ * the host keys data by offset, duplicates are harmless.
+ *
+ * The struct frame_enc is large (about 21 KiB: block, LZ4 hash table, stream table): keep it
+ * in static or per-CPU memory, never on the stack.
+ */
+#ifndef PTV_TRACE_FRAME_H
+#define PTV_TRACE_FRAME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lz4w.h" /* same directory: also found by the host tool, built without -Ivmm */
+
+#define FRAME_VERSION     1
+#define FRAME_PREFIX      "@PTV1 " /* "@PTV" + version + space */
+#define FRAME_PREFIX_LEN  6
+#define FRAME_LINE_MAX    200          /* one frame line, '\n' included */
+#define FRAME_BLOCK       4096         /* raw bytes the encoder takes per block */
+#define FRAME_BLOCK_MAX   65536        /* largest raw block the protocol allows */
+#define FRAME_STREAM_MAX  (1ull << 40) /* largest stream length the protocol allows */
+#define FRAME_MAX_SNAPS   256
+#define FRAME_MAX_CR3S    256
+#define FRAME_MAX_RANGES  4
+#define FRAME_MAX_STREAMS (2 + FRAME_MAX_SNAPS)
+#define FRAME_MAX_PARTS   1024 /* lines of one BEGIN or END record */
+
+/* streams of a dump section */
+#define FRAME_STREAM_TRACE   0u         /* the CPU's PT bytes, oldest first */
+#define FRAME_STREAM_CRASH   1u         /* crash report text */
+#define FRAME_STREAM_SNAP(n) (2u + (n)) /* code snapshot n */
+
+#define FRAME_CR3_ANY (~0ull) /* a snapshot valid in every address space */
+
+/* payload encoding: 4 bytes -> 5 characters of this alphabet, value = index (the doc) */
+#define FRAME_B85_ALPHABET                                                                         \
+    "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz!#%()*+,-./:;=?[]^_{|}~"
+
+enum frame_reason {
+    FRAME_REASON_VMCALL = 0, /* the guest asked (ptvisor-ctl dump) */
+    FRAME_REASON_CRASH,      /* triple fault, shutdown, reset after a panic */
+    FRAME_REASON_SERIAL,     /* the host asked over the serial line */
+    FRAME_REASON_BOOT,       /* trace_boot window */
+    FRAME_REASON_COUNT
+};
+
+enum frame_source { FRAME_SRC_HARDWARE = 0, FRAME_SRC_SOFTWARE, FRAME_SRC_COUNT };
+
+/* trace filter as the trace was set up (RTIT_CTL.User / OS / CR3Filter) */
+#define FRAME_FILTER_USER   0x1u
+#define FRAME_FILTER_KERNEL 0x2u
+#define FRAME_FILTER_CR3    0x4u
+#define FRAME_FILTER_MASK   0x7u
+
+struct frame_range {
+    uint64_t lo, hi; /* inclusive, as ADDRn_A / ADDRn_B */
+};
+
+struct frame_snap {
+    uint64_t va, cr3, len; /* cr3 = FRAME_CR3_ANY: valid in every address space */
+};
+
+/* what a dump section says about itself: one CPU's trace and what belongs to it */
+struct frame_begin {
+    uint32_t boot_id; /* tells dumps of different boots apart (e.g. low TSC bits at start) */
+    uint32_t dump_id; /* counts dumps since boot */
+    uint32_t cpu;
+    uint32_t ncpus; /* sections (CPUs) in this dump, >= 1 */
+    enum frame_reason reason;
+    enum frame_source source;
+    uint32_t filter; /* FRAME_FILTER_* */
+    uint64_t filter_cr3;
+    const struct frame_range *ranges;
+    unsigned nranges;
+    uint64_t ring_size;
+    bool wrapped;
+    uint64_t overflows;
+    uint64_t tsc_hz;      /* 0: unknown */
+    uint64_t kernel_base; /* guest kernel text base as the VMM saw it, 0: unknown */
+    const uint64_t *cr3s; /* CR3s seen in the window */
+    unsigned ncr3;
+    const struct frame_snap *snaps; /* code snapshots, stream FRAME_STREAM_SNAP(i) */
+    unsigned nsnap;
+    uint64_t trace_len; /* bytes of FRAME_STREAM_TRACE */
+    uint64_t crash_len; /* bytes of FRAME_STREAM_CRASH (0: none) */
+};
+
+/* where lines go: one whole line per call, '\n' included, n <= FRAME_LINE_MAX */
+struct frame_out {
+    void (*line)(void *ctx, const char *s, size_t n);
+    void *ctx;
+};
+
+struct frame_stream {
+    uint64_t len;
+    uint64_t crc_pos; /* bytes [0, crc_pos) went into crc, in order */
+    uint32_t crc;     /* frame_crc32 of [0, crc_pos) */
+};
+
+struct frame_enc {
+    struct frame_out out;
+    const char *err; /* sticky: the first misuse, then nothing more is emitted */
+    uint32_t boot_id, dump_id, cpu;
+    unsigned nstreams;
+    uint64_t seq; /* DATA lines emitted since begin */
+    /* the block in flight */
+    bool busy;
+    unsigned b_stream;
+    uint64_t b_off;
+    uint32_t b_raw, b_enc, b_pos, b_crc;
+    bool b_lz4;
+    /* figures since begin */
+    uint64_t lines, wire_bytes, raw_bytes;
+    struct frame_stream st[FRAME_MAX_STREAMS];
+    uint8_t blk[FRAME_BLOCK];
+    struct lz4w_hash hash;
+    char line[FRAME_LINE_MAX + 8];
+};
+
+/* IEEE 802.3 CRC-32 (the zlib / PNG one): crc32(0, p, n) is the CRC of p[0..n);
+ * crc32(crc32(0, a, x), b, y) is the CRC of a then b */
+uint32_t frame_crc32(uint32_t crc, const void *p, size_t n);
+
+/* validate b, then emit the BEGIN record; 0, or -1 with the reason in e->err (nothing
+ * emitted).  b's arrays are read during the call only. */
+int frame_enc_begin(struct frame_enc *e, const struct frame_begin *b, const struct frame_out *o)
+    __attribute__((warn_unused_result));
+
+/* one DATA line of stream `stream` at byte `off` (see the top of this file); returns the
+ * bytes finished by this line (0 while a block is still going out, or on misuse: e->err) */
+size_t frame_enc_data(struct frame_enc *e, unsigned stream, uint64_t off, const uint8_t *p,
+                      size_t n);
+
+/* true while a block's lines are still going out */
+static inline bool frame_enc_busy(const struct frame_enc *e)
+{
+    return e->busy;
+}
+
+/* the END record: per stream its length and CRC32 when every byte went through this encoder
+ * in order, frames = DATA lines since begin */
+void frame_enc_end(struct frame_enc *e);
+
+#endif
