@@ -17,6 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <intel-pt.h>
+
 #include "image.h"
 #include "perfdata.h"
 #include "ptt.h"
@@ -34,22 +36,24 @@ static const char help[] =
     "    serial log, extracted first) as a perf.data file, as `perf record -e intel_pt//`\n"
     "    would have: the trace as AUX data of an intel_pt event, with the sideband perf\n"
     "    needs to decode it with its own Intel PT decoder.  perf does not need an Intel PT\n"
-    "    CPU, or the guest, to read the file.\n"
+    "    CPU, the guest, or any option to read the file.\n"
     "\n"
     "    The code perf decodes against is written next to the output, in OUT.code/: one\n"
     "    small ELF file per run of contiguous code, holding the bytes that ran (the dump's\n"
     "    snapshots; -e/-k files only where no snapshot covers an address) and the symbols\n"
     "    of the -e/-k/-m files.  perf.data names these files by absolute path: keep\n"
-    "    OUT.code/ where it is, or export again after moving it.\n"
+    "    OUT.code/ where it is, or export again after moving it.  Nothing is looked up in\n"
+    "    ~/.debug or on the network: the files have no build-id.\n"
     "\n"
     "    The guest is one perf process, pid 1000 (\"guest\"), CPU n its thread 1001+n:\n"
     "    every user address space (CR3) of the dump is mapped into it.  Where two\n"
     "    snapshots give different bytes for one address, neither is written (a warning\n"
-    "    says where; perf then reports a decode error there instead of wrong\n"
-    "    instructions: `ptvisor-trace decode` follows the CR3s).  Kernel code (addresses\n"
-    "    from 2^63) goes into perf's kernel maps.  Each piece of a CPU's trace between\n"
-    "    ranges lost in transit is its own decoder queue, and the AUX record before it\n"
-    "    says data was lost.\n"
+    "    says where; perf reports a decode error there instead of wrong instructions;\n"
+    "    `ptvisor-trace decode` follows the CR3s).  Kernel code (addresses from 2^63) is\n"
+    "    in perf's kernel maps.  Each piece of a CPU's trace between ranges lost in\n"
+    "    transit is its own decoder queue, decoded from its first PSB; perf reports\n"
+    "    \"Lost trace data\" for that CPU.  The trace has no timestamps for perf: each\n"
+    "    CPU is decoded on its own, CPU after CPU.\n"
     "\n"
     "OPTIONS\n"
     "    -o, --output FILE   the perf.data to write (default: perf.data)\n"
@@ -65,12 +69,16 @@ static const char help[] =
     "    -h, --help          this text\n"
     "\n"
     "READING IT WITH PERF\n"
-    "    perf script -i perf.data --itrace=i1i -F ip,sym     every instruction\n"
-    "    perf script -i perf.data --itrace=b -F ip,addr,sym  every branch\n"
-    "    perf script -i perf.data --itrace=cre               calls, returns, errors\n"
-    "    perf report -i perf.data --itrace=i1000i --stdio    where the time went\n"
-    "    No perf option is needed: the file brings its own code, nothing is looked up in\n"
-    "    ~/.debug or on the network (there are no build-ids to look up).\n"
+    "    perf script -i perf.data --itrace=i1i -F cpu,ip,sym    every instruction\n"
+    "    perf script -i perf.data --itrace=b -F ip,addr,sym     every taken branch\n"
+    "    perf script -i perf.data --itrace=cre                  calls, returns, errors\n"
+    "    perf report -i perf.data --itrace=i1000i --stdio       where the time went\n"
+    "    Add e to --itrace (i1ie) to see where perf lost the flow.\n"
+    "\n"
+    "LIMITS\n"
+    "    perf decodes each code file with its ELF class: all are 64-bit, so 16- and\n"
+    "    32-bit code in a trace (a warning says so) is decoded wrongly by perf.\n"
+    "    Functions cut by the edge of a code file keep their name, not their offset.\n"
     "\n"
     "EXIT STATUS\n"
     "    0 written, 1 an error (one line on stderr says why).\n";
@@ -363,6 +371,31 @@ void pd_plan_spec(const struct pd_plan *p, const struct pd_map *map, unsigned nm
     s->naux = p->naux;
 }
 
+/* MODE.Exec packets that name 16- or 32-bit code in a piece of trace */
+static uint64_t narrow_modes(const uint8_t *buf, size_t len)
+{
+    struct pt_config cfg;
+    struct pt_packet_decoder *d;
+    struct pt_packet p;
+    uint64_t n = 0;
+
+    if (!len)
+        return 0;
+    pt_config_init(&cfg);
+    cfg.begin = (uint8_t *)buf;
+    cfg.end = (uint8_t *)buf + len;
+    d = pt_pkt_alloc_decoder(&cfg);
+    if (!d)
+        return 0;
+    while (pt_pkt_sync_forward(d) >= 0)
+        while (pt_pkt_next(d, &p, sizeof(p)) >= 0)
+            if (p.type == ppt_mode && p.payload.mode.leaf == pt_mol_exec &&
+                pt_get_exec_mode(&p.payload.mode.bits.exec) != ptem_64bit)
+                n++;
+    pt_pkt_free_decoder(d);
+    return n;
+}
+
 static int mkdir_code(const char *dir, char *err, size_t errlen)
 {
     DIR *d;
@@ -564,6 +597,15 @@ static int export(struct ptt_session *ss, const char *out, int argc, char **argv
                  out);
     if (plan.nconflict > 8)
         ptt_warn(o, "... and %u more such ranges", plan.nconflict - 8);
+    uint64_t narrow = 0;
+    for (unsigned i = 0; i < plan.naux; i++)
+        narrow += narrow_modes(plan.aux[i].data, plan.aux[i].len);
+    if (narrow)
+        ptt_warn(o,
+                 "the trace runs 16- or 32-bit code (%llu MODE.Exec packets): perf decodes "
+                 "every code file as 64-bit code, so its decode of those parts is wrong "
+                 "(`ptvisor-trace decode` follows the modes)",
+                 (unsigned long long)narrow);
     if (plan.ncr3 > 1)
         ptt_warn(o, "%u address spaces (CR3s) in the trace: perf sees them as one process",
                  plan.ncr3);
