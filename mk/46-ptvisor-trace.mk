@@ -26,3 +26,27 @@ ALL_TARGETS += $(PTT_BIN)
 ptvisor-trace: $(PTT_BIN)
 install: $(PTT_BIN)
 	install -D -m 755 $(PTT_BIN) $(DESTDIR)$(PREFIX)/bin/ptvisor-trace
+
+# The test input without a VMM: tests/unit/mkdump.c single-steps a real program (ptt_work,
+# static, no PIE: its own ELF is the -e file) with ptrace, classifies each step with the VMM's
+# vmm/trace/x86_class.c, feeds vmm/trace/swpt.c as the VMM's software tracer does, and writes
+# a dump directory (cpu0.pt, code snapshots, metadata) plus the ground truth (truth.txt).
+# test_ptt runs the sanitized tool on it (SKIP where ptrace is refused).
+HOST_TESTS += test_ptt
+test_ptt_SRCS := tests/unit/test_ptt.c
+test_ptt_LDLIBS := -lipt
+$(BUILD)/host/test_ptt: $(BUILD)/host/ptvisor-trace-san $(BUILD)/host/ptt_mkdump $(BUILD)/host/ptt_work
+
+$(BUILD)/host/ptt_mkdump: tests/unit/mkdump.c vmm/trace/x86_class.c vmm/trace/swpt.c vmm/pt/pt_pkt.c
+	@mkdir -p $(@D)
+	$(Q)$(HOST_CC) $(HOST_CFLAGS) -MF $@.d -o $@ $^
+-include $(BUILD)/host/ptt_mkdump.d
+
+$(BUILD)/host/ptt_work: tests/unit/ptt_work.c
+	@mkdir -p $(@D)
+	$(Q)$(HOST_CC) -std=gnu11 -O1 -g -fno-inline -fno-omit-frame-pointer -static -no-pie $(WARN) -o $@ $<
+
+FUZZERS += fuzz_ptt_dump
+fuzz_ptt_dump_SRCS := tests/fuzz/fuzz_ptt_dump.c $(PTT_LIB_SRCS)
+fuzz_ptt_dump_CFLAGS := -Itools/ptvisor-trace
+fuzz_ptt_dump_LDLIBS := $(PTT_LDLIBS)

@@ -315,11 +315,13 @@ static int walk_piece(struct walker *w, const uint8_t *buf, size_t len, uint64_t
         if (status >= 0) {
             if (status & pts_eos)
                 break;
+            memset(&in, 0, sizeof(in)); /* some errors return before libipt fills it */
             status = pt_insn_next(dec, &in, sizeof(in));
             if (status == -pte_eos)
                 break; /* the trace ends here (a window ends where it ends) */
-            if (status >= 0 || in.iclass != ptic_error)
-                insn(w, &in); /* on an error the instruction may still have been decoded */
+            /* on an error the instruction may still have been decoded (and ran) */
+            if (status >= 0 || (in.iclass != ptic_error && in.size))
+                insn(w, &in);
             if (status >= 0) {
                 if ((++n & 0xffff) == 0 && w->show_progress)
                     progress(w, dec);
@@ -368,7 +370,7 @@ int ptt_walk(const struct ptt_dump *d, struct ptt_image *im, const struct ptt_op
     w->ctx = ctx;
     w->st = st;
     w->tty = isatty(2);
-    w->show_progress = o->progress || w->tty;
+    w->show_progress = o->progress || (w->tty && !o->quiet);
     w->t_start = w->t_last = now_s();
     for (unsigned i = 0; i < d->ncpu && !w->stop; i++) {
         const struct ptt_cpu *c = &d->cpu[i];

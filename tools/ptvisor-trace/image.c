@@ -145,7 +145,7 @@ int ptt_opts_parse(int argc, char **argv, unsigned accept, const char *help, str
     o->width = 1200;
     optind = 0; /* GNU: re-initialise (several commands may parse in one process) */
     opterr = 0;
-    while ((c = getopt_long(argc, argv, "+e:k:m:o:qh", lo, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "e:k:m:o:qh", lo, NULL)) != -1) {
         for (unsigned i = 0; i < sizeof(gated) / sizeof(gated[0]); i++)
             if (gated[i].opt == c && !(accept & gated[i].need)) {
                 ptt_fail(cmd, "%s takes no %s (see ptvisor-trace %s --help)", cmd, argv[optind - 1],
@@ -564,8 +564,8 @@ static int build_elfs(struct ptt_image *im, const struct ptt_dump *d, const stru
     for (unsigned i = 0; i < o->nmap; i++) {
         uint64_t text;
 
-        if ((dso = ptt_syms_add_map(&im->syms, o->map[i], o->kernel ? o->kernel : "[kernel]", err,
-                                    errlen)) < 0)
+        if ((dso = ptt_syms_add_map(&im->syms, o->map[i],
+                                    o->kernel ? o->kernel : "[kernel.kallsyms]", err, errlen)) < 0)
             return -1;
         if (!have_kaslr && d->kernel_base) {
             if (ptt_syms_addr_of(&im->syms, (unsigned)dso, "_text", &text) == 0) {

@@ -1,0 +1,392 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ptt_mkdump: a dump directory (tools/ptvisor-trace/ptt.h) from a real program, without a
+ * VMM, as the input of the ptvisor-trace tests.  The program is single-stepped with ptrace;
+ * each step's instruction is classified by the VMM's vmm/trace/x86_class.c from the code
+ * bytes as they were when the page first ran (recorded then: the snapshot), and fed to the
+ * VMM's software PT generator vmm/trace/swpt.c as the VMM's tracer feeds it.  The kernel is
+ * outside the trace filter: a SYSCALL is a far transfer to a kernel IP (trace disabled) and
+ * a SYSRET-class return (trace enabled again).  Written:
+ *
+ *   DIR/dump.meta, DIR/cpu0.meta, DIR/cpu0.pt, DIR/snapshots, DIR/snap/NNNN.bin
+ *   DIR/truth.txt   "# KEY N" lines (insns, branch counts as ptvisor-trace summary names
+ *                   them), then the IP of every instruction that ran, in order, in hex
+ *
+ * usage: ptt_mkdump [--cr3 HEX] [--max-steps N] [--psb BYTES] DIR PROGRAM [ARG...]
+ *   --cr3 HEX  trace with OS=1 and a user IP range (PIPs written) and snapshots bound to
+ *              that CR3 (default: User=1 only, no PIP, snapshots for "any" address space)
+ * Exit 0; 1 on an error (one line); 77 when ptrace is refused here.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "trace/swpt.h"
+#include "trace/x86_class.h"
+
+#define PG       4096ull
+#define KSYS     0xffffffff81000000ull /* the kernel's syscall entry, outside the filter */
+#define USER_TOP 0x00007fffffffffffull
+#define RING     (64u << 20)
+
+static const struct x86_insn I_SYSRET = {.len = 3, .branch = X86_BR_SYSRET};
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+
+    fputs("ptt_mkdump: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    exit(1);
+}
+
+/* ---- code pages, recorded when they first run (sorted array: few pages) ---- */
+
+struct page {
+    uint64_t va;
+    uint8_t b[PG];
+};
+static struct page *pages;
+static size_t npages, cappages;
+
+static struct page *page_get(uint64_t va, int memfd)
+{
+    size_t lo = 0, hi = npages;
+
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (pages[mid].va == va)
+            return &pages[mid];
+        if (pages[mid].va < va)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (npages == cappages) {
+        cappages = cappages ? 2 * cappages : 64;
+        pages = realloc(pages, cappages * sizeof(*pages));
+        if (!pages)
+            die("out of memory");
+    }
+    memmove(&pages[lo + 1], &pages[lo], (npages - lo) * sizeof(*pages));
+    pages[lo].va = va;
+    if (pread(memfd, pages[lo].b, PG, (off_t)va) != (ssize_t)PG)
+        die("code page at %#llx unreadable: %s", (unsigned long long)va, strerror(errno));
+    npages++;
+    return &pages[lo];
+}
+
+/* classify the instruction at ip from the recorded bytes (the next page only if it
+ * continues there); 0 or -1 */
+static int classify(uint64_t ip, int memfd, struct x86_insn *in)
+{
+    uint8_t b[X86_MAX_INSN];
+    size_t off = ip & (PG - 1), n = PG - off < X86_MAX_INSN ? PG - off : X86_MAX_INSN;
+    int r;
+
+    memcpy(b, page_get(ip - off, memfd)->b + off, n);
+    r = x86_classify(b, n, X86_CODE64, in);
+    if (r == X86_E_SHORT) {
+        memcpy(b + n, page_get(ip - off + PG, memfd)->b, X86_MAX_INSN - n);
+        r = x86_classify(b, X86_MAX_INSN, X86_CODE64, in);
+    }
+    return r == 0 ? 0 : -1;
+}
+
+/* ---- truth ---- */
+
+enum { T_INSNS, T_COND_TAKEN, T_COND_NOT, T_JMP, T_JMP_IND, T_CALL, T_CALL_IND, T_RET, T_FAR, T_N };
+static const char *const tname[T_N] = {"insns", "cond_taken", "cond_not", "jmp", "jmp_ind",
+                                       "call",  "call_ind",   "ret",      "far"};
+static uint64_t tcount[T_N];
+static uint64_t *truth;
+static size_t ntruth, captruth;
+
+static void ran(uint64_t ip, const struct x86_insn *in, uint64_t nrip)
+{
+    if (ntruth == captruth) {
+        captruth = captruth ? 2 * captruth : 1 << 16;
+        truth = realloc(truth, captruth * sizeof(*truth));
+        if (!truth)
+            die("out of memory");
+    }
+    truth[ntruth++] = ip;
+    tcount[T_INSNS]++;
+    switch (in->branch) {
+    case X86_BR_JCC:
+        tcount[nrip == ip + in->len ? T_COND_NOT : T_COND_TAKEN]++;
+        break;
+    case X86_BR_JMP_DIRECT:
+        tcount[T_JMP]++;
+        break;
+    case X86_BR_JMP_INDIRECT:
+        tcount[T_JMP_IND]++;
+        break;
+    case X86_BR_CALL_DIRECT:
+        tcount[T_CALL]++;
+        break;
+    case X86_BR_CALL_INDIRECT:
+        tcount[T_CALL_IND]++;
+        break;
+    case X86_BR_RET:
+        tcount[T_RET]++;
+        break;
+    case X86_BR_NONE:
+    case X86_BR_VMX:
+    case X86_BR_UD:
+        break;
+    default:
+        tcount[T_FAR]++;
+        break;
+    }
+}
+
+/* ---- files ---- */
+
+static void put_file(const char *dir, const char *name, const void *buf, size_t len)
+{
+    char path[4200];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    f = fopen(path, "w");
+    if (!f || fwrite(buf, 1, len, f) != len || fclose(f) != 0)
+        die("%s: %s", path, strerror(errno));
+}
+
+static void put_text(const char *dir, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void put_text(const char *dir, const char *name, const char *fmt, ...)
+{
+    char *s;
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vasprintf(&s, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        die("out of memory");
+    put_file(dir, name, s, (size_t)n);
+    free(s);
+}
+
+static void write_dump(const char *dir, const struct swpt_ring *ring, bool have_cr3, uint64_t cr3)
+{
+    char path[4200], cr3s[32];
+    FILE *f;
+    unsigned nsnap = 0;
+
+    put_text(dir, "dump.meta",
+             "protocol 1\ndump 1\nreason vmcall\nsource software\ncpus 1\ntsc_hz 0\n"
+             "kernel_base 0x0\ncomplete yes\nframes_ok 0\nframes_bad 0\nframes_missing 0\n");
+    snprintf(cr3s, sizeof(cr3s), have_cr3 ? "cr3 0x%llx\n" : "", (unsigned long long)cr3);
+    put_text(dir, "cpu0.meta",
+             "cpu 0\nbytes %llu\nring_size %u\nwrapped 0\noverflows 0\nfilters %s\n%scrc ok\n",
+             (unsigned long long)ring->head, RING, have_cr3 ? "kernel,user,range" : "user", cr3s);
+    put_file(dir, "cpu0.pt", ring->buf, (size_t)ring->head);
+    /* snapshots: runs of adjacent pages, one file each */
+    snprintf(path, sizeof(path), "%s/snapshots", dir);
+    f = fopen(path, "w");
+    if (!f)
+        die("%s: %s", path, strerror(errno));
+    for (size_t i = 0; i < npages;) {
+        size_t j = i + 1;
+        char name[64];
+        FILE *s;
+
+        while (j < npages && pages[j].va == pages[j - 1].va + PG)
+            j++;
+        snprintf(name, sizeof(name), "snap/%04u.bin", nsnap++);
+        snprintf(path, sizeof(path), "%s/%s", dir, name);
+        s = fopen(path, "w");
+        if (!s)
+            die("%s: %s", path, strerror(errno));
+        for (size_t k = i; k < j; k++)
+            if (fwrite(pages[k].b, 1, PG, s) != PG)
+                die("%s: %s", path, strerror(errno));
+        if (fclose(s) != 0)
+            die("%s: %s", path, strerror(errno));
+        if (have_cr3)
+            fprintf(f, "%llx %llu %llx %s\n", (unsigned long long)pages[i].va,
+                    (unsigned long long)((j - i) * PG), (unsigned long long)cr3, name);
+        else
+            fprintf(f, "%llx %llu any %s\n", (unsigned long long)pages[i].va,
+                    (unsigned long long)((j - i) * PG), name);
+        i = j;
+    }
+    if (fclose(f) != 0)
+        die("snapshots: %s", strerror(errno));
+    snprintf(path, sizeof(path), "%s/truth.txt", dir);
+    f = fopen(path, "w");
+    if (!f)
+        die("%s: %s", path, strerror(errno));
+    for (unsigned k = 0; k < T_N; k++)
+        fprintf(f, "# %s %llu\n", tname[k], (unsigned long long)tcount[k]);
+    for (size_t i = 0; i < ntruth; i++)
+        fprintf(f, "%llx\n", (unsigned long long)truth[i]);
+    if (fclose(f) != 0)
+        die("truth.txt: %s", strerror(errno));
+}
+
+/* ---- stepping ---- */
+
+static uint64_t rip_of(pid_t pid)
+{
+    struct user_regs_struct r;
+
+    if (ptrace(PTRACE_GETREGS, pid, NULL, &r) != 0)
+        die("PTRACE_GETREGS: %s", strerror(errno));
+    return r.rip;
+}
+
+int main(int argc, char **argv)
+{
+    uint64_t cr3 = 0x1000, max_steps = 50000000, steps = 0, tsc = 0;
+    unsigned psb = 1u << 12;
+    bool have_cr3 = false;
+    int i = 1, st;
+
+    for (; i < argc && argv[i][0] == '-'; i += 2) {
+        if (i + 1 >= argc)
+            die("%s needs a value", argv[i]);
+        if (!strcmp(argv[i], "--cr3")) {
+            cr3 = strtoull(argv[i + 1], NULL, 16);
+            have_cr3 = true;
+        } else if (!strcmp(argv[i], "--max-steps")) {
+            max_steps = strtoull(argv[i + 1], NULL, 10);
+        } else if (!strcmp(argv[i], "--psb")) {
+            psb = (unsigned)strtoul(argv[i + 1], NULL, 10);
+        } else {
+            die("unknown option %s", argv[i]);
+        }
+    }
+    if (argc - i < 2)
+        die("usage: ptt_mkdump [--cr3 HEX] [--max-steps N] [--psb BYTES] DIR PROGRAM [ARG...]");
+    const char *dir = argv[i];
+    char snapdir[4200];
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST)
+        die("%s: %s", dir, strerror(errno));
+    snprintf(snapdir, sizeof(snapdir), "%s/snap", dir);
+    if (mkdir(snapdir, 0755) != 0 && errno != EEXIST)
+        die("%s: %s", snapdir, strerror(errno));
+
+    pid_t pid = fork();
+    if (pid < 0)
+        die("fork: %s", strerror(errno));
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR);
+        dup2(null, 0);
+        dup2(null, 1);
+        if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) != 0)
+            _exit(99);
+        execv(argv[i + 1], argv + i + 1);
+        _exit(127);
+    }
+    if (waitpid(pid, &st, 0) != pid)
+        die("waitpid: %s", strerror(errno));
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 99) {
+        printf("SKIP: ptrace refused here\n");
+        return 77;
+    }
+    if (!WIFSTOPPED(st) || WSTOPSIG(st) != SIGTRAP)
+        die("%s: no exec stop (status %#x)", argv[i + 1], st);
+    ptrace(PTRACE_SETOPTIONS, pid, NULL, (void *)(long)PTRACE_O_EXITKILL);
+    char mem[64];
+    snprintf(mem, sizeof(mem), "/proc/%d/mem", (int)pid);
+    int memfd = open(mem, O_RDONLY);
+    if (memfd < 0)
+        die("%s: %s", mem, strerror(errno));
+
+    struct swpt_cfg cfg = {.filter = {.user = true}, .psb_period = psb};
+    if (have_cr3) { /* OS = 1 so that PIPs are written; user code by an IP range */
+        cfg.filter.kernel = true;
+        cfg.filter.nranges = 1;
+        cfg.filter.range[0].hi = USER_TOP;
+    }
+    const char *why;
+    if (swpt_cfg_check(&cfg, &why) != 0)
+        die("swpt config: %s", why);
+    static struct swpt t;
+    struct swpt_ring ring = {.size = RING, .stop_on_full = true};
+    const struct swpt_ctx u = {.cr3 = cr3, .cpl = 3, .cs = X86_CODE64};
+    const struct swpt_ctx k = {.cr3 = cr3, .cpl = 0, .cs = X86_CODE64};
+    ring.buf = malloc(RING);
+    if (!ring.buf)
+        die("out of memory");
+    uint64_t rip = rip_of(pid);
+    swpt_start(&t, &cfg, &ring, &u, rip, tsc);
+
+    for (;;) {
+        struct x86_insn in;
+
+        if (steps++ == max_steps)
+            die("more than %llu steps", (unsigned long long)max_steps);
+        if (classify(rip, memfd, &in) != 0)
+            die("x86_classify failed at %#llx", (unsigned long long)rip);
+        if (ptrace(PTRACE_SINGLESTEP, pid, NULL, NULL) != 0)
+            die("PTRACE_SINGLESTEP: %s", strerror(errno));
+        if (waitpid(pid, &st, 0) != pid)
+            die("waitpid: %s", strerror(errno));
+        tsc += 100;
+        if (WIFEXITED(st) || WIFSIGNALED(st)) { /* exit_group: a syscall that never returns */
+            if (in.branch != X86_BR_SYSCALL)
+                die("the program ended at %#llx, not by a syscall", (unsigned long long)rip);
+            ran(rip, &in, KSYS);
+            swpt_insn(&t, rip, &in, KSYS, &k, tsc);
+            swpt_stop(&t, KSYS);
+            break;
+        }
+        if (WSTOPSIG(st) != SIGTRAP)
+            die("signal %d at %#llx: signals are not modelled here", WSTOPSIG(st),
+                (unsigned long long)rip);
+        uint64_t nrip = rip_of(pid);
+        if (in.branch == X86_BR_SYSCALL) {
+            ran(rip, &in, KSYS);
+            swpt_insn(&t, rip, &in, KSYS, &k, tsc);
+            swpt_insn(&t, KSYS, &I_SYSRET, nrip, &u, tsc);
+        } else if ((in.flags & X86_F_REP) && nrip == rip) {
+            swpt_insn(&t, rip, &in, rip, &u, tsc); /* one more iteration */
+        } else {
+            bool ok = in.branch == X86_BR_NONE ? nrip == rip + in.len
+                      : in.branch == X86_BR_JCC
+                          ? nrip == rip + in.len || nrip == x86_direct_target(rip, &in, X86_CODE64)
+                      : in.branch == X86_BR_JMP_DIRECT || in.branch == X86_BR_CALL_DIRECT
+                          ? nrip == x86_direct_target(rip, &in, X86_CODE64)
+                          : in.branch == X86_BR_JMP_INDIRECT || in.branch == X86_BR_CALL_INDIRECT ||
+                                in.branch == X86_BR_RET;
+            if (!ok)
+                die("%s at %#llx went to %#llx", x86_branch_name(in.branch),
+                    (unsigned long long)rip, (unsigned long long)nrip);
+            ran(rip, &in, nrip);
+            swpt_insn(&t, rip, &in, nrip, &u, tsc);
+        }
+        rip = nrip;
+    }
+    close(memfd);
+    if (ring.stopped)
+        die("the %u-byte ring filled up", RING);
+    write_dump(dir, &ring, have_cr3, cr3);
+    printf("ptt_mkdump: %s: %llu instructions, %llu PT bytes, %zu code pages\n", dir,
+           (unsigned long long)ntruth, (unsigned long long)ring.head, npages);
+    free(ring.buf);
+    free(truth);
+    free(pages);
+    return 0;
+}

@@ -1,0 +1,1009 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ptvisor-trace against the truth: tests/unit/mkdump.c single-steps a real program
+ * (tests/unit/ptt_work.c) with ptrace and writes a dump directory with the software PT of
+ * the VMM's generator and the list of executed IPs; the tool (the sanitized build, run as
+ * a user runs it) must give back exactly that: decode = every stepped IP in order, symbols =
+ * those of `nm`, stacks adding up to the instruction count with the workload's call chains,
+ * a flame graph that is valid XML naming the hot functions, summary counts = the stepped
+ * branch counts.  Bad inputs: one-line errors and exit 1.  Damaged traces: a gap line and
+ * decoding goes on.  SKIP (77) where ptrace is refused.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <intel-pt.h>
+
+static char bin_dir[4096], tmp[4200], tool[4300], work[4300], mkdump[4300];
+
+/* ---- small helpers ---- */
+
+static char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *xasprintf(const char *fmt, ...)
+{
+    char *s;
+    va_list ap;
+
+    va_start(ap, fmt);
+    assert_true(vasprintf(&s, fmt, ap) >= 0);
+    va_end(ap);
+    return s;
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    char *b = NULL;
+    size_t n = 0, cap = 0;
+
+    if (!f)
+        fail_msg("%s: %s", path, strerror(errno));
+    for (;;) {
+        if (n + 65536 + 1 > cap) {
+            cap = (n + 65536 + 1) * 2;
+            b = realloc(b, cap);
+            assert_non_null(b);
+        }
+        size_t r = fread(b + n, 1, 65536, f);
+        n += r;
+        if (r == 0)
+            break;
+    }
+    fclose(f);
+    b[n] = 0;
+    if (len)
+        *len = n;
+    return b;
+}
+
+static void spit(const char *path, const void *buf, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+
+    assert_non_null(f);
+    assert_int_equal(fwrite(buf, 1, len, f), len);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* run a shell command line; stdout to out (or /dev/null), stderr kept; the exit status */
+static int sh(const char *out, char **err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int sh(const char *out, char **err, const char *fmt, ...)
+{
+    char *cmd, *line, *errf = xasprintf("%s/stderr.txt", tmp);
+    va_list ap;
+    int st;
+
+    va_start(ap, fmt);
+    assert_true(vasprintf(&cmd, fmt, ap) >= 0);
+    va_end(ap);
+    line = xasprintf("%s >%s 2>%s", cmd, out ? out : "/dev/null", errf);
+    st = system(line);
+    if (err)
+        *err = slurp(errf, NULL);
+    free(cmd);
+    free(line);
+    free(errf);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static unsigned count_lines(const char *s)
+{
+    unsigned n = 0;
+
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+/* ---- the truth ---- */
+
+struct truth {
+    uint64_t *ip;
+    size_t n;
+    uint64_t insns, cond_taken, cond_not, jmp, jmp_ind, call, call_ind, ret, far;
+};
+
+static void truth_load(const char *dir, struct truth *t)
+{
+    char *path = xasprintf("%s/truth.txt", dir), *text = slurp(path, NULL), *p = text;
+    size_t cap = 0;
+
+    memset(t, 0, sizeof(*t));
+    while (*p) {
+        char *eol = strchr(p, '\n');
+        unsigned long long v;
+        char key[32];
+
+        if (eol)
+            *eol = 0;
+        if (sscanf(p, "# %31s %llu", key, &v) == 2) {
+            static const char *const k[] = {"insns", "cond_taken", "cond_not", "jmp", "jmp_ind",
+                                            "call",  "call_ind",   "ret",      "far"};
+            uint64_t *f[] = {&t->insns, &t->cond_taken, &t->cond_not, &t->jmp, &t->jmp_ind,
+                             &t->call,  &t->call_ind,   &t->ret,      &t->far};
+            for (unsigned i = 0; i < 9; i++)
+                if (!strcmp(key, k[i]))
+                    *f[i] = v;
+        } else if (sscanf(p, "%llx", &v) == 1) {
+            if (t->n == cap) {
+                cap = cap ? 2 * cap : 1 << 16;
+                t->ip = realloc(t->ip, cap * sizeof(*t->ip));
+                assert_non_null(t->ip);
+            }
+            t->ip[t->n++] = v;
+        }
+        if (!eol)
+            break;
+        p = eol + 1;
+    }
+    assert_int_equal(t->n, t->insns);
+    free(text);
+    free(path);
+}
+
+/* decode output: IPs of instruction lines, gap lines counted; where the gaps were */
+struct decoded {
+    char *buf; /* the parsed copy of the text */
+    uint64_t *ip;
+    char **sym; /* "name+0xoff" */
+    size_t n, gaps, first_gap_at;
+};
+
+static void decoded_parse(const char *text, struct decoded *d)
+{
+    size_t cap = 0;
+
+    memset(d, 0, sizeof(*d));
+    d->buf = strdup(text);
+    assert_non_null(d->buf);
+    for (char *p = d->buf; *p;) {
+        char *eol = strchr(p, '\n');
+        unsigned cpu;
+        unsigned long long ip;
+        int off = 0;
+
+        if (eol)
+            *eol = 0;
+        if (strstr(p, "[gap: ")) {
+            if (!d->gaps++)
+                d->first_gap_at = d->n;
+        } else if (sscanf(p, "[%3u]  %llx %n", &cpu, &ip, &off) == 2 && off) {
+            if (d->n == cap) {
+                cap = cap ? 2 * cap : 1 << 16;
+                d->ip = realloc(d->ip, cap * sizeof(*d->ip));
+                d->sym = realloc(d->sym, cap * sizeof(*d->sym));
+                assert_non_null(d->ip);
+                assert_non_null(d->sym);
+            }
+            d->ip[d->n] = ip;
+            d->sym[d->n++] = p + off;
+        } else {
+            fail_msg("decode printed a line of no known shape: \"%s\"", p);
+        }
+        if (!eol)
+            break;
+        p = eol + 1;
+    }
+}
+
+static void decoded_free(struct decoded *d)
+{
+    free(d->buf);
+    free(d->ip);
+    free(d->sym);
+}
+
+/* ---- fixtures ---- */
+
+struct nmsym {
+    uint64_t addr, size;
+    char name[128];
+};
+static struct nmsym *nm; /* nm's view of the workload */
+static size_t nnm;
+
+static char dump1[4300], dump_cr3[4300];
+static struct truth T;
+static bool skip_all;
+static char skip_why[300];
+
+static int setup(void **state)
+{
+    char *err;
+    int r;
+
+    (void)state;
+    r = sh(NULL, &err, "%s %s %s", mkdump, dump1, work);
+    if (r == 77) {
+        skip_all = true;
+        snprintf(skip_why, sizeof(skip_why), "ptrace refused here");
+        free(err);
+        return 0;
+    }
+    if (r != 0)
+        fail_msg("ptt_mkdump failed (%d): %s", r, err);
+    free(err);
+    r = sh(NULL, &err, "%s --cr3 2000 %s %s", mkdump, dump_cr3, work);
+    if (r != 0)
+        fail_msg("ptt_mkdump --cr3 failed (%d): %s", r, err);
+    free(err);
+    truth_load(dump1, &T);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    free(T.ip);
+    free(nm);
+    if (tmp[0]) {
+        char *cmd = xasprintf("rm -rf %s", tmp);
+        if (system(cmd) != 0)
+            fprintf(stderr, "could not remove %s\n", tmp);
+        free(cmd);
+    }
+    return 0;
+}
+
+#define NEED_DUMP()                                                                                \
+    do {                                                                                           \
+        if (skip_all)                                                                              \
+            skip();                                                                                \
+    } while (0)
+
+/* decode DIR with extra options into a struct decoded; returns the text (to free) */
+static char *decode(const char *dir, const char *opts, struct decoded *d, char **err, int *rc)
+{
+    char *out = xasprintf("%s/decode.txt", tmp), *text;
+
+    *rc = sh(out, err, "%s decode %s %s", tool, dir, opts);
+    text = slurp(out, NULL);
+    free(out);
+    decoded_parse(text, d);
+    return text;
+}
+
+/* ---- nm: the independent symbol oracle ---- */
+
+static void nm_load(void)
+{
+    char *out, *text, *p;
+    size_t cap = 0;
+
+    if (nm)
+        return;
+    out = xasprintf("%s/nm.txt", tmp);
+    assert_int_equal(sh(out, NULL, "nm -S --defined-only %s", work), 0);
+    text = slurp(out, NULL);
+    for (p = text; *p;) {
+        char *eol = strchr(p, '\n');
+        unsigned long long a, s;
+        char type, name[128];
+        if (eol)
+            *eol = 0;
+        if (sscanf(p, "%llx %llx %c %127s", &a, &s, &type, name) == 4 && strchr("TtWwi", type) &&
+            s) {
+            if (nnm == cap) {
+                cap = cap ? 2 * cap : 1024;
+                nm = realloc(nm, cap * sizeof(*nm));
+                assert_non_null(nm);
+            }
+            nm[nnm].addr = a;
+            nm[nnm].size = s;
+            snprintf(nm[nnm].name, sizeof(nm[nnm].name), "%s", name);
+            nnm++;
+        }
+        if (!eol)
+            break;
+        p = eol + 1;
+    }
+    free(text);
+    free(out);
+    assert_true(nnm > 100);
+}
+
+static uint64_t nm_addr(const char *name)
+{
+    nm_load();
+    for (size_t i = 0; i < nnm; i++)
+        if (!strcmp(nm[i].name, name))
+            return nm[i].addr;
+    fail_msg("nm: no %s", name);
+    return 0;
+}
+
+/* the symbol text decode must print for ip: one of the nm names covering it, +offset */
+static bool nm_matches(uint64_t ip, const char *printed, bool *covered)
+{
+    *covered = false;
+    for (size_t i = 0; i < nnm; i++)
+        if (ip >= nm[i].addr && ip - nm[i].addr < nm[i].size) {
+            char want[200];
+            *covered = true;
+            snprintf(want, sizeof(want), "%s+0x%llx ", nm[i].name,
+                     (unsigned long long)(ip - nm[i].addr));
+            if (!strncmp(printed, want, strlen(want)))
+                return true;
+        }
+    return false;
+}
+
+/* ---- tests ---- */
+
+static void check_equal_truth(const struct decoded *d, const char *what)
+{
+    if (d->n != T.n)
+        print_message("%s: %zu decoded, %zu stepped\n", what, d->n, T.n);
+    for (size_t i = 0; i < d->n && i < T.n; i++)
+        if (d->ip[i] != T.ip[i])
+            fail_msg("%s: instruction %zu decoded at %#llx, stepped at %#llx", what, i,
+                     (unsigned long long)d->ip[i], (unsigned long long)T.ip[i]);
+    assert_int_equal(d->n, T.n);
+    assert_int_equal(d->gaps, 0);
+}
+
+static void test_decode_truth(void **state)
+{
+    struct decoded d;
+    char *err, *opts = xasprintf("-e %s", work), *text;
+    int rc;
+    struct timespec t0, t1;
+
+    (void)state;
+    NEED_DUMP();
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    text = decode(dump1, opts, &d, &err, &rc);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    assert_int_equal(rc, 0);
+    assert_string_equal(err, "");
+    assert_true(T.n >= 10000);
+    check_equal_truth(&d, "decode");
+    /* symbols: as nm names them, for every instruction inside a sized nm symbol */
+    nm_load();
+    size_t covered_n = 0;
+    for (size_t i = 0; i < d.n; i++) {
+        bool covered;
+        if (!nm_matches(d.ip[i], d.sym[i], &covered) && covered)
+            fail_msg("instruction %zu at %#llx printed as \"%s\"", i, (unsigned long long)d.ip[i],
+                     d.sym[i]);
+        covered_n += covered;
+    }
+    assert_true(covered_n * 10 > d.n * 9);
+    /* the workload's functions, at their first instruction */
+    const char *fn[] = {"hot_mix", "partition", "sort_rec", "fib", "op_xor", "main"};
+    for (unsigned k = 0; k < 6; k++) {
+        char want[4400];
+        bool seen = false;
+        snprintf(want, sizeof(want), "%s+0x0 (%s)", fn[k], work);
+        for (size_t i = 0; i < d.n && !seen; i++)
+            seen = d.ip[i] == nm_addr(fn[k]) && !strcmp(d.sym[i], want);
+        if (!seen)
+            fail_msg("no \"%s\" line at %#llx", want, (unsigned long long)nm_addr(fn[k]));
+    }
+    double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    print_message("decode: %zu instructions = the %zu stepped ones, symbols as nm's; %.2f M "
+                  "instructions/s (sanitized build, with output)\n",
+                  d.n, T.n, (double)d.n / s / 1e6);
+    decoded_free(&d);
+    free(text);
+    free(err);
+    free(opts);
+}
+
+/* PIPs and snapshots bound to one CR3: right CR3 decodes, another CR3 has no code */
+static void test_decode_cr3(void **state)
+{
+    struct decoded d;
+    struct truth t2;
+    char *err, *text, *path, *list;
+    int rc;
+
+    (void)state;
+    NEED_DUMP();
+    truth_load(dump_cr3, &t2);
+    text = decode(dump_cr3, "", &d, &err, &rc);
+    assert_int_equal(rc, 0);
+    assert_int_equal(d.n, t2.n);
+    for (size_t i = 0; i < d.n; i++)
+        assert_true(d.ip[i] == t2.ip[i]);
+    assert_int_equal(d.gaps, 0);
+    decoded_free(&d);
+    free(text);
+    free(err);
+    /* the same snapshots for another address space: nothing may decode silently */
+    path = xasprintf("%s/snapshots", dump_cr3);
+    list = slurp(path, NULL);
+    char *bad = strdup(list);
+    for (char *p = bad; (p = strstr(p, " 2000 "));)
+        memcpy(p, " 3000 ", 6);
+    spit(path, bad, strlen(bad));
+    text = decode(dump_cr3, "", &d, &err, &rc);
+    spit(path, list, strlen(list));
+    assert_int_equal(rc, 0);
+    assert_true(d.gaps > 0);
+    assert_true(d.n < 10);
+    assert_non_null(strstr(text, "no code bytes for 0x"));
+    decoded_free(&d);
+    free(text);
+    free(err);
+    free(bad);
+    free(list);
+    free(path);
+    free(t2.ip);
+}
+
+static void test_branches(void **state)
+{
+    char *out = xasprintf("%s/br.txt", tmp), *err, *text;
+    uint64_t taken = T.cond_taken + T.jmp + T.jmp_ind + T.call + T.call_ind + T.ret;
+
+    (void)state;
+    NEED_DUMP();
+    assert_int_equal(sh(out, &err, "%s decode --branches %s -e %s", tool, dump1, work), 0);
+    text = slurp(out, NULL);
+    /* every taken near branch; a SYSCALL leaves the traced range (no target in the trace) */
+    assert_int_equal(count_lines(text), taken);
+    assert_non_null(strstr(text, " => "));
+    assert_non_null(strstr(text, "partition+0x0 ("));
+    free(text);
+    free(err);
+    free(out);
+}
+
+static void test_stacks(void **state)
+{
+    char *out = xasprintf("%s/stacks.txt", tmp), *err, *text, *p;
+    uint64_t sum = 0;
+    unsigned lines = 0;
+
+    (void)state;
+    NEED_DUMP();
+    assert_int_equal(sh(out, &err, "%s stacks %s -e %s", tool, dump1, work), 0);
+    assert_string_equal(err, "");
+    text = slurp(out, NULL);
+    for (p = text; *p; lines++) {
+        char *eol = strchr(p, '\n'), *sp;
+        assert_non_null(eol);
+        *eol = 0;
+        sp = strrchr(p, ' ');
+        assert_non_null(sp);
+        sum += strtoull(sp + 1, NULL, 10);
+        *eol = '\n';
+        p = eol + 1;
+    }
+    assert_int_equal(sum, T.insns);
+    const char *chains[] = {
+        "__libc_start_call_main;main;sort_rec;sort_rec;sort_rec;partition ",
+        "__libc_start_call_main;main;checksum;hot_mix ",
+        "__libc_start_call_main;main;apply;op_xor ",
+        "__libc_start_call_main;main;apply;op_add ",
+        "__libc_start_call_main;main;fib;fib;fib;fib;fib;fib ",
+        "\n_start;__libc_start_main;__libc_start_call_main;main ",
+    };
+    for (unsigned i = 0; i < 6; i++)
+        if (!strstr(text, chains[i]))
+            fail_msg("no stack with \"%s\"", chains[i]);
+    /* checksum -> hot_mix: 600 calls, 5 instructions of hot_mix each... as counted */
+    print_message("stacks: %u stacks, %llu instructions = the stepped count\n", lines,
+                  (unsigned long long)sum);
+    free(text);
+    free(err);
+    free(out);
+}
+
+/* valid XML: xmllint, else python3's parser */
+static void check_xml(const char *path)
+{
+    char *err;
+    int r;
+
+    if (system("command -v xmllint >/dev/null 2>&1") == 0)
+        r = sh(NULL, &err, "xmllint --noout %s", path);
+    else
+        r = sh(NULL, &err,
+               "python3 -c 'import sys,xml.etree.ElementTree as E; E.parse(sys.argv[1])' %s", path);
+    if (r != 0)
+        fail_msg("%s is not valid XML: %s", path, err);
+    free(err);
+}
+
+static void test_flamegraph(void **state)
+{
+    char *svg = xasprintf("%s/flame.svg", tmp), *err, *text;
+
+    (void)state;
+    NEED_DUMP();
+    assert_int_equal(sh(NULL, &err, "%s flamegraph %s -e %s -o %s", tool, dump1, work, svg), 0);
+    assert_string_equal(err, "");
+    check_xml(svg);
+    text = slurp(svg, NULL);
+    assert_non_null(strstr(text, "<svg "));
+    assert_non_null(strstr(text, "<title>partition ("));
+    assert_non_null(strstr(text, "<title>hot_mix ("));
+    assert_non_null(strstr(text, ">main<"));
+    assert_null(strstr(text, "<script"));
+    free(text);
+    free(err);
+    /* names that need escaping, from folded input */
+    char *folded = xasprintf("%s/f.txt", tmp);
+    const char *ft = "a<b>;c&d 10\nx\"y';q 5\nbin\x01\xff 2\n";
+    spit(folded, ft, strlen(ft));
+    assert_int_equal(
+        sh(NULL, &err, "%s flamegraph --folded %s -o %s --title 'T<&>'", tool, folded, svg), 0);
+    check_xml(svg);
+    text = slurp(svg, NULL);
+    assert_non_null(strstr(text, "a&lt;b&gt;"));
+    assert_non_null(strstr(text, "c&amp;d"));
+    assert_non_null(strstr(text, "x&quot;y&apos;"));
+    assert_non_null(strstr(text, "T&lt;&amp;&gt;"));
+    assert_non_null(strstr(text, ">17 instructions; "));
+    assert_non_null(strstr(text, "bin??"));
+    free(text);
+    free(err);
+    free(folded);
+    free(svg);
+}
+
+static uint64_t summary_value(const char *text, const char *label)
+{
+    for (const char *p = text; (p = strstr(p, label)); p++)
+        if ((p == text || p[-1] == '\n') && p[strlen(label)] == ' ') {
+            const char *eol = strchr(p, '\n'), *q = eol;
+            while (q > p && q[-1] >= '0' && q[-1] <= '9')
+                q--;
+            return strtoull(q, NULL, 10);
+        }
+    fail_msg("summary has no \"%s\" line", label);
+    return 0;
+}
+
+static void test_summary(void **state)
+{
+    char *out = xasprintf("%s/summary.txt", tmp), *err, *text;
+
+    (void)state;
+    NEED_DUMP();
+    assert_int_equal(sh(out, &err, "%s summary %s -e %s --top 5", tool, dump1, work), 0);
+    assert_string_equal(err, "");
+    text = slurp(out, NULL);
+    assert_int_equal(summary_value(text, "instructions"), T.insns);
+    assert_int_equal(summary_value(text, "  conditional taken"), T.cond_taken);
+    assert_int_equal(summary_value(text, "  conditional not taken"), T.cond_not);
+    assert_int_equal(summary_value(text, "  jumps direct"), T.jmp);
+    assert_int_equal(summary_value(text, "  jumps indirect"), T.jmp_ind);
+    assert_int_equal(summary_value(text, "  calls direct"), T.call);
+    assert_int_equal(summary_value(text, "  calls indirect"), T.call_ind);
+    assert_int_equal(summary_value(text, "  returns"), T.ret);
+    assert_int_equal(summary_value(text, "gaps"), 0);
+    assert_int_equal(summary_value(text, "branches"), T.cond_taken + T.cond_not + T.jmp +
+                                                          T.jmp_ind + T.call + T.call_ind + T.ret +
+                                                          T.far);
+    assert_true(T.call_ind > 0 && T.jmp_ind > 0 && T.far > 0);
+    /* the busiest function of the workload */
+    const char *top = strstr(text, "function (file)\n");
+    assert_non_null(top);
+    assert_non_null(strstr(top, "%  partition ("));
+    assert_int_equal(count_lines(top), 6);
+    free(text);
+    free(err);
+    free(out);
+}
+
+/* ---- bad inputs: one line, the cause, exit 1 ---- */
+
+static void copy_dump(const char *from, const char *to)
+{
+    char *cmd = xasprintf("rm -rf %s && cp -r %s %s", to, from, to);
+
+    assert_int_equal(system(cmd), 0);
+    free(cmd);
+}
+
+static void expect_error(const char *what, const char *cause, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void expect_error(const char *what, const char *cause, const char *fmt, ...)
+{
+    char *args, *err;
+    va_list ap;
+    int r;
+
+    va_start(ap, fmt);
+    assert_true(vasprintf(&args, fmt, ap) >= 0);
+    va_end(ap);
+    r = sh(NULL, &err, "%s %s", tool, args);
+    if (r != 1 || count_lines(err) != 1 || strncmp(err, "ptvisor-trace: ", 15) ||
+        !strstr(err, cause))
+        fail_msg("%s: exit %d, stderr \"%s\" (want exit 1 and one line with \"%s\")", what, r, err,
+                 cause);
+    free(err);
+    free(args);
+}
+
+static void edit(const char *dir, const char *name, const char *from, const char *to)
+{
+    char *path = xasprintf("%s/%s", dir, name), *text = slurp(path, NULL), *p = strstr(text, from);
+    char *n;
+
+    assert_non_null(p);
+    n = xasprintf("%.*s%s%s", (int)(p - text), text, to, p + strlen(from));
+    spit(path, n, strlen(n));
+    free(n);
+    free(text);
+    free(path);
+}
+
+static void test_bad_inputs(void **state)
+{
+    char *b = xasprintf("%s/bad", tmp), *p;
+
+    (void)state;
+    NEED_DUMP();
+    expect_error("no dump", "No such file", "decode %s/nonexistent", tmp);
+    expect_error("no argument", "which dump", "decode");
+    expect_error("unknown option", "unknown", "decode --frobnicate %s", dump1);
+    expect_error("option of another command", "takes no", "summary --branches %s", dump1);
+    expect_error("no command", "not a command", "frobnicate");
+    expect_error("-e missing", "No such file", "decode %s -e %s/none", dump1, tmp);
+    p = xasprintf("%s/dump.meta", dump1);
+    expect_error("-e not ELF", "not an ELF", "decode %s -e %s", dump1, p);
+    free(p);
+    expect_error("bad load base", "load base", "decode %s -e %s@zz", dump1, work);
+
+    copy_dump(dump1, b);
+    p = xasprintf("%s/cpu0.pt", b);
+    unlink(p);
+    expect_error("no cpu0.pt", "cpu0.pt: No such file", "decode %s", b);
+    free(p);
+
+    copy_dump(dump1, b);
+    edit(b, "snapshots", " snap/0000.bin", " snap/../../0000.bin");
+    expect_error("snapshot with ..", "\"..\" component", "stacks %s", b);
+
+    copy_dump(dump1, b);
+    edit(b, "snapshots", " snap/0000.bin", " /etc/passwd");
+    expect_error("absolute snapshot", "absolute path", "summary %s", b);
+
+    copy_dump(dump1, b);
+    p = xasprintf("ln -sf /bin/true %s/snap/0001.bin", b);
+    assert_int_equal(system(p), 0);
+    free(p);
+    expect_error("symlink out of the dump", "leads outside the dump", "decode %s", b);
+
+    copy_dump(dump1, b);
+    edit(b, "snapshots", " snap/0000.bin", " snap/0001.bin");
+    expect_error("snapshot size", "the list says", "decode %s", b);
+
+    copy_dump(dump1, b);
+    p = xasprintf("truncate -s -7 %s/cpu0.pt", b);
+    assert_int_equal(system(p), 0);
+    free(p);
+    expect_error("truncated .pt", "truncated", "decode %s", b);
+
+    copy_dump(dump1, b);
+    p = xasprintf("head -c 300 /dev/urandom > %s/dump.meta", b);
+    assert_int_equal(system(p), 0);
+    free(p);
+    expect_error("garbage dump.meta", "dump.meta: line ", "decode %s", b);
+
+    copy_dump(dump1, b);
+    edit(b, "cpu0.meta", "cpu 0\n", "cpu 0\nbytes x12\n");
+    expect_error("garbage cpu0.meta", "cpu0.meta: line 2: bytes", "decode %s", b);
+
+    copy_dump(dump1, b);
+    edit(b, "cpu0.meta", "crc ok", "missing 0x10+99999999");
+    expect_error("hole past the end", "past the stream", "decode %s", b);
+
+    copy_dump(dump1, b);
+    edit(b, "dump.meta", "cpus 1", "cpus 2");
+    expect_error("cpus 2, one file", "cpus 2, but 1 cpuN.meta", "decode %s", b);
+
+    copy_dump(dump1, b);
+    edit(b, "dump.meta", "kernel_base 0x0", "kernel_base 12");
+    expect_error("kernel_base without 0x", "kernel_base", "decode %s", b);
+
+    copy_dump(dump1, b);
+    edit(b, "snapshots", "401000 ", "fffffffffffff000 ");
+    expect_error("snapshot wraps", "wraps", "decode %s", b);
+
+    expect_error("--cpu absent", "no trace of CPU 3", "decode %s --cpu 3", dump1);
+    p = xasprintf("%s/m.map", tmp);
+    spit(p, "ffffffff81000000 T _text\nnot a map line\n", 40);
+    expect_error("bad System.map", "m.map:2:", "decode %s -m %s", dump1, p);
+    free(p);
+    free(b);
+}
+
+/* ---- damaged traces: a gap line, and the decode goes on ---- */
+
+/* the offset of the first packet at or after `from`, by libipt's packet decoder */
+static uint64_t packet_at(const uint8_t *buf, size_t len, uint64_t from)
+{
+    struct pt_config cfg;
+    struct pt_packet_decoder *d;
+    struct pt_packet pk;
+    uint64_t off = 0;
+
+    pt_config_init(&cfg);
+    cfg.begin = (uint8_t *)buf;
+    cfg.end = (uint8_t *)buf + len;
+    d = pt_pkt_alloc_decoder(&cfg);
+    assert_non_null(d);
+    assert_true(pt_pkt_sync_forward(d) >= 0);
+    for (;;) {
+        assert_true(pt_pkt_get_offset(d, &off) >= 0);
+        if (off >= from)
+            break;
+        assert_true(pt_pkt_next(d, &pk, sizeof(pk)) >= 0);
+    }
+    pt_pkt_free_decoder(d);
+    return off;
+}
+
+/* what was decoded before the first gap is the truth's beginning, what was decoded after the
+ * last one its end */
+static void check_around_gaps(const struct decoded *d, const char *what)
+{
+    size_t before = d->first_gap_at, after;
+
+    assert_true(d->gaps >= 1);
+    for (size_t i = 0; i < before; i++)
+        if (d->ip[i] != T.ip[i])
+            fail_msg("%s: before the gap, #%zu is %#llx, stepped %#llx", what, i,
+                     (unsigned long long)d->ip[i], (unsigned long long)T.ip[i]);
+    /* the tail after resync: match from the end */
+    for (after = 0; after < d->n - before; after++)
+        if (d->ip[d->n - 1 - after] != T.ip[T.n - 1 - after])
+            break;
+    print_message("%s: %zu gap line(s); %zu instructions before, %zu after = the truth's "
+                  "beginning and end (%zu of %zu)\n",
+                  what, d->gaps, before, after, before + after, T.n);
+    assert_true(before > 100);
+    assert_true(after > 100);
+    assert_true(before + after <= T.n);
+}
+
+static void test_corrupt_byte(void **state)
+{
+    char *b = xasprintf("%s/corrupt", tmp), *path, *err, *text;
+    uint8_t *pt;
+    size_t len;
+    struct decoded d;
+    int rc;
+
+    (void)state;
+    NEED_DUMP();
+    copy_dump(dump1, b);
+    path = xasprintf("%s/cpu0.pt", b);
+    pt = (uint8_t *)slurp(path, &len);
+    uint64_t off = packet_at(pt, len, len / 2);
+    pt[off] = 0x09; /* no packet starts with 0x09 */
+    spit(path, pt, len);
+    text = decode(b, "", &d, &err, &rc);
+    assert_int_equal(rc, 0);
+    char *want = xasprintf("[gap: unknown opcode at offset 0x%llx]", (unsigned long long)off);
+    if (!strstr(text, want)) {
+        const char *g = strstr(text, "[gap: ");
+        fail_msg("no \"%s\" line; the first gap line: %.100s", want, g ? g : "(none)");
+    }
+    check_around_gaps(&d, "one corrupted byte");
+    assert_true(d.n < T.n);
+    decoded_free(&d);
+    free(want);
+    free(text);
+    free(err);
+    free(pt);
+    free(path);
+    free(b);
+}
+
+/* a range lost in transit (cpu0.meta "missing"): never decoded across */
+static void test_hole(void **state)
+{
+    char *b = xasprintf("%s/hole", tmp), *path, *err, *text, *line;
+    uint8_t *pt;
+    size_t len;
+    struct decoded d;
+    int rc;
+
+    (void)state;
+    NEED_DUMP();
+    copy_dump(dump1, b);
+    path = xasprintf("%s/cpu0.pt", b);
+    pt = (uint8_t *)slurp(path, &len);
+    uint64_t off = len / 3, cut = 1000;
+    memmove(pt + off, pt + off + cut, len - off - cut);
+    spit(path, pt, len - cut);
+    line =
+        xasprintf("crc ok\nmissing %llu+%llu\n", (unsigned long long)off, (unsigned long long)cut);
+    edit(b, "cpu0.meta", "crc ok\n", line);
+    text = decode(b, "", &d, &err, &rc);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(err, "1 range of the trace lost in transit"));
+    char *want = xasprintf("[gap: 1000 bytes lost in transit (stream offset %llu)]",
+                           (unsigned long long)off);
+    assert_non_null(strstr(text, want));
+    check_around_gaps(&d, "1000 bytes lost");
+    decoded_free(&d);
+    free(want);
+    free(line);
+    free(text);
+    free(err);
+    free(pt);
+    free(path);
+    free(b);
+}
+
+/* code from ELF files where no snapshot is: -e, -k with KASLR, and snapshot precedence */
+static void test_elf_code(void **state)
+{
+    char *b = xasprintf("%s/nosnap", tmp), *err, *text, *opts, *path;
+    struct decoded d;
+    int rc;
+
+    (void)state;
+    NEED_DUMP();
+    copy_dump(dump1, b);
+    path = xasprintf("%s/snapshots", b);
+    spit(path, "", 0);
+    free(path);
+    opts = xasprintf("-e %s", work);
+    text = decode(b, opts, &d, &err, &rc);
+    assert_int_equal(rc, 0);
+    check_equal_truth(&d, "-e only");
+    decoded_free(&d);
+    free(text);
+    free(err);
+    free(opts);
+    /* as a "kernel": at dump.meta's kernel_base = its own text start: KASLR offset 0 */
+    edit(b, "dump.meta", "kernel_base 0x0", "kernel_base 0x401000");
+    opts = xasprintf("-k %s", work);
+    text = decode(b, opts, &d, &err, &rc);
+    assert_int_equal(rc, 0);
+    check_equal_truth(&d, "-k at kernel_base");
+    decoded_free(&d);
+    free(text);
+    free(err);
+    free(opts);
+    /* shifted by --kaslr: the code is not where it ran, the decode says so */
+    opts = xasprintf("-k %s --kaslr 100000", work);
+    text = decode(b, opts, &d, &err, &rc);
+    assert_int_equal(rc, 0);
+    assert_true(d.gaps > 0);
+    assert_true(d.n < 10);
+    decoded_free(&d);
+    free(text);
+    free(err);
+    free(opts);
+    /* an ELF with other bytes than the snapshots: the snapshots win, one warning */
+    char *elf = xasprintf("%s/work-patched", tmp);
+    size_t len;
+    uint8_t *e = (uint8_t *)slurp(work, &len);
+    uint64_t at = nm_addr("hot_mix") - 0x400000; /* static, no PIE: file offset = va - 0x400000 */
+    assert_true(at + 4 < len);
+    e[at + 1] ^= 0xff;
+    e[at + 3] ^= 0xff;
+    spit(elf, e, len);
+    opts = xasprintf("-e %s", elf);
+    text = decode(dump1, opts, &d, &err, &rc);
+    assert_int_equal(rc, 0);
+    check_equal_truth(&d, "patched ELF under the snapshots");
+    assert_int_equal(count_lines(err), 1);
+    assert_non_null(strstr(err, "2 bytes in 2 places differ from the dump's code snapshots"));
+    decoded_free(&d);
+    free(text);
+    free(err);
+    free(opts);
+    free(e);
+    free(elf);
+    free(b);
+}
+
+/* System.map symbols (from nm's output) name the same functions */
+static void test_system_map(void **state)
+{
+    char *map = xasprintf("%s/System.map", tmp), *err, *text, *opts;
+    struct decoded d;
+    int rc;
+
+    (void)state;
+    NEED_DUMP();
+    assert_int_equal(sh(map, NULL, "nm -n --defined-only %s", work), 0);
+    opts = xasprintf("-m %s --kaslr 0", map);
+    text = decode(dump1, opts, &d, &err, &rc);
+    assert_int_equal(rc, 0);
+    check_equal_truth(&d, "with -m");
+    /* every instruction of partition named by the map's symbol */
+    uint64_t a = nm_addr("partition"), b = nm_addr("sort_rec");
+    size_t seen = 0;
+    for (size_t i = 0; i < d.n; i++)
+        if (d.ip[i] >= a && d.ip[i] < b) {
+            char want[100];
+            snprintf(want, sizeof(want), "partition+0x%llx ([kernel.kallsyms])",
+                     (unsigned long long)(d.ip[i] - a));
+            assert_string_equal(d.sym[i], want);
+            seen++;
+        }
+    assert_true(seen > 1000);
+    decoded_free(&d);
+    free(text);
+    free(err);
+    free(opts);
+    free(map);
+}
+
+static void test_help(void **state)
+{
+    char *out = xasprintf("%s/help.txt", tmp), *text;
+    const char *sect[] = {"NAME\n",  "SYNOPSIS\n",    "DESCRIPTION\n", "COMMANDS\n",  "OPTIONS",
+                          "FILES\n", "EXIT STATUS\n", "EXAMPLES\n",    "CODE BYTES\n"};
+
+    (void)state;
+    assert_int_equal(sh(out, NULL, "%s --help", tool), 0);
+    text = slurp(out, NULL);
+    for (unsigned i = 0; i < sizeof(sect) / sizeof(sect[0]); i++)
+        if (!strstr(text, sect[i]))
+            fail_msg("--help has no %s", sect[i]);
+    free(text);
+    const char *cmds[] = {"decode", "stacks", "flamegraph", "summary"};
+    for (unsigned i = 0; i < 4; i++) {
+        assert_int_equal(sh(out, NULL, "%s %s --help", tool, cmds[i]), 0);
+        text = slurp(out, NULL);
+        assert_non_null(strstr(text, "SYNOPSIS\n"));
+        assert_non_null(strstr(text, cmds[i]));
+        free(text);
+    }
+    free(out);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_help),         cmocka_unit_test(test_decode_truth),
+        cmocka_unit_test(test_decode_cr3),   cmocka_unit_test(test_branches),
+        cmocka_unit_test(test_stacks),       cmocka_unit_test(test_flamegraph),
+        cmocka_unit_test(test_summary),      cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_corrupt_byte), cmocka_unit_test(test_hole),
+        cmocka_unit_test(test_elf_code),     cmocka_unit_test(test_system_map),
+    };
+    ssize_t n = readlink("/proc/self/exe", bin_dir, sizeof(bin_dir) - 1);
+    const char *base = getenv("TMPDIR");
+    int r;
+
+    if (n <= 0) {
+        printf("SKIP: /proc/self/exe unreadable\n");
+        return 77;
+    }
+    bin_dir[n] = 0;
+    *strrchr(bin_dir, '/') = 0;
+    snprintf(tool, sizeof(tool), "%s/ptvisor-trace-san", bin_dir);
+    snprintf(work, sizeof(work), "%s/ptt_work", bin_dir);
+    snprintf(mkdump, sizeof(mkdump), "%s/ptt_mkdump", bin_dir);
+    snprintf(tmp, sizeof(tmp), "%s/test_ptt.XXXXXX", base ? base : "/tmp");
+    if (!mkdtemp(tmp)) {
+        printf("mkdtemp %s: %s\n", tmp, strerror(errno));
+        return 1;
+    }
+    snprintf(dump1, sizeof(dump1), "%s/dump", tmp);
+    snprintf(dump_cr3, sizeof(dump_cr3), "%s/dump-cr3", tmp);
+    r = cmocka_run_group_tests(tests, setup, teardown);
+    if (skip_all) {
+        printf("SKIP: %s\n", skip_why);
+        return 77;
+    }
+    return r;
+}
