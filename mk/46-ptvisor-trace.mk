@@ -30,14 +30,16 @@ install: $(PTT_BIN)
 # The test input without a VMM: tests/unit/mkdump.c single-steps a real program (ptt_work,
 # static, no PIE: its own ELF is the -e file) with ptrace, classifies each step with the VMM's
 # vmm/trace/x86_class.c, feeds vmm/trace/swpt.c as the VMM's software tracer does, and writes
-# a dump directory (cpu0.pt, code snapshots, metadata) plus the ground truth (truth.txt).
+# a dump directory (cpu0.pt, code snapshots, metadata) plus the ground truth (truth.txt), and
+# with --log the serial log of the same dump from the VMM's frame encoder (vmm/trace/frame.c).
 # test_ptt runs the sanitized tool on it (SKIP where ptrace is refused).
 HOST_TESTS += test_ptt
 test_ptt_SRCS := tests/unit/test_ptt.c
 test_ptt_LDLIBS := -lipt
 $(BUILD)/host/test_ptt: $(BUILD)/host/ptvisor-trace-san $(BUILD)/host/ptt_mkdump $(BUILD)/host/ptt_work
 
-$(BUILD)/host/ptt_mkdump: tests/unit/mkdump.c vmm/trace/x86_class.c vmm/trace/swpt.c vmm/pt/pt_pkt.c
+$(BUILD)/host/ptt_mkdump: tests/unit/mkdump.c vmm/trace/x86_class.c vmm/trace/swpt.c vmm/pt/pt_pkt.c \
+                          vmm/trace/frame.c vmm/trace/lz4w.c
 	@mkdir -p $(@D)
 	$(Q)$(HOST_CC) $(HOST_CFLAGS) -MF $@.d -o $@ $^
 -include $(BUILD)/host/ptt_mkdump.d

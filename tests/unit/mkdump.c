@@ -12,9 +12,11 @@
  *   DIR/truth.txt   "# KEY N" lines (insns, branch counts as ptvisor-trace summary names
  *                   them), then the IP of every instruction that ran, in order, in hex
  *
- * usage: ptt_mkdump [--cr3 HEX] [--max-steps N] [--psb BYTES] DIR PROGRAM [ARG...]
+ * usage: ptt_mkdump [--cr3 HEX] [--max-steps N] [--psb BYTES] [--log FILE] DIR PROGRAM [ARG...]
  *   --cr3 HEX  trace with OS=1 and a user IP range (PIPs written) and snapshots bound to
  *              that CR3 (default: User=1 only, no PIP, snapshots for "any" address space)
+ *   --log FILE also the serial log the VMM would write for this dump: the frames of the
+ *              VMM's encoder (vmm/trace/frame.c) between lines of guest console output
  * Exit 0; 1 on an error (one line); 77 when ptrace is refused here.
  */
 #define _GNU_SOURCE
@@ -33,6 +35,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "trace/frame.h"
 #include "trace/swpt.h"
 #include "trace/x86_class.h"
 
@@ -245,6 +248,78 @@ static void write_dump(const char *dir, const struct swpt_ring *ring, bool have_
         die("truth.txt: %s", strerror(errno));
 }
 
+/* ---- the serial log ---- */
+
+static void log_line(void *ctx, const char *line, size_t n)
+{
+    static unsigned k;
+
+    if (fwrite(line, 1, n, ctx) != n)
+        die("log: %s", strerror(errno));
+    if (++k % 50 == 0) /* the guest's console goes on between frame lines */
+        fprintf(ctx, "[   %u.%06u] guest console line %u\n", k / 1000, k % 1000 * 1000, k);
+}
+
+static void write_log(const char *path, const struct swpt_ring *ring, bool have_cr3, uint64_t cr3)
+{
+    static struct frame_enc e; /* about 19 KiB */
+    static struct frame_snap snaps[FRAME_MAX_SNAPS];
+    static const uint8_t *snap_bytes[FRAME_MAX_SNAPS];
+    static uint8_t flat[FRAME_MAX_SNAPS * 16 * PG];
+    uint64_t cr3s[1] = {cr3};
+    unsigned n = 0;
+    size_t used = 0;
+    FILE *f = fopen(path, "w");
+
+    if (!f)
+        die("%s: %s", path, strerror(errno));
+    fprintf(f, "Linux version 6.1 (guest console before the dump)\n");
+    for (size_t i = 0; i < npages;) { /* runs of adjacent pages, as in the directory */
+        size_t j = i + 1;
+        while (j < npages && pages[j].va == pages[j - 1].va + PG)
+            j++;
+        if (n == FRAME_MAX_SNAPS || used + (j - i) * PG > sizeof(flat))
+            die("log: too many code pages for one dump");
+        snaps[n] = (struct frame_snap){pages[i].va, have_cr3 ? cr3 : FRAME_CR3_ANY, (j - i) * PG};
+        snap_bytes[n] = flat + used;
+        for (size_t k = i; k < j; k++, used += PG)
+            memcpy(flat + used, pages[k].b, PG);
+        n++;
+        i = j;
+    }
+    const struct frame_begin b = {.boot_id = 1,
+                                  .dump_id = 1,
+                                  .cpu = 0,
+                                  .ncpus = 1,
+                                  .reason = FRAME_REASON_VMCALL,
+                                  .source = FRAME_SRC_SOFTWARE,
+                                  .filter = have_cr3 ? FRAME_FILTER_USER | FRAME_FILTER_KERNEL
+                                                     : FRAME_FILTER_USER,
+                                  .ring_size = RING,
+                                  .cr3s = cr3s,
+                                  .ncr3 = have_cr3 ? 1 : 0,
+                                  .snaps = snaps,
+                                  .nsnap = n,
+                                  .trace_len = ring->head};
+    const struct frame_out o = {log_line, f};
+    if (frame_enc_begin(&e, &b, &o) != 0)
+        die("frame_enc_begin: %s", e.err);
+    for (unsigned s = 0; s <= n; s++) {
+        unsigned stream = s == 0 ? FRAME_STREAM_TRACE : FRAME_STREAM_SNAP(s - 1);
+        const uint8_t *p = s == 0 ? ring->buf : snap_bytes[s - 1];
+        uint64_t len = s == 0 ? ring->head : snaps[s - 1].len, off = 0;
+        while (off < len) {
+            off += frame_enc_data(&e, stream, off, p + off, (size_t)(len - off));
+            if (e.err)
+                die("frame_enc_data: %s", e.err);
+        }
+    }
+    frame_enc_end(&e);
+    fprintf(f, "guest console after the dump\n");
+    if (fclose(f) != 0)
+        die("%s: %s", path, strerror(errno));
+}
+
 /* ---- stepping ---- */
 
 static uint64_t rip_of(pid_t pid)
@@ -261,6 +336,7 @@ int main(int argc, char **argv)
     uint64_t cr3 = 0x1000, max_steps = 50000000, steps = 0, tsc = 0;
     unsigned psb = 1u << 12;
     bool have_cr3 = false;
+    const char *log = NULL;
     int i = 1, st;
 
     for (; i < argc && argv[i][0] == '-'; i += 2) {
@@ -271,6 +347,8 @@ int main(int argc, char **argv)
             have_cr3 = true;
         } else if (!strcmp(argv[i], "--max-steps")) {
             max_steps = strtoull(argv[i + 1], NULL, 10);
+        } else if (!strcmp(argv[i], "--log")) {
+            log = argv[i + 1];
         } else if (!strcmp(argv[i], "--psb")) {
             psb = (unsigned)strtoul(argv[i + 1], NULL, 10);
         } else {
@@ -278,7 +356,8 @@ int main(int argc, char **argv)
         }
     }
     if (argc - i < 2)
-        die("usage: ptt_mkdump [--cr3 HEX] [--max-steps N] [--psb BYTES] DIR PROGRAM [ARG...]");
+        die("usage: ptt_mkdump [--cr3 HEX] [--max-steps N] [--psb BYTES] [--log FILE] DIR "
+            "PROGRAM [ARG...]");
     const char *dir = argv[i];
     char snapdir[4200];
     if (mkdir(dir, 0755) != 0 && errno != EEXIST)
@@ -383,6 +462,8 @@ int main(int argc, char **argv)
     if (ring.stopped)
         die("the %u-byte ring filled up", RING);
     write_dump(dir, &ring, have_cr3, cr3);
+    if (log)
+        write_log(log, &ring, have_cr3, cr3);
     printf("ptt_mkdump: %s: %llu instructions, %llu PT bytes, %zu code pages\n", dir,
            (unsigned long long)ntruth, (unsigned long long)ring.head, npages);
     free(ring.buf);

@@ -217,7 +217,7 @@ struct nmsym {
 static struct nmsym *nm; /* nm's view of the workload */
 static size_t nnm;
 
-static char dump1[4300], dump_cr3[4300];
+static char dump1[4300], dump_cr3[4300], log1[4300];
 static struct truth T;
 static bool skip_all;
 static char skip_why[300];
@@ -228,7 +228,7 @@ static int setup(void **state)
     int r;
 
     (void)state;
-    r = sh(NULL, &err, "%s %s %s", mkdump, dump1, work);
+    r = sh(NULL, &err, "%s --log %s %s %s", mkdump, log1, dump1, work);
     if (r == 77) {
         skip_all = true;
         snprintf(skip_why, sizeof(skip_why), "ptrace refused here");
@@ -946,6 +946,67 @@ static void test_system_map(void **state)
     free(map);
 }
 
+/* a serial log instead of a directory: extracted into a temporary directory (removed after),
+ * then decoded; a log cut short decodes what came */
+static void test_serial_log(void **state)
+{
+    char *err, *text, *opts, *tdir = xasprintf("%s/logtmp", tmp),
+                             *cut = xasprintf("%s/cut.log", tmp);
+    struct decoded d;
+    int rc;
+
+    (void)state;
+    NEED_DUMP();
+    assert_int_equal(mkdir(tdir, 0700), 0);
+    /* the whole log: the same instructions as the directory (snapshots from the log) */
+    char *out = xasprintf("%s/decode.txt", tmp);
+    rc = sh(out, &err, "TMPDIR=%s %s decode %s", tdir, tool, log1);
+    assert_int_equal(rc, 0);
+    text = slurp(out, NULL);
+    decoded_parse(text, &d);
+    check_equal_truth(&d, "decode of the serial log");
+    decoded_free(&d);
+    free(text);
+    free(err);
+    rc = sh(out, &err, "rmdir %s", tdir); /* fails unless the temporary dump is gone */
+    assert_int_equal(rc, 0);
+    free(err);
+    /* the first half of its lines: the trace came (it is sent first), code pages did not */
+    rc = sh(NULL, &err, "{ n=$(wc -l < %s); head -n $((n / 2)) %s > %s; }", log1, log1, cut);
+    assert_int_equal(rc, 0);
+    free(err);
+    rc = sh(out, &err, "%s decode %s", tool, cut);
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(err, "the dump is not complete"));
+    text = slurp(out, NULL);
+    decoded_parse(text, &d);
+    assert_true(d.gaps > 0);
+    assert_true(d.first_gap_at > 0);
+    for (size_t i = 0; i < d.first_gap_at; i++)
+        assert_true(d.ip[i] == T.ip[i]);
+    assert_non_null(strstr(text, "no code bytes for 0x"));
+    print_message("serial log cut in half: %zu instructions before the first gap (no code), %zu "
+                  "gap lines\n",
+                  d.first_gap_at, d.gaps);
+    decoded_free(&d);
+    free(text);
+    free(err);
+    /* with the program's ELF, the code is there again: all of it */
+    opts = xasprintf("-e %s", work);
+    rc = sh(out, &err, "%s decode %s %s", tool, cut, opts);
+    assert_int_equal(rc, 0);
+    text = slurp(out, NULL);
+    decoded_parse(text, &d);
+    check_equal_truth(&d, "cut log with -e");
+    decoded_free(&d);
+    free(text);
+    free(err);
+    free(opts);
+    free(out);
+    free(cut);
+    free(tdir);
+}
+
 static void test_help(void **state)
 {
     char *out = xasprintf("%s/help.txt", tmp), *text;
@@ -979,6 +1040,7 @@ int main(void)
         cmocka_unit_test(test_summary),      cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_corrupt_byte), cmocka_unit_test(test_hole),
         cmocka_unit_test(test_elf_code),     cmocka_unit_test(test_system_map),
+        cmocka_unit_test(test_serial_log),
     };
     ssize_t n = readlink("/proc/self/exe", bin_dir, sizeof(bin_dir) - 1);
     const char *base = getenv("TMPDIR");
@@ -1000,6 +1062,7 @@ int main(void)
     }
     snprintf(dump1, sizeof(dump1), "%s/dump", tmp);
     snprintf(dump_cr3, sizeof(dump_cr3), "%s/dump-cr3", tmp);
+    snprintf(log1, sizeof(log1), "%s/serial.log", tmp);
     r = cmocka_run_group_tests(tests, setup, teardown);
     if (skip_all) {
         printf("SKIP: %s\n", skip_why);

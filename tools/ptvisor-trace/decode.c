@@ -444,30 +444,67 @@ struct dec_ctx {
     FILE *out;
     struct ptt_image *im;
     const struct ptt_opts *o;
+    char line[2 * (4096 + 4200) + 128]; /* names are cut at 4096, paths at 4200 */
 };
 
-static const char *dso_of(struct ptt_image *im, uint64_t ip, const struct ptt_sym **sym)
+/* the line is built by hand: fprintf was 3/4 of the decode time */
+static char *put_str(char *p, const char *s, size_t max)
 {
-    *sym = ptt_syms_find(&im->syms, ip);
-    return *sym ? im->syms.dso[(*sym)->dso].name : "[unknown]";
+    size_t n = strnlen(s, max);
+
+    memcpy(p, s, n);
+    return p + n;
 }
 
-static void put_loc(FILE *f, struct ptt_image *im, uint64_t ip)
+static char *put_hex(char *p, uint64_t v, unsigned width) /* right-aligned in width */
 {
-    const struct ptt_sym *s;
-    const char *dso = dso_of(im, ip, &s);
+    char t[16];
+    unsigned n = 0;
 
-    if (s)
-        fprintf(f, "%16llx %s+0x%llx (%s)", (unsigned long long)ip, s->name,
-                (unsigned long long)(ip - s->addr), dso);
-    else
-        fprintf(f, "%16llx [unknown] ([unknown])", (unsigned long long)ip);
+    do {
+        t[n++] = "0123456789abcdef"[v & 15];
+        v >>= 4;
+    } while (v);
+    while (width > n) {
+        *p++ = ' ';
+        width--;
+    }
+    while (n)
+        *p++ = t[--n];
+    return p;
+}
+
+/* "IP SYM+0xOFF (DSO)", as perf script prints ip,sym,symoff,dso */
+static char *put_loc(char *p, struct ptt_image *im, uint64_t ip)
+{
+    const struct ptt_sym *s = ptt_syms_find(&im->syms, ip);
+
+    p = put_hex(p, ip, 16);
+    if (!s)
+        return put_str(p, " [unknown] ([unknown])", 32);
+    *p++ = ' ';
+    p = put_str(p, s->name, 4096);
+    p = put_str(p, "+0x", 3);
+    p = put_hex(p, ip - s->addr, 0);
+    p = put_str(p, " (", 2);
+    p = put_str(p, im->syms.dso[s->dso].name, 4200);
+    *p++ = ')';
+    return p;
+}
+
+static char *put_cpu(char *p, unsigned cpu)
+{
+    *p++ = '[';
+    *p++ = (char)('0' + cpu / 100 % 10);
+    *p++ = (char)('0' + cpu / 10 % 10);
+    *p++ = (char)('0' + cpu % 10);
+    return put_str(p, "]  ", 3);
 }
 
 static int dec_step(const struct ptt_step *s, void *ctx)
 {
     struct dec_ctx *c = ctx;
-    FILE *f = c->out;
+    char *p = put_cpu(c->line, s->cpu);
 
     switch (s->kind) {
     case PTT_STEP_INSN:
@@ -475,38 +512,44 @@ static int dec_step(const struct ptt_step *s, void *ctx)
             enum ptt_br b = ptt_branch_of(s);
             if (b == PTT_BR_NONE || !s->next_valid || s->next_ip == s->ip + s->size)
                 return 0; /* not a branch, or not taken (or where it went is unknown) */
-            fprintf(f, "[%03u]  ", s->cpu);
-            put_loc(f, c->im, s->ip);
-            fputs(" => ", f);
-            put_loc(f, c->im, s->next_ip);
-            fputc('\n', f);
-            return 0;
+            p = put_loc(p, c->im, s->ip);
+            p = put_str(p, " => ", 4);
+            p = put_loc(p, c->im, s->next_ip);
+        } else {
+            p = put_loc(p, c->im, s->ip);
         }
-        fprintf(f, "[%03u]  ", s->cpu);
-        put_loc(f, c->im, s->ip);
-        fputc('\n', f);
-        return 0;
+        break;
     case PTT_STEP_ASYNC:
         if (c->o->branches) {
-            fprintf(f, "[%03u]  ", s->cpu);
-            put_loc(f, c->im, s->ip);
-            fputs(" => ", f);
-            put_loc(f, c->im, s->next_ip);
-            fputs("  [event]\n", f);
+            p = put_loc(p, c->im, s->ip);
+            p = put_str(p, " => ", 4);
+            p = put_loc(p, c->im, s->next_ip);
+            p = put_str(p, "  [event]", 9);
         } else if (c->o->events) {
-            fprintf(f, "[%03u]  [event: %s]\n", s->cpu, s->what);
+            p = put_str(p, "[event: ", 8);
+            p = put_str(p, s->what, 200);
+            *p++ = ']';
+        } else {
+            return 0;
         }
-        return 0;
+        break;
     case PTT_STEP_GAP:
-        fprintf(f, "[%03u]  [gap: %s]\n", s->cpu, s->what);
-        return 0;
+        p = put_str(p, "[gap: ", 6);
+        p = put_str(p, s->what, 200);
+        *p++ = ']';
+        break;
     case PTT_STEP_EVENT:
-        if (c->o->events)
-            fprintf(f, "[%03u]  [event: %s]\n", s->cpu, s->what);
-        return 0;
+        if (!c->o->events)
+            return 0;
+        p = put_str(p, "[event: ", 8);
+        p = put_str(p, s->what, 200);
+        *p++ = ']';
+        break;
     case PTT_STEP_CPU:
         return 0;
     }
+    *p++ = '\n';
+    fwrite_unlocked(c->line, 1, (size_t)(p - c->line), c->out);
     return 0;
 }
 
@@ -514,7 +557,7 @@ int ptt_cmd_decode(int argc, char **argv)
 {
     struct ptt_session s;
     struct ptt_walk_stats st;
-    struct dec_ctx c;
+    static struct dec_ctx c;
     char err[300];
     int rc;
     static char obuf[1 << 20];
