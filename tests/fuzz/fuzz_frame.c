@@ -203,7 +203,7 @@ static void diff_mode(const uint8_t *data, size_t size)
         unsigned op = take(&in, 1) % 11, i = take(&in, 2) % (unsigned)mut.n;
         char *s = mut.l[i];
         size_t n = strlen(s), at = take(&in, 1) % (n + 1);
-        char buf[FRAME_LINE_MAX + 64];
+        char buf[2048]; /* a line glued to console text up to 12 times still fits */
         switch (op) {
         case 0: /* a byte changed */
         case 1:
@@ -292,8 +292,11 @@ static void diff_mode(const uint8_t *data, size_t size)
     for (unsigned d = 0; d < fx_ndumps(x); d++)
         fx_report(x, d, devnull, false);
     int pick = fx_pick(x, -1);
-    if (!harmful && (pick < 0 || fx_status(x, (unsigned)pick) != 0 || fx_ndumps(x) != 1))
+    if (!harmful && (pick < 0 || fx_status(x, (unsigned)pick) != 0 || fx_ndumps(x) != 1)) {
+        for (unsigned d = 0; d < fx_ndumps(x); d++)
+            fx_report(x, d, stderr, false);
         fail("harmless changes only, yet the dump is not complete");
+    }
     for (unsigned d = 0; d < fx_ndumps(x); d++) {
         bool complete = fx_status(x, d) == 0;
         if (forged && !complete)

@@ -736,11 +736,18 @@ static void test_corrupted(void **state)
             struct fx *x = read_lines(&L);
             char *t = report(x, fx_ndumps(x) ? fx_ndumps(x) - 1 : 0);
             snprintf(want, sizeof(want), "line %zu: bad frame line", i + 1);
-            if (k < 4) { /* "@PTV" itself: the line is console text now, its frame lost */
-                assert_int_not_equal(fx_status(x, 0), 0);
-            } else {
+            assert_int_not_equal(fx_status(x, 0), 0);
+            if (k >= 4) /* (in "@PTV" itself the line is console text, its frame lost) */
                 assert_has(t, want);
-                assert_int_not_equal(fx_status(x, 0), 0);
+            if (saved[6] == 'D' && k >= 6) { /* a DATA line: its block's range is missing */
+                assert_int_equal(fx_status(x, 0), 2);
+                assert_has(t, "missing");
+            } else if (saved[6] == 'B' && k >= 6) { /* BEGIN: no metadata, nothing usable */
+                assert_int_equal(fx_status(x, 0), 1);
+                assert_has(t, "BEGIN record incomplete");
+            } else if (saved[6] == 'E' && k >= 6) {
+                assert_int_equal(fx_status(x, 0), 2);
+                assert_has(t, "no END record");
             }
             for (unsigned d = 0; d < fx_ndumps(x); d++)
                 if (fx_status(x, d) != 1)
@@ -788,6 +795,45 @@ static void test_lost_frames(void **state)
     free(t);
     fx_free(x);
     lines_free(&L);
+}
+
+/* a line whose payload was changed and its line CRC made to fit (a bug, or an adversary):
+ * the block's own CRC32 (or LZ4's checks) stops it */
+static void forge(char *line, size_t k)
+{
+    size_t n = strlen(line);
+
+    line[k] = line[k] == '0' ? '1' : '0';
+    snprintf(line + n - 8, 9, "%08x", frame_dec_crc32(0, line, n - 8));
+}
+
+static void test_forged(void **state)
+{
+    uint8_t *r = random_bytes(3 * FRAME_BLOCK);
+    struct spec s = std_spec(3 * FRAME_BLOCK);
+    struct lines L = {0};
+
+    (void)state;
+    for (int lz4 = 0; lz4 < 2; lz4++) {
+        s.trace = lz4 ? T : r;
+        encode(&L, &s, 0, true);
+        for (size_t i = 0; i < L.n; i++)
+            if (strstr(L.l[i], " t 1000 ")) { /* a line of the trace's second block */
+                forge(L.l[i], strlen(L.l[i]) - 12);
+                break;
+            }
+        struct fx *x = read_lines(&L);
+        char *t = report(x, 0);
+        assert_int_equal(fx_status(x, 0), 2);
+        check_spec(x, 0, &s, false);
+        assert_has(t, "trace bytes 0x1000+0x1000 (frames on lines");
+        assert_has(t, lz4 ? "rejected: " : "rejected: CRC32 of the block is");
+        assert_has(t, "trace: bytes 0x1000..0x1fff missing");
+        free(t);
+        fx_free(x);
+        lines_free(&L);
+    }
+    free(r);
 }
 
 /* every line twice, then in random order: harmless */
@@ -1430,10 +1476,11 @@ int main(void)
         cmocka_unit_test(test_lz4w),        cmocka_unit_test(test_wire_example),
         cmocka_unit_test(test_sizes),       cmocka_unit_test(test_console_mix),
         cmocka_unit_test(test_truncated),   cmocka_unit_test(test_corrupted),
-        cmocka_unit_test(test_lost_frames), cmocka_unit_test(test_dup_reorder),
-        cmocka_unit_test(test_resume),      cmocka_unit_test(test_many),
-        cmocka_unit_test(test_big_records), cmocka_unit_test(test_misuse),
-        cmocka_unit_test(test_cli),         cmocka_unit_test(test_figures),
+        cmocka_unit_test(test_lost_frames), cmocka_unit_test(test_forged),
+        cmocka_unit_test(test_dup_reorder), cmocka_unit_test(test_resume),
+        cmocka_unit_test(test_many),        cmocka_unit_test(test_big_records),
+        cmocka_unit_test(test_misuse),      cmocka_unit_test(test_cli),
+        cmocka_unit_test(test_figures),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -19,7 +19,7 @@
  * resend a range (an interrupted dump, or a host request), call it with that offset again:
  * the host keys data by offset, duplicates are harmless.
  *
- * The struct frame_enc is large (about 21 KiB: block, LZ4 hash table, stream table): keep it
+ * The struct frame_enc is large (about 19 KiB: block, LZ4 hash table, stream table): keep it
  * in static or per-CPU memory, never on the stack.
  */
 #ifndef PTV_TRACE_FRAME_H
