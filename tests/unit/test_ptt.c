@@ -946,6 +946,68 @@ static void test_system_map(void **state)
     free(map);
 }
 
+/* two CPUs (0 and 2) with the same trace: each decoded on its own, in CPU order; --cpu,
+ * summary's columns, --per-cpu stacks; a snapshot listed twice is said once */
+static void test_two_cpus(void **state)
+{
+    char *b = xasprintf("%s/two", tmp), *cmd, *err, *text, *out = xasprintf("%s/o.txt", tmp);
+    struct decoded d;
+    int rc;
+
+    (void)state;
+    NEED_DUMP();
+    copy_dump(dump1, b);
+    cmd =
+        xasprintf("cd %s && cp cpu0.pt cpu2.pt && sed 's/^cpu 0$/cpu 2/' cpu0.meta > cpu2.meta && "
+                  "head -n 1 snapshots >> snapshots",
+                  b);
+    assert_int_equal(system(cmd), 0);
+    free(cmd);
+    edit(b, "dump.meta", "cpus 1", "cpus 2");
+    text = decode(b, "", &d, &err, &rc);
+    assert_int_equal(rc, 0);
+    assert_int_equal(d.n, 2 * T.n);
+    for (size_t i = 0; i < d.n; i++)
+        assert_true(d.ip[i] == T.ip[i % T.n]);
+    assert_non_null(strstr(text, "\n[000]  "));
+    assert_non_null(strstr(text + strlen(text) / 2 + 1, "\n[002]  "));
+    assert_null(strstr(text + strlen(text) / 2 + 64, "\n[000]  "));
+    assert_non_null(strstr(err, "1 snapshot overlap"));
+    assert_int_equal(count_lines(err), 1);
+    decoded_free(&d);
+    free(text);
+    free(err);
+    text = decode(b, "--cpu 2 -q", &d, &err, &rc);
+    assert_int_equal(rc, 0);
+    assert_int_equal(d.n, T.n);
+    assert_null(strstr(text, "[000]"));
+    assert_string_equal(err, "");
+    decoded_free(&d);
+    free(text);
+    free(err);
+    assert_int_equal(sh(out, &err, "%s summary -q %s", tool, b), 0);
+    text = slurp(out, NULL);
+    char *want = xasprintf("%12s %12s %12s", "cpu0", "cpu2", "total");
+    assert_non_null(strstr(text, want));
+    free(want);
+    want =
+        xasprintf("\ninstructions%*s %12llu %12llu %12llu\n", 64 - 12, "", (unsigned long long)T.n,
+                  (unsigned long long)T.n, (unsigned long long)(2 * T.n));
+    if (!strstr(text, want))
+        fail_msg("summary: no \"%s\" in\n%s", want, text);
+    free(want);
+    free(text);
+    free(err);
+    assert_int_equal(sh(out, &err, "%s stacks -q --per-cpu %s -e %s", tool, b, work), 0);
+    text = slurp(out, NULL);
+    assert_non_null(strstr(text, "\ncpu2;_start;__libc_start_main;__libc_start_call_main;main;"));
+    assert_true(!strncmp(text, "cpu0;", 5));
+    free(text);
+    free(err);
+    free(out);
+    free(b);
+}
+
 /* a serial log instead of a directory: extracted into a temporary directory (removed after),
  * then decoded; a log cut short decodes what came */
 static void test_serial_log(void **state)
@@ -1040,7 +1102,7 @@ int main(void)
         cmocka_unit_test(test_summary),      cmocka_unit_test(test_bad_inputs),
         cmocka_unit_test(test_corrupt_byte), cmocka_unit_test(test_hole),
         cmocka_unit_test(test_elf_code),     cmocka_unit_test(test_system_map),
-        cmocka_unit_test(test_serial_log),
+        cmocka_unit_test(test_serial_log),   cmocka_unit_test(test_two_cpus),
     };
     ssize_t n = readlink("/proc/self/exe", bin_dir, sizeof(bin_dir) - 1);
     const char *base = getenv("TMPDIR");
