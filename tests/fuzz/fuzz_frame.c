@@ -259,7 +259,7 @@ static void diff_mode(const uint8_t *data, size_t size)
             harmful = harmful || strstr(buf, "@PTV");
             break;
         case 10: /* forged: a byte changed and the line CRC made to fit (once) */
-            if (!forged && n > 12) {
+            if (!forged && n > 20) {
                 s[6 + at % (n - 15)] = (char)(take(&in, 1) | 0x20);
                 recrc(s);
                 mut.real[i] = false;

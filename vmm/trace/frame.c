@@ -394,10 +394,17 @@ static int take_block(struct frame_enc *e, unsigned stream, uint64_t off, const 
         return -1;
     }
     k = n < FRAME_BLOCK ? n : FRAME_BLOCK;
-    e->b_crc = frame_crc32(0, p, k);
-    if (off == s->crc_pos) {
-        s->crc = frame_crc32(s->crc, p, k);
+    if (off == s->crc_pos) { /* the block's CRC and the stream's in one pass */
+        uint32_t a = ~0u, b = ~s->crc;
+        for (size_t i = 0; i < k; i++) {
+            a = crc_table[(a ^ p[i]) & 0xff] ^ (a >> 8);
+            b = crc_table[(b ^ p[i]) & 0xff] ^ (b >> 8);
+        }
+        e->b_crc = ~a;
+        s->crc = ~b;
         s->crc_pos += k;
+    } else {
+        e->b_crc = frame_crc32(0, p, k);
     }
     c = lz4w_compress(p, k, e->blk, k - 1, &e->hash);
     e->b_lz4 = c != 0;

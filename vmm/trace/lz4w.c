@@ -13,7 +13,8 @@
  *     least 12 bytes before the end (so a block shorter than 13 bytes is all literals).
  * This encoder is greedy: at each position it looks up the last position with the same
  * 4 bytes (one hash table slot), takes the match if the bytes agree, extends it backwards
- * over pending literals and forwards as far as the rules allow.
+ * over pending literals and forwards as far as the rules allow.  After 32 misses in a row it
+ * looks at every second position, after 64 every third... (incompressible data costs less).
  */
 #include "trace/lz4w.h"
 
@@ -84,7 +85,7 @@ size_t lz4w_compress(const uint8_t *src, size_t n, uint8_t *dst, size_t cap, str
 {
     uint8_t *op = dst;
     const uint8_t *end = dst + cap;
-    size_t ip = 0, anchor = 0;
+    size_t ip = 0, anchor = 0, misses = 0;
 
     if (n == 0 || n > LZ4W_MAX_INPUT)
         return 0;
@@ -99,9 +100,10 @@ size_t lz4w_compress(const uint8_t *src, size_t n, uint8_t *dst, size_t cap, str
             h->pos[slot] = (uint16_t)ip;
             /* slot 0 doubles as "empty": position 0 is then only found by a real compare */
             if (cand >= ip || ip - cand > MAX_DISTANCE || read32(src + cand) != v) {
-                ip++;
+                ip += 1 + (misses++ >> 5); /* incompressible stretches: look less often */
                 continue;
             }
+            misses = 0;
             size_t len = MIN_MATCH;
             while (ip + len < match_end && src[cand + len] == src[ip + len])
                 len++;
