@@ -1401,7 +1401,7 @@ static int run(const struct opts *o, char *why, size_t whylen)
     struct stat sb;
     off_t total = 0, done = 0;
     bool tty = isatty(2), shown = false;
-    double t_last = now_s();
+    double t_start = now_s(), t_last = t_start;
     int last_pct = -1, status, i;
 
     in = strcmp(o->log, "-") ? fopen(o->log, "rb") : stdin;
@@ -1432,11 +1432,12 @@ static int run(const struct opts *o, char *why, size_t whylen)
         if (line[n - 1] == '\n')
             n--;
         fx_line(x, line, (size_t)n, ++ln, console);
-        /* progress on long logs: each second on a terminal, else each 10% */
-        if (!o->quiet && total > (8 << 20) && (ln & 0xfff) == 0) {
+        /* progress once a read takes more than a second: each second on a terminal, else
+         * each 10% */
+        if (!o->quiet && total && (ln & 0xfff) == 0) {
             int pct = (int)(100.0 * (double)done / (double)total);
             double t = now_s();
-            if (tty ? t - t_last >= 1.0 : pct / 10 != last_pct / 10) {
+            if (t - t_start >= 1.0 && (tty ? t - t_last >= 1.0 : pct / 10 != last_pct / 10)) {
                 fprintf(stderr, "%sextract: %d%% (%.1f of %.1f MB, %lu lines, %lu frames)%s",
                         tty ? "\r" : "", pct, (double)done / 1e6, (double)total / 1e6, ln,
                         x->frame_lines, tty ? "" : "\n");
