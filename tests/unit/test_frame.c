@@ -926,6 +926,40 @@ static void test_resume(void **state)
     lines_free(&L);
 }
 
+/* a resumed pass cut at other block boundaries: blocks overlap; where they agree the dump is
+ * whole, where they disagree (the ring changed in between) both are dropped, never one picked */
+static void test_overlap(void **state)
+{
+    struct spec s = std_spec(100000), t;
+    struct lines L = {0};
+    struct fx *x;
+    char *r;
+
+    (void)state;
+    encode(&L, &s, 0, true);
+    encode(&L, &s, 5 * FRAME_BLOCK + 100, true);
+    x = read_lines(&L);
+    if (fx_status(x, 0) != 0)
+        fail_msg("%s", report(x, 0));
+    check_spec(x, 0, &s, true);
+    fx_free(x);
+    lines_free(&L);
+
+    t = s;
+    t.trace = T + 1; /* the same metadata, other bytes */
+    encode(&L, &s, 0, true);
+    encode(&L, &t, 5 * FRAME_BLOCK + 100, true);
+    x = read_lines(&L);
+    r = report(x, 0);
+    assert_int_equal(fx_status(x, 0), 2);
+    check_spec(x, 0, &s, false);
+    assert_has(r, "disagree where they overlap; both dropped");
+    assert_has(r, "trace: bytes 0x5000..");
+    free(r);
+    fx_free(x);
+    lines_free(&L);
+}
+
 /* several dumps, CPUs and boots in one log */
 static void test_many(void **state)
 {
@@ -1490,9 +1524,9 @@ int main(void)
         cmocka_unit_test(test_truncated),   cmocka_unit_test(test_corrupted),
         cmocka_unit_test(test_lost_frames), cmocka_unit_test(test_forged),
         cmocka_unit_test(test_dup_reorder), cmocka_unit_test(test_resume),
-        cmocka_unit_test(test_many),        cmocka_unit_test(test_big_records),
-        cmocka_unit_test(test_misuse),      cmocka_unit_test(test_cli),
-        cmocka_unit_test(test_figures),
+        cmocka_unit_test(test_overlap),     cmocka_unit_test(test_many),
+        cmocka_unit_test(test_big_records), cmocka_unit_test(test_misuse),
+        cmocka_unit_test(test_cli),         cmocka_unit_test(test_figures),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -662,6 +662,8 @@ static void assemble(struct sect *s, unsigned k)
                 "; dropped",
                 s->dump, s->cpu, nb, b->off, b->raw, st->len);
             b->state = BLK_DROPPED;
+            free(b->data); /* out of every comparison below */
+            b->data = NULL;
         } else if (b->state == BLK_PARTIAL) {
             say(&s->msgs, b->line1, false,
                 "dump %u cpu %u %s: block 0x%" PRIx64 "+0x%x incomplete: %u of %u encoded bytes "
@@ -672,7 +674,7 @@ static void assemble(struct sect *s, unsigned k)
     /* blocks that disagree where they overlap are both dropped */
     for (size_t i = 0; i < st->n; i++) {
         struct blk *b = st->b[i];
-        if (b->state == BLK_DROPPED && !b->data)
+        if (!b->data)
             continue;
         for (size_t j = i; j-- > 0;) {
             struct blk *a = st->b[j];
