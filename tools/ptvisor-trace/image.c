@@ -436,43 +436,66 @@ static int read_elf(uint8_t *buf, size_t size, const struct pt_asid *asid, uint6
 
 /* ---- snapshots vs ELF bytes ---- */
 
-static bool asid_overlap(uint64_t a, uint64_t b)
-{
-    return a == PTT_CR3_ANY || b == PTT_CR3_ANY || a == b;
-}
-
 struct span {
-    uint64_t va, end, cr3;
-    unsigned idx;
+    uint64_t va, last, cr3; /* last: the snapshot's last byte (va + len may be 2^64) */
 };
 
-static int span_cmp(const void *a, const void *b)
+static int span_va_cmp(const void *a, const void *b)
 {
     const struct span *x = a, *y = b;
 
-    if (x->va != y->va)
-        return x->va < y->va ? -1 : 1;
-    return x->idx < y->idx ? -1 : x->idx > y->idx;
+    return x->va < y->va ? -1 : x->va > y->va;
 }
 
-/* snapshots that overlap an earlier one in the same address space (libipt: the later one
- * wins there); counted, for one warning */
+static int span_cr3_cmp(const void *a, const void *b)
+{
+    const struct span *x = a, *y = b;
+
+    if (x->cr3 != y->cr3)
+        return x->cr3 < y->cr3 ? -1 : 1;
+    return span_va_cmp(a, b);
+}
+
+/* snapshots that overlap another one in the same address space (libipt: the one added later
+ * is used there), counted for one warning; O(n log n) */
 static unsigned snap_overlaps(const struct ptt_dump *d)
 {
     struct span *sp = malloc((d->nsnap + 1) * sizeof(*sp));
     unsigned n = 0;
+    uint64_t last_all = 0, last_any = 0;
+    bool have_all = false, have_any = false;
 
     if (!sp)
         return 0;
     for (unsigned i = 0; i < d->nsnap; i++)
-        sp[i] = (struct span){d->snap[i].va, d->snap[i].va + d->snap[i].len, d->snap[i].cr3, i};
-    qsort(sp, d->nsnap, sizeof(*sp), span_cmp);
-    for (unsigned i = 0; i < d->nsnap; i++)
-        for (unsigned j = i + 1; j < d->nsnap && sp[j].va < sp[i].end; j++)
-            if (asid_overlap(sp[i].cr3, sp[j].cr3)) {
-                n++;
-                break;
-            }
+        sp[i] = (struct span){d->snap[i].va, d->snap[i].va + (d->snap[i].len - 1), d->snap[i].cr3};
+    /* by address: an "any" snapshot against everything before it, a CR3 one against the
+     * "any" ones before it */
+    qsort(sp, d->nsnap, sizeof(*sp), span_va_cmp);
+    for (unsigned i = 0; i < d->nsnap; i++) {
+        bool any = sp[i].cr3 == PTT_CR3_ANY;
+        if (any ? have_all && sp[i].va <= last_all : have_any && sp[i].va <= last_any)
+            n++;
+        if (!have_all || sp[i].last > last_all)
+            last_all = sp[i].last;
+        have_all = true;
+        if (any && (!have_any || sp[i].last > last_any))
+            last_any = sp[i].last;
+        have_any |= any;
+    }
+    /* within one CR3 */
+    qsort(sp, d->nsnap, sizeof(*sp), span_cr3_cmp);
+    last_all = d->nsnap ? sp[0].last : 0;
+    for (unsigned i = 1; i < d->nsnap; i++) {
+        if (sp[i].cr3 == PTT_CR3_ANY || sp[i].cr3 != sp[i - 1].cr3) {
+            last_all = sp[i].last;
+            continue;
+        }
+        if (sp[i].va <= last_all)
+            n++;
+        if (sp[i].last > last_all)
+            last_all = sp[i].last;
+    }
     free(sp);
     return n;
 }
