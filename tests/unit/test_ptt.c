@@ -972,7 +972,7 @@ static void test_two_cpus(void **state)
     assert_non_null(strstr(text, "\n[000]  "));
     assert_non_null(strstr(text + strlen(text) / 2 + 1, "\n[002]  "));
     assert_null(strstr(text + strlen(text) / 2 + 64, "\n[000]  "));
-    assert_non_null(strstr(err, "1 snapshot overlap"));
+    assert_non_null(strstr(err, "1 snapshot overlaps another"));
     assert_int_equal(count_lines(err), 1);
     decoded_free(&d);
     free(text);

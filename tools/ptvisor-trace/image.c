@@ -648,9 +648,9 @@ int ptt_image_build(struct ptt_image *im, const struct ptt_dump *d, const struct
     }
     if ((n = snap_overlaps(d)))
         ptt_warn(o,
-                 "%u snapshot%s overlap an earlier one in the same address space: the later "
-                 "one in the list is used there",
-                 n, n == 1 ? "" : "s");
+                 "%u snapshot%s another in the same address space: the one listed later is "
+                 "used there",
+                 n, n == 1 ? " overlaps" : "s overlap");
     if (build_elfs(im, d, o, err, errlen) != 0)
         return -1;
     ptt_syms_finish(&im->syms);
