@@ -425,9 +425,28 @@ static void test_decode_cr3(void **state)
     decoded_free(&d);
     free(text);
     free(err);
-    /* the same snapshots for another address space: nothing may decode silently */
+    /* the CR3 as the VMM may list it, with PCID bits and bit 63: the same address space */
     path = xasprintf("%s/snapshots", dump_cr3);
     list = slurp(path, NULL);
+    char *pcid = malloc(strlen(list) * 2 + 1), *q = pcid;
+    for (const char *p = list; *p;)
+        if (!strncmp(p, " 2000 ", 6)) {
+            q += sprintf(q, " 8000000000002007 ");
+            p += 6;
+        } else {
+            *q++ = *p++;
+        }
+    *q = 0;
+    spit(path, pcid, strlen(pcid));
+    text = decode(dump_cr3, "", &d, &err, &rc);
+    assert_int_equal(rc, 0);
+    assert_int_equal(d.n, t2.n);
+    assert_int_equal(d.gaps, 0);
+    decoded_free(&d);
+    free(text);
+    free(err);
+    free(pcid);
+    /* the same snapshots for another address space: nothing may decode silently */
     char *bad = strdup(list);
     for (char *p = bad; (p = strstr(p, " 2000 "));)
         memcpy(p, " 3000 ", 6);

@@ -434,6 +434,10 @@ static int read_elf(uint8_t *buf, size_t size, const struct pt_asid *asid, uint6
     return (int)n;
 }
 
+/* the CR3 bits a PIP packet carries (SDM Vol. 3C 33.4.2.7: CR3[51:5]); a snapshot's CR3 may
+ * come with PCID or flag bits below 5 and bit 63, which libipt's address space never has */
+#define PIP_CR3_MASK 0x000fffffffffffe0ull
+
 /* ---- snapshots vs ELF bytes ---- */
 
 struct span {
@@ -468,7 +472,9 @@ static unsigned snap_overlaps(const struct ptt_dump *d)
     if (!sp)
         return 0;
     for (unsigned i = 0; i < d->nsnap; i++)
-        sp[i] = (struct span){d->snap[i].va, d->snap[i].va + (d->snap[i].len - 1), d->snap[i].cr3};
+        sp[i] = (struct span){d->snap[i].va, d->snap[i].va + (d->snap[i].len - 1),
+                              d->snap[i].cr3 == PTT_CR3_ANY ? PTT_CR3_ANY
+                                                            : d->snap[i].cr3 & PIP_CR3_MASK};
     /* by address: an "any" snapshot against everything before it, a CR3 one against the
      * "any" ones before it */
     qsort(sp, d->nsnap, sizeof(*sp), span_va_cmp);
@@ -637,8 +643,8 @@ int ptt_image_build(struct ptt_image *im, const struct ptt_dump *d, const struct
         int isid, r;
 
         pt_asid_init(&asid);
-        if (s->cr3 != PTT_CR3_ANY)
-            asid.cr3 = s->cr3;
+        if (s->cr3 != PTT_CR3_ANY) /* as a PIP carries it: CR3[51:5] (SDM 33.4.2.7) */
+            asid.cr3 = s->cr3 & PIP_CR3_MASK;
         isid = pt_iscache_add_file(isc, s->path, 0, s->len, s->va);
         r = isid < 0 ? isid : pt_image_add_cached(im->pt, isc, isid, &asid);
         if (r < 0) {
