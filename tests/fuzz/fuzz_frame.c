@@ -3,8 +3,10 @@
  * The serial frame reader (tools/ptvisor-trace/frame_dec.c, extract.c) under two kinds of
  * input, chosen by the first byte:
  *
- *  - even: the rest is a serial log, fed line by line to the extractor core and to the line,
- *    record and block decoders directly.  No crash, no UB, no unbounded memory.
+ *  - 0 or 2 (mod 4): the rest is a serial log, fed line by line to the extractor core and to
+ *    the line, record and block decoders directly.  No crash, no UB, no unbounded memory.
+ *    With 2, every line holding "@PTV" gets a valid line CRC appended first, so that the
+ *    fuzzer reaches the field checks, records, blocks and dumps behind the CRC.
  *
  *  - odd: a differential.  The VMM's encoder (vmm/trace/frame.c) dumps streams made from the
  *    input; the input then mutates the lines (bytes changed, inserted, deleted, lines cut,
@@ -17,6 +19,7 @@
  *      - one mutation may be "forged": a header byte changed and the line CRC recomputed, as
  *        an adversary could; then a dump said to be complete must still be exact.
  */
+#define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,9 +39,10 @@ static void fail(const char *what)
 
 /* ---- arbitrary text ---- */
 
-static void text_mode(const uint8_t *p, size_t n)
+static void text_mode(const uint8_t *p, size_t n, bool add_crc)
 {
     static struct frame_line f;
+    static char buf[4096];
     struct fx *x = fx_new();
     unsigned long ln = 0;
 
@@ -46,6 +50,18 @@ static void text_mode(const uint8_t *p, size_t n)
         const uint8_t *e = memchr(p + i, '\n', n - i);
         size_t len = e ? (size_t)(e - (p + i)) : n - i;
         const char *s = (const char *)p + i;
+        const char *at = memmem(s, len, "@PTV", 4);
+        if (add_crc && at && len + 9 < sizeof(buf)) {
+            memcpy(buf, s, len);
+            buf[len] = ' ';
+            snprintf(buf + len + 1, 9, "%08x",
+                     frame_crc32(0, buf + (at - s), (size_t)(s + len - at) + 1));
+            i += len + (e ? 1 : 0);
+            s = buf;
+            len += 9;
+        } else {
+            i += len + (e ? 1 : 0);
+        }
         fx_line(x, s, len, ++ln, devnull);
         enum frame_kind k = frame_parse(s, len, &f);
         if (k == FRAME_DATA && ((uint64_t)f.pos + f.plen > f.enclen || f.enclen > f.rawlen ||
@@ -61,7 +77,6 @@ static void text_mode(const uint8_t *p, size_t n)
             frame_meta_parse(body, 1, &m, why, sizeof(why));
             frame_end_parse(body, 1, &r, why, sizeof(why));
         }
-        i += len + (e ? 1 : 0);
     }
     fx_finish(x);
     fx_list(x, devnull);
@@ -333,6 +348,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (data[0] & 1)
         diff_mode(data + 1, size - 1);
     else
-        text_mode(data + 1, size - 1);
+        text_mode(data + 1, size - 1, data[0] & 2);
     return 0;
 }
