@@ -425,7 +425,7 @@ static const char decode_help[] =
     "    one line per taken branch (as --itrace=b): [CPU]  FROM SYM (FILE) => TO SYM (FILE).\n"
     "    Where the decoder loses the flow (a decode error, a range lost in transit, an\n"
     "    overflow) a marked line says why and where; decoding goes on at the next PSB:\n"
-    "        [CPU]  [gap: CAUSE at offset 0xOFF]\n"
+    "        [CPU]  [gap: CAUSE at offset 0xOFF]      (OFF: in DIR/cpuN.pt)\n"
     "\n"
     "OPTIONS\n"
     "    -e FILE[@BASE]  code and symbols of a guest program or library (repeatable)\n"
