@@ -230,11 +230,13 @@ static enum frame_kind parse_record(struct frame_line *f, struct tok *t, int nt,
         return bad(f, "record part is not i/n with 1 <= i <= n <= 0x400");
     f->part = (unsigned)i;
     f->nparts = (unsigned)n;
-    for (size_t k = bodyoff; k < bodylen; k++)
-        if (body[k] < 0x21 && body[k] != ' ')
-            return bad(f, "record with a control character");
-        else if ((unsigned char)body[k] > 0x7e)
+    for (size_t k = bodyoff; k < bodylen; k++) {
+        unsigned char c = (unsigned char)body[k];
+        if (c > 0x7e)
             return bad(f, "record with a non-ASCII character");
+        if (c < 0x21 && c != ' ')
+            return bad(f, "record with a control character");
+    }
     memcpy(f->body, body + bodyoff, bodylen - bodyoff);
     f->body[bodylen - bodyoff] = 0;
     return f->kind;
