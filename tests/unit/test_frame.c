@@ -420,7 +420,7 @@ static void test_b85(void **state)
         char c = FRAME_B85_ALPHABET[i];
         assert_true(c > 0x20 && c < 0x7f);
         assert_null(strchr("@\"'`\\<>&$", c));
-        assert_null(strchr(FRAME_B85_ALPHABET + i + 1, c));
+        assert_null(strchr(&FRAME_B85_ALPHABET[i + 1], c));
     }
     /* vectors (Python: base64.b85encode, then translated to this alphabet) */
     assert_int_equal(frame_b85_decode("00000", 5, out), 4);
