@@ -147,9 +147,14 @@ static int ring_alloc(struct vcpu *v)
  * the tracer counts an emulated instruction itself, a second #DB before the next instruction
  * would read as a step that did not move.
  */
+bool trace_vmx_tf(void)
+{
+    return vmm_cfg->trace_sw == PTV_SW_TRACE_TF;
+}
+
 static void tf_arm(struct vcpu *v)
 {
-    if (!v->trace_tf)
+    if (!trace_vmx_tf())
         return;
     uint64_t fl = vmcs_readl(GUEST_RFLAGS);
     if (!(fl & RFLAGS_TF))
@@ -162,7 +167,7 @@ static void tf_arm(struct vcpu *v)
 static void stepping_off(struct vcpu *v)
 {
     v->trace_stepping = false;
-    if (v->trace_tf)
+    if (trace_vmx_tf())
         vmcs_writel(GUEST_RFLAGS, vmcs_readl(GUEST_RFLAGS) & ~RFLAGS_TF);
     vcpu_mtf_update(v);
 }
@@ -171,7 +176,7 @@ bool trace_vmx_db_exit(struct vcpu *v, uint64_t qual)
 {
     if (!v->trace_tf_used || !(qual & PENDING_DBG_BS) || (qual & 0xf))
         return false; /* not a single step, or a hardware breakpoint too: the guest's */
-    if (v->trace_stepping && v->trace_tf) {
+    if (v->trace_stepping && trace_vmx_tf()) {
         v->trace_mtf_seen = true; /* one instruction ran: as an MTF exit */
         return true;
     }
@@ -234,8 +239,11 @@ static int sw_start(struct vcpu *v, uint32_t flags, uint64_t cr3, uint64_t lo, u
     t->ring.stop_on_full = !vmm_cfg->trace_wrap;
     t->pending_start = true; /* starts after this VMCALL (trace_vmx_before_entry) */
     v->trace_stepping = true;
-    v->trace_tf = vmm_cfg->trace_sw == PTV_SW_TRACE_TF;
-    v->trace_tf_used |= v->trace_tf;
+    if (trace_vmx_tf() && !v->trace_tf_used) {
+        /* once: from now on a TF a pushed frame carried out of a window is cleared at its #DB */
+        v->trace_tf_used = true;
+        vmcs_write32(EXCEPTION_BITMAP, 1u << DB_VECTOR);
+    }
     v->trace_mtf_seen = false;
     vcpu_mtf_update(v);
     return 0;

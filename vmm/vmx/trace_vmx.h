@@ -29,6 +29,9 @@ uint64_t trace_vmx_bytes(struct vcpu *v, uint64_t off, void *buf, uint64_t len);
 int trace_vmx_read(struct vcpu *v, uint64_t gpa, uint64_t len, uint64_t off, uint64_t *copied,
                    uint64_t *oldest, uint64_t *written);
 
+/* sw_trace = tf: the tracer steps with RFLAGS.TF and #DB exits instead of MTF */
+bool trace_vmx_tf(void);
+
 /* a #DB exit (qualification = its DR6 bits): true when it was the tracer's own single step
  * (sw_trace = tf) and is consumed; false: the guest's, deliver it */
 bool trace_vmx_db_exit(struct vcpu *v, uint64_t qual);

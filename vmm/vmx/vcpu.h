@@ -87,8 +87,7 @@ struct vcpu {
     bool nmi_stepping;        /* MTF armed to deliver an NMI owed from root (vmx_run.c) */
     bool trace_stepping;      /* MTF armed by the software tracer (trace_vmx.c) */
     bool trace_mtf_seen;      /* an MTF exit came since the tracer's last look */
-    bool trace_tf;            /* sw_trace = tf: the tracer steps with RFLAGS.TF + #DB exits */
-    bool trace_tf_used;       /* TF stepping ran: #DB stays intercepted (stale frames' TF) */
+    bool trace_tf_used;       /* sw_trace = tf stepping ran: #DB intercepted from then on */
     struct trace_vcpu *trace; /* this vCPU's trace ring and tracer (NULL until used) */
     /* CR0/CR4 bits the VMM owns (fixed by VMX): guest sees the read shadows */
     uint64_t cr0_fixed0, cr0_fixed1, cr4_fixed0, cr4_fixed1;

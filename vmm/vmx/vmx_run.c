@@ -66,9 +66,8 @@ bool vcpu_code64(void)
  */
 void vcpu_mtf_update(struct vcpu *v)
 {
-    bool on = v->nmi_stepping || (v->trace_stepping && !v->trace_tf);
-    if (v->trace_tf_used) /* sw_trace = tf steps with #DB exits (trace_vmx.c) */
-        vmcs_write32(EXCEPTION_BITMAP, 1u << DB_VECTOR);
+    /* sw_trace = tf steps with #DB exits instead (trace_vmx.c) */
+    bool on = v->nmi_stepping || (v->trace_stepping && !trace_vmx_tf());
     uint32_t proc = vmcs_read32(CPU_BASED_VM_EXEC_CONTROL);
     uint32_t want = on ? proc | CPU_BASED_MONITOR_TRAP_FLAG : proc & ~CPU_BASED_MONITOR_TRAP_FLAG;
     if (want != proc)
