@@ -3,7 +3,8 @@
 # (PT_CORE_SRCS, PT_TOPA_SRCS) are known here.
 
 VMM_CORE_SRCS := $(wildcard vmm/*.c vmm/lib/*.c vmm/vmx/*.c vmm/smp/*.c vmm/trace/*.c) $(wildcard vmm/*.S vmm/vmx/*.S)
-VMM_SRCS      := $(VMM_CORE_SRCS) $(EPT_SRCS) $(PT_CORE_SRCS) $(PT_TOPA_SRCS) $(PT_CTRL_SRCS) $(UART_SRCS)
+VMM_SRCS      := $(VMM_CORE_SRCS) $(EPT_SRCS) $(PT_CORE_SRCS) $(PT_TOPA_SRCS) $(PT_CTRL_SRCS) $(UART_SRCS) \
+                 $(LBR_SRCS)
 VMM_OBJS      := $(patsubst %,$(BUILD)/vmm-obj/%.o,$(VMM_SRCS))
 VMM_ELF       := $(BUILD)/vmm/vmm.elf
 
