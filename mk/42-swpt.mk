@@ -17,7 +17,8 @@ fuzz_swpt_LDLIBS := -lipt
 # the generator, decoded by libipt (SKIP where ptrace is not permitted).  swpt_sig is its own
 # tracee with signal handlers, built without sanitizers like any program under test.
 HOST_TESTS += test_swpt_ptrace
-test_swpt_ptrace_SRCS := tests/unit/test_swpt_ptrace.c vmm/trace/x86_class.c $(SWPT_SRCS)
+test_swpt_ptrace_SRCS := tests/unit/test_swpt_ptrace.c tests/unit/ptrace_probe.c vmm/trace/x86_class.c \
+                         $(SWPT_SRCS)
 test_swpt_ptrace_LDLIBS := -lipt
 $(BUILD)/host/test_swpt_ptrace: $(BUILD)/host/swpt_sig
 $(BUILD)/host/swpt_sig: tests/unit/swpt_sig.c

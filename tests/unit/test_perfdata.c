@@ -39,6 +39,8 @@
 
 #include <cmocka.h>
 
+#include "unit/ptrace_probe.h"
+
 #include "trace/swpt.h"
 #include "trace/x86_class.h"
 #include "perfdata.h"
@@ -1013,38 +1015,6 @@ static bool find_perf(void)
     }
     free(dup);
     return false;
-}
-
-static const char *ptrace_unavailable(void)
-{
-    static char why[200];
-    int st;
-    pid_t pid = fork();
-
-    if (pid < 0)
-        return "fork failed";
-    if (pid == 0) {
-        if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) != 0)
-            _exit(99);
-        raise(SIGSTOP);
-        _exit(0);
-    }
-    if (waitpid(pid, &st, 0) != pid)
-        return "waitpid failed";
-    if (WIFEXITED(st)) {
-        snprintf(why, sizeof(why), "PTRACE_TRACEME refused");
-        return why;
-    }
-    if (ptrace(PTRACE_SINGLESTEP, pid, NULL, NULL) != 0) {
-        snprintf(why, sizeof(why), "PTRACE_SINGLESTEP refused: %s", strerror(errno));
-        kill(pid, SIGKILL);
-        waitpid(pid, &st, 0);
-        return why;
-    }
-    waitpid(pid, &st, 0);
-    kill(pid, SIGKILL);
-    waitpid(pid, &st, 0);
-    return NULL;
 }
 
 static void rm_tree(const char *dir)

@@ -35,6 +35,7 @@
 
 #include "trace/swpt.h"
 #include "trace/x86_class.h"
+#include "unit/ptrace_probe.h"
 #include "unit/swpt_dec.h"
 
 #define KSYS     0xffffffff81000000ull /* fake kernel: syscall entry */
@@ -553,40 +554,6 @@ static void test_summary(void **state)
         total.step_s * 1e6 / (double)total.steps, total.decode_s,
         total.decode_s * 1e9 / (double)total.insns);
     assert_true(total.insns >= 1000000);
-}
-
-/* can this process trace a child here?  NULL, or why not */
-static const char *ptrace_unavailable(void)
-{
-    static char why[200];
-    int st;
-    pid_t pid = fork();
-
-    if (pid < 0)
-        return "fork failed";
-    if (pid == 0) {
-        if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) != 0)
-            _exit(errno == EPERM ? 99 : 98);
-        raise(SIGSTOP);
-        _exit(0);
-    }
-    if (waitpid(pid, &st, 0) != pid)
-        return "waitpid failed";
-    if (WIFEXITED(st)) {
-        snprintf(why, sizeof(why), "PTRACE_TRACEME refused (%s)",
-                 WEXITSTATUS(st) == 99 ? "EPERM: no CAP_SYS_PTRACE / seccomp / Yama" : "error");
-        return why;
-    }
-    if (ptrace(PTRACE_SINGLESTEP, pid, NULL, NULL) != 0) {
-        snprintf(why, sizeof(why), "PTRACE_SINGLESTEP refused: %s", strerror(errno));
-        kill(pid, SIGKILL);
-        waitpid(pid, &st, 0);
-        return why;
-    }
-    waitpid(pid, &st, 0);
-    kill(pid, SIGKILL);
-    waitpid(pid, &st, 0);
-    return NULL;
 }
 
 int main(int argc, char **argv)
