@@ -96,14 +96,6 @@ static int fail(char *err, size_t errlen, unsigned line, const char *fmt, ...)
     return -1;
 }
 
-static int hexdig(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    c |= 0x20;
-    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
 /* a token: [s, s+n) */
 struct tok {
     const char *s;
@@ -127,7 +119,7 @@ static int parse_hex(struct tok t, bool need_prefix, uint64_t *v)
         return -1;
     *v = 0;
     for (; i < t.n; i++) {
-        int d = hexdig((unsigned char)t.s[i]);
+        int d = ptt_hexdig((unsigned char)t.s[i]);
         if (d < 0)
             return -1;
         *v = *v << 4 | (uint64_t)d;

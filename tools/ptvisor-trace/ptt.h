@@ -88,6 +88,15 @@ struct ptt_dump {
     unsigned nsnap;
 };
 
+/* a hex digit's value (either case), or -1 */
+static inline int ptt_hexdig(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    c |= 0x20;
+    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
 /* dump.c: load DIR (or extract LOG into a temporary directory first); 0, or -1 with a
  * one-line reason in err */
 int ptt_dump_load(const char *dir_or_log, struct ptt_dump *d, char *err, size_t errlen);

@@ -183,14 +183,6 @@ static int map_rank(char t)
     }
 }
 
-static int hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    c |= 0x20;
-    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
 int ptt_syms_add_map_text(struct ptt_syms *y, const char *text, size_t len, const char *name,
                           const char *dso, char *err, size_t errlen)
 {
@@ -215,10 +207,10 @@ int ptt_syms_add_map_text(struct ptt_syms *y, const char *text, size_t len, cons
         if (n == 0)
             continue;
         /* ADDR: 1..16 hex digits */
-        while (i < n && hexval((unsigned char)p[i]) >= 0) {
+        while (i < n && ptt_hexdig((unsigned char)p[i]) >= 0) {
             if (++digits > 16)
                 break;
-            addr = addr << 4 | (uint64_t)hexval((unsigned char)p[i++]);
+            addr = addr << 4 | (uint64_t)ptt_hexdig((unsigned char)p[i++]);
         }
         if (digits == 0 || digits > 16 || i + 3 > n || p[i] != ' ' || p[i + 2] != ' ') {
             snprintf(err, errlen, "%s:%u: not a System.map line (ADDR TYPE NAME)", name, line);
