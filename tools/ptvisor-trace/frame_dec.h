@@ -125,6 +125,9 @@ void fx_line(struct fx *x, const char *s, size_t n, unsigned long lineno, FILE *
 /* after the last line: group sections into dumps, assemble every stream */
 void fx_finish(struct fx *x);
 unsigned fx_ndumps(const struct fx *x);
+/* frame lines read so far (progress); dump i's id */
+unsigned long fx_frame_lines(const struct fx *x);
+uint32_t fx_dump_id(const struct fx *x, unsigned i);
 /* status of dump i: 0 complete, 2 incomplete but usable, 1 nothing usable */
 int fx_status(const struct fx *x, unsigned i);
 /* the index of the last dump with id `dump_id`, or of the last dump (dump_id < 0); -1: none */
