@@ -1,7 +1,7 @@
 # ptvisor-trace perf (issue 10): the dump as a perf.data that Debian's perf decodes with its own
-# Intel PT decoder.  tools/ptvisor-trace/perfdata.c is the format (writer, reader, code ELF
-# files); perf.c the plan from a dump and the command; both built into the tool by mk/46's
-# wildcard.
+# Intel PT decoder.  tools/ptvisor-trace/perfdata.c writes the format (and the code ELF files),
+# perfdata_read.c reads it back for the checks; perf.c the plan from a dump and the command;
+# all built into the tool by mk/46's wildcard.
 #
 # test_perfdata single-steps real programs with ptrace through the VMM's classifier and software
 # PT generator, writes dump directories, exports them with the sanitized tool and runs
@@ -11,6 +11,7 @@
 # SKIP when perf is not installed or ptrace is refused.  Prints "BENCH perf-script-decode".
 
 test_perfdata_SRCS   := tests/unit/test_perfdata.c tests/unit/ptrace_probe.c tools/ptvisor-trace/perfdata.c \
+                        tools/ptvisor-trace/perfdata_read.c \
                         vmm/trace/swpt.c vmm/pt/pt_pkt.c vmm/trace/x86_class.c
 test_perfdata_CFLAGS := -Itools/ptvisor-trace
 $(eval $(call HOST_TEST_template,test_perfdata))
