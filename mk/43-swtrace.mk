@@ -3,7 +3,7 @@
 # unchanged into this host test, which joins them to the classifier and the packet generator
 # and decodes the result with libipt (tests/unit/swpt_dec.c).
 HOST_TESTS += test_swtrace
-test_swtrace_SRCS := tests/unit/test_swtrace.c vmm/trace/swtrace.c vmm/trace/gwalk.c \
+test_swtrace_SRCS := tests/unit/test_swtrace.c vmm/trace/swtrace.c vmm/trace/gwalk.c vmm/trace/bcache.c \
                      vmm/trace/x86_class.c $(SWPT_SRCS)
 test_swtrace_LDLIBS := -lipt
 

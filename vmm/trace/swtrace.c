@@ -10,17 +10,12 @@ static uint64_t ip_wrap(uint64_t ip, enum x86_code_size cs)
 /* read and classify the instruction at c->rip (the bytes that are about to run) */
 static void fetch(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c)
 {
-    uint8_t code[X86_MAX_INSN];
-    unsigned got = 0;
     uint64_t lin = c->ctx.cs == X86_CODE64 ? c->rip : (c->cs_base + c->rip) & 0xffffffffu;
 
     t->ip = c->rip;
     t->cs_sel = c->cs_sel;
     t->ctx = c->ctx;
-    /* the instruction may end before a page the guest has not mapped: classify what
-     * could be read, X86_E_SHORT says whether that was enough */
-    gw_read(m, &c->paging, lin, code, sizeof(code), &got);
-    t->valid = got && x86_classify(code, got, c->ctx.cs, &t->insn) == 0;
+    t->valid = bc_fetch(&t->bc, m, &c->paging, lin, c->ctx.cs, &t->insn);
     if (!t->valid)
         t->st.unreadable++;
 }
@@ -109,7 +104,8 @@ static void account(struct swtrace *t, const struct gw_mem *m, const struct swtr
         swpt_event(&t->pt, saved, c->rip, &c->ctx, c->tsc);
         return;
     }
-    t->st.lost++; /* the instruction at t->ip may or may not have run: the gap starts there */
+    t->st.lost++;     /* the instruction at t->ip may or may not have run: the gap starts there */
+    bc_flush(&t->bc); /* whatever happened unseen may have changed paging too */
     swpt_gap(&t->pt, t->ip, c->rip, &c->ctx, c->tsc);
 }
 
@@ -120,6 +116,7 @@ void swtrace_start(struct swtrace *t, const struct swpt_cfg *cfg, struct swpt_ri
     t->budget = budget;
     t->budget_used = false;
     t->on = true;
+    bc_init(&t->bc, !t->nocache);
     swpt_start(&t->pt, cfg, ring, &c->ctx, c->rip, c->tsc);
     fetch(t, m, c);
 }
@@ -140,6 +137,8 @@ bool swtrace_observe(struct swtrace *t, const struct gw_mem *m, const struct swt
             return true;
     }
     account(t, m, c);
+    if (t->valid)
+        bc_retired(&t->bc, &t->insn); /* MOV CR3, INVLPG...: translations are stale */
     fetch(t, m, c);
     if (t->budget && t->st.steps >= t->budget) {
         swtrace_stop(t);

@@ -10,7 +10,9 @@
  * Per observation the vCPU state is the architectural state before the next
  * instruction.  The instruction about to run is classified from its code bytes,
  * read through guest paging and EPT *before* it runs (so the trace names the bytes
- * that ran, even for self-modifying code).  When control did not go where that
+ * that ran, even for self-modifying code), through a cache of translations and
+ * decoded instructions that never answers otherwise than a fresh walk and decode
+ * would (vmm/trace/bcache.h says when it forgets what).  When control did not go where that
  * instruction can send it, or went to an event handler, an event is recognised
  * from the frame the CPU pushed (saved RIP, CS, RFLAGS with bit 1 set):
  *   saved RIP == the instruction's IP: the event came before it (fault,
@@ -25,6 +27,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "trace/bcache.h"
 #include "trace/gwalk.h"
 #include "trace/swpt.h"
 #include "trace/x86_class.h"
@@ -60,6 +63,11 @@ struct swtrace {
     bool valid; /* its bytes were read and classified */
     struct x86_insn insn;
     struct swtrace_stats st;
+    /* code bytes are fetched and decoded through a cache (bcache.h), emptied at every
+     * swtrace_start; nocache (set before swtrace_start; 0 in a zeroed struct) turns it
+     * off: the differential tests and the bench compare both */
+    bool nocache;
+    struct bcache bc;
 };
 
 /* open a window with the vCPU about to run c->rip; budget 0 = until swtrace_stop */

@@ -403,6 +403,9 @@ int x86_classify(const uint8_t *code, size_t avail, enum x86_code_size cs, struc
                 return X86_E_INVALID;
             br = grp5[reg];
         }
+    } else if (map == 2) {
+        if (op == 0x82 && p66 && mod != 3)
+            flags |= X86_F_INVLPG; /* INVPCID r, m128 (Vol. 2B INVPCID) */
     } else if (map == 1) {
         if (op >= 0x80 && op <= 0x8f)
             br = X86_BR_JCC;
@@ -423,6 +426,8 @@ int x86_classify(const uint8_t *code, size_t avail, enum x86_code_size cs, struc
                 br = X86_BR_VMX;
             else if (m == 0xc9 || m == 0xfb)
                 flags |= X86_F_HLT;
+            else if ((reg == 7 && mod != 3) || m == 0xdf || m == 0xfe)
+                flags |= X86_F_INVLPG; /* INVLPG m; AMD INVLPGA, INVLPGB */
         } else if (op == 0x22) {
             flags |= X86_F_MOV_CR;
             if (reg == 3 && !(rex & 4))

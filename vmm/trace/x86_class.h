@@ -63,11 +63,14 @@ enum x86_branch {
 #define X86_F_OPSIZE16 (1u << 3) /* effective operand size 16 (direct targets wrap at 64 KiB) */
 #define X86_F_OPSIZE32 (1u << 4) /* effective operand size 32 (targets wrap at 4 GiB) */
 #define X86_F_HLT      (1u << 5) /* HLT, MWAIT: may wait for an event */
+#define X86_F_INVLPG   (1u << 6) /* INVLPG, INVPCID, INVLPGA, INVLPGB: drops TLB entries */
 /* OPSIZE16 / OPSIZE32 are set on instructions with a branch class other than NONE, UD
  * and VMX; neither on near branches in 64-bit mode (64-bit, 66 ignored as on Intel).
  * XBEGIN / XEND are NONE (a TSX abort is asynchronous in PT terms); REP is set only on
  * the string instructions (6C-6F, A4-A7, AA-AF) with an F2 / F3 prefix; MWAITX (AMD)
- * also sets HLT. */
+ * also sets HLT.  INVLPG is the memory form of 0F 01 /7; INVLPGA (0F 01 DF) and INVLPGB
+ * (0F 01 FE) are AMD's; INVPCID is 66 0F 38 82 (memory form): the tracer's translation
+ * cache (vmm/trace/bcache.h) forgets its translations after any of them. */
 
 #define X86_MAX_INSN 15
 

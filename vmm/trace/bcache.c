@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: MIT */
+/* The software tracer's decode cache (bcache.h: the invalidation rule is there). */
+#include "trace/bcache.h"
+#include "lib/ptv_string.h"
+
+void bc_init(struct bcache *bc, bool on)
+{
+    memset(bc, 0, sizeof(*bc));
+    bc->off = !on;
+}
+
+void bc_flush(struct bcache *bc)
+{
+    memset(bc->tlb, 0, sizeof(bc->tlb));
+    bc->st.flushes++;
+}
+
+void bc_retired(struct bcache *bc, const struct x86_insn *in)
+{
+    if (in->flags & (X86_F_MOV_CR | X86_F_MOV_CR3 | X86_F_INVLPG))
+        bc_flush(bc);
+}
+
+/* the translations are kept only under the exact paging state they were made in */
+static void check_key(struct bcache *bc, const struct gw_paging *p)
+{
+    if (bc->keyed && bc->key.cr3 == p->cr3 && bc->key.cr0 == p->cr0 && bc->key.cr4 == p->cr4 &&
+        bc->key.efer == p->efer)
+        return;
+    if (bc->keyed)
+        bc_flush(bc);
+    bc->key = *p;
+    bc->keyed = true;
+}
+
+static int translate(struct bcache *bc, const struct gw_mem *m, const struct gw_paging *p,
+                     uint64_t lin, uint64_t *gpa)
+{
+    uint64_t vpn1 = (lin >> 12) + 1;
+    struct bc_tlb_entry *e = &bc->tlb[(lin >> 12) & (BC_TLB_SIZE - 1)];
+    if (e->vpn1 == vpn1) {
+        bc->st.tlb_hits++;
+        *gpa = e->gpa | (lin & 0xfff);
+        return 0;
+    }
+    bc->st.tlb_misses++;
+    int rc = gw_translate(m, p, lin, gpa);
+    if (rc == 0) { /* failed walks are never kept: a page mapped later is seen at once */
+        e->vpn1 = vpn1;
+        e->gpa = *gpa & ~0xfffull;
+    }
+    return rc;
+}
+
+int bc_translate(struct bcache *bc, const struct gw_mem *m, const struct gw_paging *p, uint64_t lin,
+                 uint64_t *gpa)
+{
+    if (bc->off)
+        return gw_translate(m, p, lin, gpa);
+    check_key(bc, p);
+    return translate(bc, m, p, lin, gpa);
+}
+
+/* gw_read through the cached translations (the caller checked the key) */
+static unsigned read_code(struct bcache *bc, const struct gw_mem *m, const struct gw_paging *p,
+                          uint64_t lin, uint8_t *buf, unsigned len)
+{
+    unsigned done = 0;
+    while (done < len) {
+        uint64_t gpa, a = lin + done;
+        unsigned chunk = 4096 - (unsigned)(a & 0xfff);
+        if (chunk > len - done)
+            chunk = len - done;
+        if (translate(bc, m, p, a, &gpa) || !m->read(m->ctx, gpa, buf + done, chunk))
+            break;
+        done += chunk;
+    }
+    return done;
+}
+
+static unsigned insn_slot(uint64_t lin)
+{
+    /* consecutive instructions of a 64-byte block never collide; blocks are spread */
+    return (unsigned)(lin ^ (lin >> 6) ^ (lin >> 12)) & (BC_INSN_SIZE - 1);
+}
+
+bool bc_fetch(struct bcache *bc, const struct gw_mem *m, const struct gw_paging *p, uint64_t lin,
+              enum x86_code_size cs, struct x86_insn *out)
+{
+    uint8_t code[X86_MAX_INSN];
+    unsigned got = 0;
+
+    if (bc->off) {
+        /* the instruction may end before a page the guest has not mapped: classify
+         * what could be read, X86_E_SHORT says whether that was enough */
+        gw_read(m, p, lin, code, sizeof(code), &got);
+        return got && x86_classify(code, got, cs, out) == 0;
+    }
+    check_key(bc, p);
+    got = read_code(bc, m, p, lin, code, sizeof(code));
+    if (!got)
+        return false;
+    struct bc_insn_entry *e = &bc->insn[insn_slot(lin)];
+    if (e->insn.len && e->lin == lin && e->cs == (uint8_t)cs && e->insn.len <= got) {
+        unsigned i = 0;
+        while (i < e->insn.len && e->bytes[i] == code[i])
+            i++;
+        if (i == e->insn.len) {
+            bc->st.insn_hits++;
+            *out = e->insn;
+            return true;
+        }
+        bc->st.insn_stale++;
+    }
+    bc->st.insn_misses++;
+    if (x86_classify(code, got, cs, out) != 0)
+        return false;
+    e->lin = lin;
+    e->cs = (uint8_t)cs;
+    e->insn = *out;
+    memcpy(e->bytes, code, out->len);
+    return true;
+}

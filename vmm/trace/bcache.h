@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The software tracer's decode cache (issue 9): code-page translations and decoded
+ * instructions, so that a guest loop the tracer steps costs neither a guest page walk
+ * nor a decode per instruction.  Fixed size, no allocation: it lives inside struct
+ * swtrace (one page per vCPU in the VMM, vmm/vmx/trace_vmx.c).  Pure code, run
+ * unchanged by the host tests.
+ *
+ * THE RULE: a hit never gives a different length / class than re-reading the bytes and
+ * decoding them would.
+ *   Instructions: an entry keeps the instruction's bytes.  Every fetch reads the code
+ *     bytes again (through the translation below) and an entry is used only when its
+ *     bytes equal the bytes there now, at the same linear address and code size.  The
+ *     decode is a function of those bytes and the code size only (x86_classify reads no
+ *     byte past the instruction's end: test_bcache checks it), so a hit is the decode.
+ *     Code patched at run time (alternatives, static keys, ftrace, self-modifying
+ *     code) misses and is decoded again.  No CR3 in the key: the bytes decide, so the
+ *     kernel's entries stay good across process switches and two processes' code at
+ *     one address can never be confused.
+ *   Translations (linear page -> guest-physical page of the code) are a TLB: kept
+ *     only while the paging state they were made under (CR0, CR3, CR4, EFER as the
+ *     tracer observes them before each instruction) stays exactly the same, and all
+ *     dropped after any instruction that invalidates TLB entries or may change paging
+ *     (MOV to CR0/CR3/CR4, INVLPG, INVPCID, INVLPGA/INVLPGB: X86_F_MOV_CR,
+ *     X86_F_INVLPG), after a step the tracer could not explain (a gap), and when a
+ *     window opens.  Failed walks are never kept.  So a guest that remaps a code page
+ *     and then invalidates as the SDM requires (Vol. 3A 4.10.4) is read through the new
+ *     mapping.  One case differs from a fresh walk, and it is the one where the CPU's
+ *     own TLB may differ too: a guest that changes a present mapping and does not
+ *     invalidate it (SDM: the CPU may use the old or the new translation).  The
+ *     tracer then reads the old page, as a CPU with the old TLB entry would; if that
+ *     was not what ran, the next RIP does not fit the instruction and the step is a
+ *     gap (OVF), never an invented path.
+ * With the cache off every fetch is the plain walk and decode (the differential tests
+ * run both and compare the packets byte for byte).
+ */
+#ifndef PTV_BCACHE_H
+#define PTV_BCACHE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "trace/gwalk.h"
+#include "trace/x86_class.h"
+
+#define BC_TLB_SIZE  32 /* code pages; power of 2 */
+#define BC_INSN_SIZE 64 /* instructions; power of 2 */
+
+struct bc_tlb_entry {
+    uint64_t vpn1; /* (linear >> 12) + 1; 0 = empty */
+    uint64_t gpa;  /* guest-physical address of the page */
+};
+
+struct bc_insn_entry {
+    uint64_t lin;
+    struct x86_insn insn; /* insn.len == 0: empty */
+    uint8_t cs;           /* enum x86_code_size */
+    uint8_t bytes[X86_MAX_INSN];
+};
+
+struct bc_stats {
+    uint64_t tlb_hits, tlb_misses;
+    uint64_t insn_hits, insn_misses;
+    uint64_t insn_stale; /* same address and code size, other bytes (patched code) */
+    uint64_t flushes;    /* translations dropped (paging change, MOV CR, INVLPG...) */
+};
+
+struct bcache {
+    bool off;   /* every fetch walks and decodes; nothing kept */
+    bool keyed; /* key holds the paging state of the translations */
+    struct gw_paging key;
+    struct bc_tlb_entry tlb[BC_TLB_SIZE];
+    struct bc_insn_entry insn[BC_INSN_SIZE];
+    struct bc_stats st;
+};
+
+/* empty, on or off (off: bc_fetch is gw_read + x86_classify, as without a cache) */
+void bc_init(struct bcache *bc, bool on);
+
+/* forget every translation (instructions stay: their bytes are checked at each use) */
+void bc_flush(struct bcache *bc);
+
+/* the instruction that just ran (or was about to) was *in: flush if it may have changed
+ * translations (MOV CR, INVLPG-class) */
+void bc_retired(struct bcache *bc, const struct x86_insn *in);
+
+/*
+ * The instruction at linear `lin` executed with code size `cs` under paging *p: true and
+ * *out when X86_MAX_INSN bytes (or as many as are readable before an unmapped page)
+ * decode to an instruction; false when nothing is readable or the bytes do not decode.
+ * Same answer as the plain walk + decode, whether the cache is on or off.
+ */
+bool bc_fetch(struct bcache *bc, const struct gw_mem *m, const struct gw_paging *p, uint64_t lin,
+              enum x86_code_size cs, struct x86_insn *out);
+
+/* linear -> guest-physical through the cached translations (as gw_translate) */
+int bc_translate(struct bcache *bc, const struct gw_mem *m, const struct gw_paging *p, uint64_t lin,
+                 uint64_t *gpa);
+
+#endif
