@@ -20,3 +20,10 @@ FUZZERS += fuzz_frame
 fuzz_frame_SRCS := tests/fuzz/fuzz_frame.c $(FRAME_VMM_SRCS) $(FRAME_HOST_SRCS)
 fuzz_frame_CFLAGS := -Itools/ptvisor-trace
 fuzz_frame_LDLIBS := -llz4
+
+# The dump driver (vmm/trace/dump.c: sections, one line per step, the window cut at a PSB)
+# against extract's core, with console lines between frames and a block the ring lost.
+HOST_TESTS += test_dump
+test_dump_SRCS := tests/unit/test_dump.c vmm/trace/dump.c $(FRAME_VMM_SRCS) $(FRAME_HOST_SRCS)
+test_dump_CFLAGS := -Itools/ptvisor-trace
+test_dump_LDLIBS := -llz4

@@ -35,6 +35,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "trace/dump.h"
 #include "trace/frame.h"
 #include "trace/swpt.h"
 #include "trace/x86_class.h"
@@ -260,9 +261,30 @@ static void log_line(void *ctx, const char *line, size_t n)
         fprintf(ctx, "[   %u.%06u] guest console line %u\n", k / 1000, k % 1000 * 1000, k);
 }
 
+/* the dump driver's reader: the ring's bytes (it never wrapped) and the snapshots */
+struct log_src {
+    const struct swpt_ring *ring;
+    const struct frame_snap *snaps;
+    const uint8_t *const *bytes;
+};
+
+static size_t log_read(void *ctx, unsigned sect, unsigned stream, uint64_t off, uint8_t *buf,
+                       size_t len)
+{
+    const struct log_src *src = ctx;
+    const uint8_t *p = stream == FRAME_STREAM_TRACE     ? src->ring->buf
+                       : stream >= FRAME_STREAM_SNAP(0) ? src->bytes[stream - FRAME_STREAM_SNAP(0)]
+                                                        : NULL;
+    (void)sect;
+    if (!p)
+        return 0;
+    memcpy(buf, p + off, len); /* the driver asks only inside the lengths of the BEGIN */
+    return len;
+}
+
 static void write_log(const char *path, const struct swpt_ring *ring, bool have_cr3, uint64_t cr3)
 {
-    static struct frame_enc e; /* about 19 KiB */
+    static struct dump_job job; /* about 23 KiB */
     static struct frame_snap snaps[FRAME_MAX_SNAPS];
     static const uint8_t *snap_bytes[FRAME_MAX_SNAPS];
     static uint8_t flat[FRAME_MAX_SNAPS * 16 * PG];
@@ -301,20 +323,16 @@ static void write_log(const char *path, const struct swpt_ring *ring, bool have_
                                   .snaps = snaps,
                                   .nsnap = n,
                                   .trace_len = ring->head};
+    const struct dump_sect sect = {.b = b};
+    const struct dump_ops ops = {.read = log_read,
+                                 .ctx = &(struct log_src){ring, snaps, snap_bytes}};
     const struct frame_out o = {log_line, f};
-    if (frame_enc_begin(&e, &b, &o) != 0)
-        die("frame_enc_begin: %s", e.err);
-    for (unsigned s = 0; s <= n; s++) {
-        unsigned stream = s == 0 ? FRAME_STREAM_TRACE : FRAME_STREAM_SNAP(s - 1);
-        const uint8_t *p = s == 0 ? ring->buf : snap_bytes[s - 1];
-        uint64_t len = s == 0 ? ring->head : snaps[s - 1].len, off = 0;
-        while (off < len) {
-            off += frame_enc_data(&e, stream, off, p + off, (size_t)(len - off));
-            if (e.err)
-                die("frame_enc_data: %s", e.err);
-        }
-    }
-    frame_enc_end(&e);
+    if (dump_start(&job, &sect, 1, &ops, &o) != 0)
+        die("dump_start: %s", job.err);
+    while (dump_step(&job))
+        ;
+    if (job.err || job.lost)
+        die("dump: %s", job.err ? job.err : "bytes lost");
     fprintf(f, "guest console after the dump\n");
     if (fclose(f) != 0)
         die("%s: %s", path, strerror(errno));
