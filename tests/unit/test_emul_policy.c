@@ -38,6 +38,22 @@ static void test_retire(void **state)
     insn_retire(&s, 2, false);
     assert_int_equal(s.pending_dbg, 0);
     assert_int_equal(s.intr, 0);
+    /* DEBUGCTL.BTF with TF: single-step on branches only (SDM Vol. 3B 18.4.3); an emulated
+     * CPUID / RDMSR / VMCALL is no branch and owes no #DB; RF still clears */
+    s = (struct retire_state){
+        .rip = 0x1000, .rflags = RFLAGS_TF | RFLAGS_RF | 0x2, .debugctl = DEBUGCTL_BTF | 1};
+    insn_retire(&s, 2, true);
+    assert_int_equal(s.pending_dbg, 0);
+    assert_int_equal(s.rflags, RFLAGS_TF | 0x2);
+    assert_int_equal(s.rip, 0x1002);
+    /* the other DEBUGCTL bits (LBR, FREEZE_*) leave single-step as it is */
+    s = (struct retire_state){.rip = 0x1000, .rflags = RFLAGS_TF | 0x2, .debugctl = ~DEBUGCTL_BTF};
+    insn_retire(&s, 2, true);
+    assert_int_equal(s.pending_dbg, PENDING_DBG_BS);
+    /* BTF without TF: nothing owed either */
+    s = (struct retire_state){.rip = 0x1000, .rflags = 0x2, .debugctl = DEBUGCTL_BTF};
+    insn_retire(&s, 2, true);
+    assert_int_equal(s.pending_dbg, 0);
 }
 
 static void test_fault_class(void **state)

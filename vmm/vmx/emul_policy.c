@@ -10,8 +10,9 @@ void insn_retire(struct retire_state *s, unsigned len, bool code64)
      * 4 GiB - 1 starts at EIP 0 */
     s->rip = code64 ? rip : (uint32_t)rip;
     /* a completed instruction clears RF (SDM Vol. 3A 17.3.1.1) ... */
-    /* ... and owes the single-step trap if TF was set when it began (17.3.1.4) */
-    if (s->rflags & RFLAGS_TF)
+    /* ... and owes the single-step trap if TF was set when it began (17.3.1.4), unless
+     * DEBUGCTL.BTF turns single-step into step-on-branch: it is no branch (18.4.3) */
+    if ((s->rflags & RFLAGS_TF) && !(s->debugctl & DEBUGCTL_BTF))
         s->pending_dbg |= PENDING_DBG_BS;
     s->rflags &= ~RFLAGS_RF;
     /* the STI / MOV SS shadow covered exactly this instruction (Vol. 3C 25.4.2) */

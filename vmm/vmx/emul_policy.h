@@ -19,16 +19,22 @@
 #define RFLAGS_TF      (1ull << 8)
 #define RFLAGS_RF      (1ull << 16)
 #define PENDING_DBG_BS (1ull << 14)
+#define DEBUGCTL_BTF   (1ull << 1) /* IA32_DEBUGCTL: single-step on branches */
 
 struct retire_state {
     uint64_t rip, rflags, pending_dbg;
-    uint32_t intr; /* guest interruptibility state (GUEST_INTR_STATE_*) */
+    uint64_t debugctl; /* IA32_DEBUGCTL in effect for the guest (only BTF is read) */
+    uint32_t intr;     /* guest interruptibility state (GUEST_INTR_STATE_*) */
 };
 /*
  * The instruction at s->rip (len bytes) completed: RIP moves past it and wraps
  * at 4 GiB outside 64-bit mode (code64 = IA-32e mode and CS.L), RF is cleared,
- * a single-step trap is pending if TF was set (the #DB the instruction owes),
- * and STI / MOV SS blocking ends.
+ * a single-step trap is pending if TF was set and DEBUGCTL.BTF was not (the #DB
+ * the instruction owes), and STI / MOV SS blocking ends.  The instruction is
+ * one the VMM emulates (CPUID, RDMSR, WRMSR, VMCALL, XSETBV, I/O, MOV CR...):
+ * never a branch, so with BTF = 1 it owes no single-step trap (SDM Vol. 3B
+ * 18.4.3 / 17.4.3 by edition, "Single-Stepping on Branches": with BTF and TF
+ * set, the #DB comes only after instructions that cause a branch).
  */
 void insn_retire(struct retire_state *s, unsigned len, bool code64);
 

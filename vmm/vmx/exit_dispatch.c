@@ -6,6 +6,7 @@
 #include "vmx/vmcs.h"
 #include "log.h"
 #include "vmx/emul_policy.h"
+#include "vmx/lbr_vmx.h"
 
 typedef enum exit_action (*exit_handler)(struct vcpu *, const struct vmexit *);
 
@@ -46,11 +47,13 @@ static const exit_handler handlers[EXIT_REASON_MAX] = {
  * hardware leaves them (vmx/emul_policy.c insn_retire) */
 static void skip_instruction(const struct vmexit *e)
 {
-    /* pending debug exceptions are only read when the retirement adds BS (TF set):
-     * this runs on every CPUID exit */
+    /* pending debug exceptions and DEBUGCTL (BTF) are only read when TF is set: this
+     * runs on every CPUID exit */
+    uint64_t rflags = vmcs_readl(GUEST_RFLAGS);
     struct retire_state s = {
         .rip = e->rip,
-        .rflags = vmcs_readl(GUEST_RFLAGS),
+        .rflags = rflags,
+        .debugctl = (rflags & RFLAGS_TF) ? lbr_vmx_guest_debugctl() : 0,
         .intr = vmcs_read32(GUEST_INTERRUPTIBILITY_INFO),
     };
     struct retire_state before = s;

@@ -124,6 +124,13 @@ int lbr_vmx_msr(struct vcpu *v, uint32_t msr, bool write, uint64_t val)
     return lbr_msr_intercepted(&lbr_dec, msr) ? lbr_msr_exit(v, msr, write, val) : -1;
 }
 
+uint64_t lbr_vmx_guest_debugctl(void)
+{
+    /* without the debug controls the guest runs with the 0 every exit leaves (SDM Vol. 3C
+     * 28.5.1) and the field is the VMM's copy: none of its bits is in effect */
+    return lbr_dec.debugctl_virtual ? 0 : vmcs_read64(GUEST_IA32_DEBUGCTL);
+}
+
 uint64_t lbr_vmx_xss(uint64_t host_xss)
 {
     return lbr_xss_filter(&lbr_dec, host_xss);

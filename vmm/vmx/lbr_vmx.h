@@ -24,6 +24,10 @@ bool lbr_vmx_intercepts(uint32_t msr);
  * (the result of a read is in the guest's RDX:RAX, a refusal is a queued #GP). */
 int lbr_vmx_msr(struct vcpu *v, uint32_t msr, bool write, uint64_t val);
 
+/* IA32_DEBUGCTL in effect for the guest, read after an exit (GUEST_IA32_DEBUGCTL as "save
+ * debug controls" stored it); 0 where the VMM keeps a copy that is not in effect. */
+uint64_t lbr_vmx_guest_debugctl(void);
+
 /* The IA32_XSS bits a guest may set, from the CPU's: arch LBR state only when shown. */
 uint64_t lbr_vmx_xss(uint64_t host_xss);
 
