@@ -28,6 +28,8 @@ void ptv_config_defaults(struct ptv_config *cfg)
     cfg->trace_buf_size = 4ull << 20;
     cfg->trace_cr3 = 0;
     cfg->dump_on = PTV_DUMP_CRASH | PTV_DUMP_VMCALL;
+    cfg->dump_window = 64ull << 10;
+    cfg->dump_stall_us = 20000;
     cfg->log_level = PTV_LOG_INFO;
     cfg->pool_size = 32ull << 20;
     cfg->on_no_vmx = PTV_NO_VMX_BOOT;
@@ -167,8 +169,8 @@ static const char *const log_level_names[] = {"error", "warn", "info", "debug"};
 static const char *const no_vmx_names[] = {"boot", "halt"};
 static const char *const crash_names[] = {"halt", "reboot", "poweroff"};
 static const char *const on_off_names[] = {"off", "on"};
-static const char *const filter_names[] = {"os", "user"};    /* PTV_TRACE_OS, _USER */
-static const char *const dump_names[] = {"crash", "vmcall"}; /* PTV_DUMP_CRASH, _VMCALL */
+static const char *const filter_names[] = {"os", "user"};            /* PTV_TRACE_OS, _USER */
+static const char *const dump_names[] = {"crash", "vmcall", "boot"}; /* PTV_DUMP_* */
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 static bool set_serial_port(struct ptv_config *cfg, const char *v, size_t n, struct ptv_fmt *err)
@@ -245,8 +247,34 @@ static bool set_dump_on(struct ptv_config *cfg, const char *v, size_t n, struct 
 {
     uint32_t bits = 0;
     if (!word_is(v, n, "none") && !scan_flags(v, n, dump_names, COUNT(dump_names), &bits))
-        return fail(err, "expected none or a list of crash,vmcall", v, n);
+        return fail(err, "expected none or a list of crash,vmcall,boot", v, n);
     cfg->dump_on = bits;
+    return true;
+}
+
+static bool set_dump_window(struct ptv_config *cfg, const char *v, size_t n, struct ptv_fmt *err)
+{
+    uint64_t x;
+
+    if (!scan_size(v, n, &x) || (x && (x < PTV_CFG_TRACE_BUF_MIN || x > PTV_CFG_TRACE_BUF_MAX)))
+        return fail(err, "not a size between 4K and 1G (0 = the whole ring)", v, n);
+    cfg->dump_window = x;
+    return true;
+}
+
+/* a time: digits with a unit, us or ms */
+static bool set_dump_stall(struct ptv_config *cfg, const char *v, size_t n, struct ptv_fmt *err)
+{
+    uint64_t x;
+    unsigned mul = 0;
+
+    if (n > 2 && v[n - 2] == 'm' && v[n - 1] == 's')
+        mul = 1000;
+    else if (n > 2 && v[n - 2] == 'u' && v[n - 1] == 's')
+        mul = 1;
+    if (!mul || !scan_u64(v, n - 2, &x) || !x || x > PTV_CFG_DUMP_STALL_MAX / mul)
+        return fail(err, "not a time between 1us and 1000ms (e.g. 20ms, 500us)", v, n);
+    cfg->dump_stall_us = (uint32_t)(x * mul);
     return true;
 }
 
@@ -416,7 +444,8 @@ static const struct key {
     {"vmcall_user", set_vmcall_user, false}, {"guest", set_guest, false},
     {"cmdline", set_cmdline, true},          {"sw_trace", set_sw_trace, false},
     {"trace_wrap", set_trace_wrap, false},   {"psb_period", set_psb_period, false},
-    {"trace_boot", set_trace_boot, false},   {"pt_range", set_pt_range, false},
+    {"trace_boot", set_trace_boot, false},   {"dump_window", set_dump_window, false},
+    {"dump_stall", set_dump_stall, false},   {"pt_range", set_pt_range, false},
 };
 #define NR_KEYS COUNT(keys)
 

@@ -72,6 +72,11 @@ int ptv_config_check(const struct ptv_config *c, const char **why)
             return reject(why, "config: pt_range with lo > hi");
     if (c->trace_boot > PTV_CFG_TRACE_BOOT_MAX)
         return reject(why, "config: trace_boot out of range");
+    if (c->dump_window &&
+        (c->dump_window < PTV_CFG_TRACE_BUF_MIN || c->dump_window > PTV_CFG_TRACE_BUF_MAX))
+        return reject(why, "config: dump_window out of range");
+    if (!c->dump_stall_us || c->dump_stall_us > PTV_CFG_DUMP_STALL_MAX)
+        return reject(why, "config: dump_stall out of range");
     if (!has_nul(c->guest_path, PTV_CFG_PATH_MAX))
         return reject(why, "config: guest path not NUL-terminated");
     if (!has_nul(c->cmdline, PTV_CFG_CMDLINE_MAX))

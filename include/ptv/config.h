@@ -46,6 +46,7 @@ enum ptv_log_level {
 /* dump triggers (dump_on): when the VMM dumps its trace window */
 #define PTV_DUMP_CRASH  (1u << 0) /* guest triple fault / crash */
 #define PTV_DUMP_VMCALL (1u << 1) /* guest asks with VMCALL */
+#define PTV_DUMP_BOOT   (1u << 2) /* the trace_boot window closed (software tracer: its budget) */
 
 /*
  * Value limits, shared by the parser (boot/config.c) and the VMM's check of
@@ -59,7 +60,8 @@ enum ptv_log_level {
 #define PTV_CFG_POOL_MAX        (1ull << 30)
 #define PTV_CFG_CR3_RSVD_MASK   0xfff000000000001full /* CR3_MATCH[4:0] reserved; < 2^52 */
 #define PTV_CFG_TRACE_ALL       (PTV_TRACE_OS | PTV_TRACE_USER)
-#define PTV_CFG_DUMP_ALL        (PTV_DUMP_CRASH | PTV_DUMP_VMCALL)
+#define PTV_CFG_DUMP_ALL        (PTV_DUMP_CRASH | PTV_DUMP_VMCALL | PTV_DUMP_BOOT)
+#define PTV_CFG_DUMP_STALL_MAX  1000000u /* dump_stall: at most 1 s (microseconds) */
 
 /* sw_trace: the software PT tracer (MTF stepping; vmm/trace/) */
 #define PTV_SW_TRACE_AUTO 0 /* where no hardware trace source is in use */
@@ -104,11 +106,15 @@ struct ptv_config {
         uint64_t lo, hi;                 /* inclusive */
     } trace_range[PTV_CFG_TRACE_RANGES]; /* pt_range = 0xlo-0xhi[,...] (none: every IP) */
     uint64_t trace_boot; /* trace_boot = N: trace the first N guest instructions (0 = off) */
+    /* trace delivery (issue 10) */
+    uint64_t dump_window;   /* dump_window = 64K: newest trace bytes a dump sends (0 = the ring) */
+    uint32_t dump_stall_us; /* dump_stall = 20ms: longest the guest is held per dump slice */
+    uint32_t _pad1;
     char guest_path[PTV_CFG_PATH_MAX]; /* guest = \ptvisor\vmlinuz.efi */
     char cmdline[PTV_CFG_CMDLINE_MAX]; /* cmdline = initrd=... console=ttyS0,115200 */
 };
 
-_Static_assert(sizeof(struct ptv_config) == 64 + 88 + PTV_CFG_PATH_MAX + PTV_CFG_CMDLINE_MAX,
+_Static_assert(sizeof(struct ptv_config) == 64 + 104 + PTV_CFG_PATH_MAX + PTV_CFG_CMDLINE_MAX,
                "struct ptv_config layout is ABI (handoff)");
 
 #endif

@@ -62,6 +62,8 @@ static void test_defaults(void **state)
     assert_int_equal(cfg.trace_buf_size, 4 << 20);
     assert_int_equal(cfg.trace_cr3, 0);
     assert_int_equal(cfg.dump_on, PTV_DUMP_CRASH | PTV_DUMP_VMCALL);
+    assert_int_equal(cfg.dump_window, 64 << 10);
+    assert_int_equal(cfg.dump_stall_us, 20000);
     assert_int_equal(cfg.log_level, PTV_LOG_INFO);
     assert_int_equal(cfg.pool_size, 32 << 20);
     assert_int_equal(cfg.on_no_vmx, PTV_NO_VMX_BOOT);
@@ -89,6 +91,7 @@ static void test_default_file(void **state)
     ptv_config_parse(&cfg, text, len, "ptvisor.cfg", collect, &m);
     assert_int_equal(m.n, 0);
     cfg._pad0 = 0;
+    cfg._pad1 = 0;
     memset(cfg.guest_path + strlen(cfg.guest_path), 0,
            sizeof(cfg.guest_path) - strlen(cfg.guest_path));
     memset(cfg.cmdline + strlen(cfg.cmdline), 0, sizeof(cfg.cmdline) - strlen(cfg.cmdline));
@@ -168,6 +171,12 @@ static void test_enum_values(void **state)
         {"dump_on = none", offsetof(struct ptv_config, dump_on), 0},
         {"dump_on = crash", offsetof(struct ptv_config, dump_on), PTV_DUMP_CRASH},
         {"dump_on = vmcall,crash", offsetof(struct ptv_config, dump_on), 3},
+        {"dump_on = boot", offsetof(struct ptv_config, dump_on), PTV_DUMP_BOOT},
+        {"dump_stall = 20ms", offsetof(struct ptv_config, dump_stall_us), 20000},
+        {"dump_stall = 1us", offsetof(struct ptv_config, dump_stall_us), 1},
+        {"dump_stall = 1000ms", offsetof(struct ptv_config, dump_stall_us), 1000000},
+        {"dump_window = 0", offsetof(struct ptv_config, dump_window), 0},
+        {"dump_window = 1M", offsetof(struct ptv_config, dump_window), 1u << 20},
         {"serial_baud = 9600", offsetof(struct ptv_config, serial_baud), 9600},
         {"serial_baud = 115200", offsetof(struct ptv_config, serial_baud), 115200},
         {"sw_trace = off", offsetof(struct ptv_config, trace_sw), PTV_SW_TRACE_OFF},
@@ -279,7 +288,15 @@ static void test_value_errors(void **state)
     expect_error("pt_cr3 = 0x10000000000000", "ptvisor.cfg:1: pt_cr3: not a CR3 value (32-byte "
                                               "aligned, below 2^52; 0 = any): '0x10000000000000'");
     expect_error("dump_on = always",
-                 "ptvisor.cfg:1: dump_on: expected none or a list of crash,vmcall: 'always'");
+                 "ptvisor.cfg:1: dump_on: expected none or a list of crash,vmcall,boot: 'always'");
+    expect_error("dump_stall = 2000ms", "ptvisor.cfg:1: dump_stall: not a time between 1us and "
+                                        "1000ms (e.g. 20ms, 500us): '2000ms'");
+    expect_error("dump_stall = 20", "ptvisor.cfg:1: dump_stall: not a time between 1us and "
+                                    "1000ms (e.g. 20ms, 500us): '20'");
+    expect_error("dump_stall = 0us", "ptvisor.cfg:1: dump_stall: not a time between 1us and "
+                                     "1000ms (e.g. 20ms, 500us): '0us'");
+    expect_error("dump_window = 2K", "ptvisor.cfg:1: dump_window: not a size between 4K and 1G "
+                                     "(0 = the whole ring): '2K'");
     expect_error("log_level = verbose",
                  "ptvisor.cfg:1: log_level: expected error, warn, info or debug: 'verbose'");
     expect_error("vmm_pool = 512K",
