@@ -10,3 +10,10 @@ test_swtrace_LDLIBS := -lipt
 # The code pages a window executed (issue 10's code snapshots): vmm/trace/codepages.c.
 HOST_TESTS += test_codepages
 test_codepages_SRCS := tests/unit/test_codepages.c vmm/trace/codepages.c
+
+# The decode cache (vmm/trace/bcache.c) against a fresh walk + decode: self-modifying code,
+# remapped pages, random patches / remaps / invalidations, the X86_F_INVLPG flag vs Zydis.
+HOST_TESTS += test_bcache
+test_bcache_SRCS := tests/unit/test_bcache.c vmm/trace/bcache.c vmm/trace/swtrace.c vmm/trace/gwalk.c \
+                    vmm/trace/x86_class.c vmm/trace/swpt.c vmm/pt/pt_pkt.c
+test_bcache_LDLIBS := -lZydis -lZycore

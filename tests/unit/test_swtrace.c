@@ -6,8 +6,9 @@
  * what MTF exits would (RIP after each step), and libipt must decode the ring
  * back to exactly the instructions that ran -- loops, call/ret, an indirect
  * jump, REP iterations, a jump to itself, an interrupt recognised from the frame
- * it pushed, an unexplained jump (OVF), unreadable code, a budget.  Also the
- * four paging modes of vmm/trace/gwalk.c.
+ * it pushed, an unexplained jump (OVF), unreadable code, a budget.  Every script
+ * runs with the decode cache (vmm/trace/bcache.c) on and off: the same packets, byte
+ * for byte.  Also the four paging modes of vmm/trace/gwalk.c.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -117,14 +118,16 @@ static int on_insn(uint64_t ip, uint64_t cr3, void *ctx)
     return 0;
 }
 
-static uint8_t ring_buf[1 << 16];
+static uint8_t ring_buf[1 << 16], ring_nocache[1 << 16];
 
-static void run_script(const uint64_t *rips, const bool *mtf, const uint64_t *rsps, unsigned n,
-                       uint64_t budget, struct swtrace *t, struct swpt_ring *ring)
+static void run_once(const uint64_t *rips, const bool *mtf, const uint64_t *rsps, unsigned n,
+                     uint64_t budget, struct swtrace *t, struct swpt_ring *ring, uint8_t *buf,
+                     bool nocache)
 {
     struct swpt_cfg cfg = {.filter = {.user = true, .kernel = true}, .psb_period = 4096};
-    *ring = (struct swpt_ring){.buf = ring_buf, .size = sizeof(ring_buf)};
+    *ring = (struct swpt_ring){.buf = buf, .size = sizeof(ring_buf)};
     memset(t, 0, sizeof(*t));
+    t->nocache = nocache;
     struct swtrace_cpu c = cpu_at(rips[0], L(0x9000));
     swtrace_start(t, &cfg, ring, &mem, &c, budget);
     for (unsigned i = 1; i < n; i++) {
@@ -133,6 +136,21 @@ static void run_script(const uint64_t *rips, const bool *mtf, const uint64_t *rs
             return;
     }
     swtrace_stop(t);
+}
+
+/* the script with the decode cache on (the ring the tests decode) and off: the packets
+ * must be the same byte for byte, and so must the tracer's counts */
+static void run_script(const uint64_t *rips, const bool *mtf, const uint64_t *rsps, unsigned n,
+                       uint64_t budget, struct swtrace *t, struct swpt_ring *ring)
+{
+    static struct swtrace off;
+    struct swpt_ring ring_off;
+    run_once(rips, mtf, rsps, n, budget, &off, &ring_off, ring_nocache, true);
+    run_once(rips, mtf, rsps, n, budget, t, ring, ring_buf, false);
+    assert_int_equal(ring->head, ring_off.head);
+    assert_memory_equal(ring_buf, ring_nocache, ring->head);
+    assert_memory_equal(&t->st, &off.st, sizeof(off.st));
+    assert_int_equal(off.bc.st.insn_hits + off.bc.st.tlb_hits, 0); /* it was off */
 }
 
 static void test_path_with_event(void **state)
@@ -178,7 +196,8 @@ static void test_path_with_event(void **state)
     assert_int_equal(st.overflow, 1);
     assert_int_equal(t.st.rep_iters, 2);
     assert_int_equal(t.st.unreadable, 0);
-    assert_int_equal(t.st.steps, 21); /* every RIP change and the self-branch */
+    assert_int_equal(t.st.steps, 21);    /* every RIP change and the self-branch */
+    assert_true(t.bc.st.insn_hits >= 5); /* the loop's second and third passes, the jnz */
 }
 
 static void test_no_mtf_no_step(void **state)

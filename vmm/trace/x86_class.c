@@ -426,8 +426,9 @@ int x86_classify(const uint8_t *code, size_t avail, enum x86_code_size cs, struc
                 br = X86_BR_VMX;
             else if (m == 0xc9 || m == 0xfb)
                 flags |= X86_F_HLT;
-            else if ((reg == 7 && mod != 3) || m == 0xdf || m == 0xfe)
-                flags |= X86_F_INVLPG; /* INVLPG m; AMD INVLPGA, INVLPGB */
+            else if ((reg == 7 && mod != 3) || m == 0xdf || (m == 0xfe && !last_rep))
+                flags |= X86_F_INVLPG; /* INVLPG m; AMD INVLPGA, INVLPGB (F3 0F 01 FE is
+                                        * RMPADJUST) */
         } else if (op == 0x22) {
             flags |= X86_F_MOV_CR;
             if (reg == 3 && !(rex & 4))
