@@ -2,9 +2,10 @@
 /*
  * attack.efi group "msr" (issue 7 items 1, 2, 5, 12 and the VMX-instruction
  * exits of item 11): MSRs and instructions a hostile CPL 0 guest uses to reach
- * the VMM's own execution environment.  After each attack the driver's
- * SELFCHECK confirms the real APIC base, MTRRs, IA32_XSS, PERF_GLOBAL_CTRL and
- * DEBUGCTL the VMM runs with are as they must be.
+ * the VMM's own execution environment; and the "lbr:" checks (issue 11): what a
+ * guest reads of the last branch records, natively and under the VMM.  After each attack the
+ * driver's SELFCHECK confirms the real APIC base, MTRRs, IA32_XSS, PERF_GLOBAL_CTRL and DEBUGCTL
+ * the VMM runs with are as they must be.
  */
 #include "ptv/vmcall.h"
 
@@ -258,6 +259,278 @@ static void atk_vmx_insns(void)
            last[2], last[3], lines);
 }
 
+/*
+ * ---- lbr: the guest's last branch records (issue 11, docs/lbr.md) ----
+ * What a guest reads of LBR, checked by rules that hold on bare hardware and under the VMM
+ * alike, so the same lines pass natively (verified by booting these checks without the VMM)
+ * and under it:
+ *  - an MSR a CPU does not have #GPs (SDM Vol. 4: "reserved ... #GP"), except on a CPU that
+ *    ignores unknown MSRs (Bochs' default ignore_bad_msrs=1: reads 0, drops writes), which
+ *    lbr_lenient() recognises by an index no CPU defines;
+ *  - IA32_PERF_CAPABILITIES exists iff CPUID.1:ECX.PDCM and is read-only; its LBR_FMT
+ *    (bits 5:0) says whether the model's stack may be used: the VMM shows the host's format
+ *    only where it passes the stack through, else 0 with the stack #GP (Linux's check_msr()
+ *    probe then turns LBR off);
+ *  - IA32_DEBUGCTL reserved bits #GP, and its value survives VM exits (VMCS debug controls);
+ *  - no arch LBR (CPUID.7:EDX[19] = 0): IA32_LBR_CTL / DEPTH / entries absent, XSS[15] and
+ *    CPUID.(0DH,1):ECX[15] clear; leaf 1CH zero, or above the largest basic leaf the data of
+ *    that leaf (SDM Vol. 2A CPUID: "data for the highest basic information leaf is returned").
+ * Under ptvisor the answers the VMM gives itself are checked exactly (a hidden stack #GPs,
+ * PERF_CAPABILITIES is read-only): a VMM that passed them to a lenient CPU fails here.
+ * Checks that need an LBR to record into say SKIP (Bochs 2.7 has none); the branch records
+ * themselves are the on-box self-test's (docs/lbr.md).
+ */
+#define MSR_DEBUGCTL    0x1d9
+#define MSR_PERF_CAPS   0x345
+#define MSR_LBR_SELECT  0x1c8
+#define MSR_LBR_TOS     0x1c9
+#define MSR_LBR_FROM    0x680
+#define MSR_LBR_TO      0x6c0
+#define MSR_LBR_INFO    0xdc0
+#define MSR_LBR_CTL     0x14ce
+#define MSR_LBR_DEPTH   0x14cf
+#define MSR_XSS         0xda0
+#define MSR_NONE        0x2fffffffu /* no CPU defines an MSR here */
+#define LBR_FMT_MASK    0x3full
+#define LBR_FMT_INFO    5 /* 32 entries, FROM/TO/INFO (Skylake class) */
+#define CPUID7_ARCH_LBR (1u << 19)
+
+static bool lbr_lenient(void)
+{
+    uint64_t v;
+    int w = wrmsr_trap(MSR_NONE, 0), r = rdmsr_trap(MSR_NONE, &v);
+    return w == TRAP_NONE && r == TRAP_NONE && v == 0;
+}
+
+/* An MSR this CPU does not have: #GP both ways (ABSENT_GP), or inert where unknown MSRs are
+ * ignored (ABSENT_INERT: reads 0, a write does not stick); else ABSENT_NOT. */
+enum absent { ABSENT_NOT, ABSENT_GP, ABSENT_INERT };
+static enum absent msr_absent(uint32_t msr, bool lenient)
+{
+    uint64_t a = 0, b = 0;
+    int r = rdmsr_trap(msr, &a);
+    int w = wrmsr_trap(msr, 1);
+    int r2 = rdmsr_trap(msr, &b);
+    if (r == VEC_GP && w == VEC_GP && r2 == VEC_GP)
+        return ABSENT_GP;
+    if (lenient && r == TRAP_NONE && w == TRAP_NONE && r2 == TRAP_NONE && a == 0 && b == 0)
+        return ABSENT_INERT;
+    return ABSENT_NOT;
+}
+
+/* ptvisor below (VMCALL VERSION answered): its own answers are checked exactly */
+static bool under_vmm(void)
+{
+    struct vmcall_regs r;
+    return atk_vmcall(PTV_VMCALL_VERSION, 0, 0, 0, &r) == PTV_VMCALL_OK;
+}
+
+/* family 6 models with the Skylake-class stack: 32 x FROM 0x680, TO 0x6c0, INFO 0xdc0
+ * (SDM Vol. 3B 17.12; Vol. 4 tables of 06_4EH/5EH/55H/8EH/9EH ... Ice Lake, Tiger Lake) */
+static bool lbr_skylake_class(void)
+{
+    static const uint8_t models[] = {0x4e, 0x5e, 0x55, 0x8e, 0x9e, 0xa5, 0xa6, 0x66,
+                                     0x7d, 0x7e, 0x6a, 0x6c, 0x8c, 0x8d, 0xa7};
+    uint32_t a = cpuid(1, 0).eax;
+    uint32_t fam = (a >> 8) & 0xf, model = ((a >> 4) & 0xf) | (((a >> 16) & 0xf) << 4);
+    if (fam != 6)
+        return false;
+    for (unsigned i = 0; i < sizeof(models); i++)
+        if (models[i] == model)
+            return true;
+    return false;
+}
+
+/* LBR_FMT of IA32_PERF_CAPABILITIES, or -1 when the MSR cannot be read */
+static int lbr_format(void)
+{
+    uint64_t v;
+    return rdmsr_trap(MSR_PERF_CAPS, &v) == TRAP_NONE ? (int)(v & LBR_FMT_MASK) : -1;
+}
+
+static void atk_lbr_cpuid(void)
+{
+    uint32_t max = cpuid(0, 0).eax;
+    struct cpuid_regs l7 = max >= 7 ? cpuid(7, 0) : (struct cpuid_regs){0};
+    bool arch = l7.edx & CPUID7_ARCH_LBR;
+    struct cpuid_regs l1c = cpuid(0x1c, 0), top = cpuid(max, 0);
+    report_info("lbr: max basic leaf %#x, CPUID.7:EDX[19] %u, leaf 1CH %x %x %x %x", max, arch,
+                l1c.eax, l1c.ebx, l1c.ecx, l1c.edx);
+    if (max < 0x1c) {
+        /* the CPU answers leaf 1CH with its largest basic leaf: the VMM may not make one up */
+        report(!arch && l1c.eax == top.eax && l1c.ebx == top.ebx && l1c.ecx == top.ecx &&
+                   l1c.edx == top.edx,
+               "lbr: no arch LBR; leaf 1CH = leaf %#x (above the max)", max);
+    } else if (!arch) {
+        report(!l1c.eax && !l1c.ebx && !l1c.ecx && !l1c.edx, "lbr: no arch LBR, leaf 1CH zero");
+    } else {
+        /* shown: at least one depth, and IA32_LBR_DEPTH holds one of them */
+        uint64_t depth = 0;
+        int r = rdmsr_trap(MSR_LBR_DEPTH, &depth);
+        bool listed = r == TRAP_NONE && depth && depth <= 64 && !(depth & 7) &&
+                      (l1c.eax & (1u << (depth / 8 - 1)));
+        report((l1c.eax & 0xff) && listed, "lbr: arch LBR shown, depth %lu of %#x", depth,
+               l1c.eax & 0xff);
+    }
+    struct cpuid_regs d1 = max >= 0xd ? cpuid(0xd, 1) : (struct cpuid_regs){0};
+    if (arch)
+        report_skip("lbr: XSS[15] hidden-state check: this CPU shows arch LBR");
+    else
+        report(!(d1.ecx & (1u << 15)), "lbr: no arch LBR, CPUID.(0DH,1):ECX[15] = 0");
+}
+
+static void atk_lbr_perf_caps(void)
+{
+    bool pdcm = cpuid(1, 0).ecx & (1u << 15), lenient = lbr_lenient();
+    uint64_t a = 0, b = 0, c = 0;
+    int r = rdmsr_trap(MSR_PERF_CAPS, &a), r2 = rdmsr_trap(MSR_PERF_CAPS, &b);
+    int w = wrmsr_trap(MSR_PERF_CAPS, a ^ 1); /* read-only: LBR_FMT is not the guest's */
+    int r3 = rdmsr_trap(MSR_PERF_CAPS, &c);
+    report_info("lbr: PDCM %u, unknown MSRs %s, PERF_CAPABILITIES %#lx (vector %d)", pdcm,
+                lenient ? "ignored" : "#GP", a, r);
+    if (!pdcm) {
+        report((r == VEC_GP && w == VEC_GP) || (lenient && r == TRAP_NONE && a == 0),
+               "lbr: no PDCM: PERF_CAPABILITIES absent (%d %d)", r, w);
+        return;
+    }
+    if (r != TRAP_NONE) {
+        report_skip("lbr: PERF_CAPABILITIES #GP although PDCM = 1 (an emulator's)");
+        return;
+    }
+    /* read-only (SDM Vol. 4 table 2-2): #GP under ptvisor, which answers it; natively as
+     * the CPU answers (bare Bochs drops the write) */
+    report(r2 == TRAP_NONE && r3 == TRAP_NONE && b == a && c == a &&
+               (w == VEC_GP || (lenient && !under_vmm() && w == TRAP_NONE)),
+           "lbr: PERF_CAPABILITIES %#lx steady, WRMSR vector %d", a, w);
+}
+
+static void atk_lbr_debugctl(void)
+{
+    bool lenient = lbr_lenient();
+    uint64_t old = 0, back;
+    int v = rdmsr_trap(MSR_DEBUGCTL, &old);
+    if (v != TRAP_NONE) {
+        report_skip("lbr: RDMSR IA32_DEBUGCTL faults here (vector %d)", v);
+        return;
+    }
+    /* bits 3-5, 16-63 are reserved on every family 6 core (SDM Vol. 4 table 2-2) */
+    static const unsigned rsvd[] = {3, 4, 5, 16, 31, 32, 63};
+    unsigned bad = 0, gp = 0;
+    for (unsigned i = 0; i < sizeof(rsvd) / sizeof(rsvd[0]); i++) {
+        int w = wrmsr_trap(MSR_DEBUGCTL, old | (1ull << rsvd[i]));
+        int r = rdmsr_trap(MSR_DEBUGCTL, &back);
+        gp += w == VEC_GP;
+        if (!(w == VEC_GP || (lenient && w == TRAP_NONE)) || r != TRAP_NONE || back != old) {
+            bad++;
+            wrmsr_trap(MSR_DEBUGCTL, old);
+        }
+    }
+    report(bad == 0, "lbr: DEBUGCTL reserved bits: %u of 7 #GP, value kept (%u bad)", gp, bad);
+
+    /* LBR set: kept across exits (CPUID, an MSR exit, VMCALL) exactly as written -- or, on a
+     * CPU without a model-specific stack, dropped (arch LBR spec: reads return 0) */
+    int w = wrmsr_trap(MSR_DEBUGCTL, old | 1);
+    uint64_t b1 = 0, b2 = 0, pc;
+    int r1 = rdmsr_trap(MSR_DEBUGCTL, &b1);
+    for (unsigned i = 0; i < 8; i++) {
+        cpuid(0, 0);
+        rdmsr_trap(MSR_PERF_CAPS, &pc);
+        atk_vmcall(PTV_VMCALL_VERSION, 0, 0, 0, NULL);
+    }
+    int r2 = rdmsr_trap(MSR_DEBUGCTL, &b2);
+    wrmsr_trap(MSR_DEBUGCTL, old);
+    report(w == TRAP_NONE && r1 == TRAP_NONE && r2 == TRAP_NONE && b2 == b1 &&
+               (b1 & ~1ull) == (old & ~1ull),
+           "lbr: DEBUGCTL.LBR %#lx -> %#lx, same after 24 exits", old | 1, b1);
+}
+
+static void atk_lbr_stack(void)
+{
+    bool lenient = lbr_lenient();
+    int fmt = lbr_format();
+    if (!lbr_skylake_class()) {
+        report_skip("lbr: stack layout of this model not in the test (Skylake class only)");
+        return;
+    }
+    uint64_t lines = atk_vmm_log_lines();
+    if (fmt == 0 || fmt == -1) {
+        /* hidden (or no PERF_CAPABILITIES): the whole layout absent, as a CPU without it */
+        unsigned n = 0, gp = 0, inert = 0;
+        uint32_t first_bad = 0;
+        for (unsigned i = 0; i < 32 + 32 + 32 + 2; i++) {
+            uint32_t m = i < 32    ? MSR_LBR_FROM + i
+                         : i < 64  ? MSR_LBR_TO + i - 32
+                         : i < 96  ? MSR_LBR_INFO + i - 64
+                         : i == 96 ? MSR_LBR_SELECT
+                                   : MSR_LBR_TOS;
+            n++;
+            enum absent a = msr_absent(m, lenient);
+            gp += a == ABSENT_GP;
+            inert += a == ABSENT_INERT;
+            if (a == ABSENT_NOT && !first_bad)
+                first_bad = m;
+        }
+        uint64_t more = atk_vmm_log_lines() - lines;
+        /* under ptvisor the hidden stack #GPs (the VMM answers, docs/lbr.md); natively the
+         * CPU answers: #GP, or inert where unknown MSRs are ignored (bare Bochs) */
+        bool vmm = under_vmm();
+        report(vmm ? gp == n : gp + inert == n,
+               "lbr: LBR_FMT %d: %u stack MSRs: %u #GP, %u inert (bad %#x)", fmt, n, gp, inert,
+               first_bad);
+        report(more <= 4, "lbr: %u x3 hidden-MSR accesses: %lu VMM log lines", n, more);
+        report_skip("lbr: branch records: no LBR to record into (LBR_FMT %d)", fmt);
+        return;
+    }
+    if (fmt != LBR_FMT_INFO) {
+        report_skip("lbr: LBR_FMT %d on a Skylake-class model: layout unknown here", fmt);
+        return;
+    }
+    /* shown: every MSR of the layout readable, TOS an index, LBR_SELECT bits 9:0 */
+    unsigned readable = 0;
+    uint64_t v, tos = 0, sel = 0;
+    for (unsigned i = 0; i < 32; i++)
+        readable += rdmsr_trap(MSR_LBR_FROM + i, &v) == TRAP_NONE &&
+                    rdmsr_trap(MSR_LBR_TO + i, &v) == TRAP_NONE &&
+                    rdmsr_trap(MSR_LBR_INFO + i, &v) == TRAP_NONE;
+    int rt = rdmsr_trap(MSR_LBR_TOS, &tos), rs = rdmsr_trap(MSR_LBR_SELECT, &sel);
+    report(readable == 32 && rt == TRAP_NONE && tos < 32 && rs == TRAP_NONE,
+           "lbr: LBR_FMT 5: 32 entries readable, TOS %lu", tos);
+    report_skip("lbr: branch records: checked by the on-box self-test");
+}
+
+static void atk_lbr_arch_msrs(void)
+{
+    uint32_t max = cpuid(0, 0).eax;
+    if (max >= 7 && (cpuid(7, 0).edx & CPUID7_ARCH_LBR)) {
+        report_skip("lbr: arch LBR present: the absent-MSR checks do not apply");
+        return;
+    }
+    bool lenient = lbr_lenient();
+    static const uint32_t msrs[] = {MSR_LBR_CTL, MSR_LBR_DEPTH, 0x1500, 0x153f,
+                                    0x1600,      0x163f,        0x1200, 0x123f};
+    unsigned gp = 0, inert = 0, n = sizeof(msrs) / sizeof(msrs[0]);
+    for (unsigned i = 0; i < n; i++) {
+        enum absent a = msr_absent(msrs[i], lenient);
+        gp += a == ABSENT_GP;
+        inert += a == ABSENT_INERT;
+    }
+    /* as the CPU answers, with or without ptvisor (a CPU without arch LBR: nothing to hide) */
+    report(gp + inert == n, "lbr: no arch LBR: LBR_CTL/DEPTH/entries: %u #GP, %u inert", gp, inert);
+    /* XSS[15] (arch LBR state) cannot be set where CPUID does not list it */
+    struct cpuid_regs d1 = max >= 0xd ? cpuid(0xd, 1) : (struct cpuid_regs){0};
+    uint64_t xss;
+    if (!(d1.eax & (1u << 3)) || rdmsr_trap(MSR_XSS, &xss) != TRAP_NONE) {
+        report_skip("lbr: IA32_XSS: no XSAVES on this CPU");
+        return;
+    }
+    int w = wrmsr_trap(MSR_XSS, xss | (1ull << 15));
+    uint64_t after = 0;
+    rdmsr_trap(MSR_XSS, &after);
+    if (w == TRAP_NONE)
+        wrmsr_trap(MSR_XSS, xss);
+    report(w == VEC_GP && after == xss, "lbr: IA32_XSS[15] (arch LBR state) #GP (%d)", w);
+}
+
 const struct attack attacks_msr[] = {
     {"overclocking mailbox MSR 0x150", atk_oc_mailbox},
     {"microcode load from VMM memory", atk_ucode},
@@ -271,5 +544,10 @@ const struct attack attacks_msr[] = {
     {"PMU counters + PEBS into root", atk_pmu_root},
     {"DEBUGCTL.LBR across exits", atk_debugctl_root},
     {"VMX instructions x1000", atk_vmx_insns},
+    {"lbr: CPUID arch LBR, leaf 1CH", atk_lbr_cpuid},
+    {"lbr: IA32_PERF_CAPABILITIES", atk_lbr_perf_caps},
+    {"lbr: IA32_DEBUGCTL", atk_lbr_debugctl},
+    {"lbr: model-specific stack MSRs", atk_lbr_stack},
+    {"lbr: arch LBR MSRs, XSS[15]", atk_lbr_arch_msrs},
     {0},
 };

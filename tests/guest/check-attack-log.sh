@@ -21,5 +21,10 @@ if grep -aq 'ATK-UART-WHOLE-LINE' "$clean" &&
     fail "the guest's line ATK-UART-WHOLE-LINE was split by VMM output:"
     grep -a -A2 'ATK-UART-WHOLE-LINE begin' "$clean" | head -n 6 | sed 's/^/    /'
 fi
+# lbr checks (attack_msr.c): the VMM logged its LBR decision with the reason (docs/lbr.md)
+if grep -q '^INFO: attack [0-9]*: lbr:' "$report" &&
+    ! grep -aqE '^\[cpu0 lbr\] model-specific LBR (shown|hidden)' "$clean"; then
+    fail "lbr checks ran, but no '[cpu0 lbr] model-specific LBR shown/hidden (...)' boot line"
+fi
 [ $status = 0 ] && echo "attack log: $n attacks, $p checks passed, $s skipped"
 exit $status
