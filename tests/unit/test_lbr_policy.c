@@ -291,6 +291,51 @@ static void test_arch_hidden(void **state)
     }
 }
 
+/* PTV_SELFCHECK_DEBUGCTL: root records nothing -- DEBUGCTL 0, and IA32_LBR_CTL 0 where the
+ * CPU has arch LBR (shown: the exit control clears it; hidden: cleared once at set-up) */
+static void test_root_check(void **state)
+{
+    struct lbr_host ha = arch_host(), hh = arch_host(), hs = skx();
+    hh.entry_allowed1 &= ~VM_ENTRY_LOAD_IA32_LBR_CTL;
+    struct lbr_decision shown, hidden, legacy;
+    lbr_decide(&ha, &shown);
+    lbr_decide(&hh, &hidden);
+    lbr_decide(&hs, &legacy);
+    bool holds;
+    struct lbr_root_view quiet = {true, true, 0, 0};
+    for (int i = 0; i < 3; i++) {
+        const struct lbr_decision *d = i == 0 ? &shown : i == 1 ? &hidden : &legacy;
+        assert_true(lbr_root_check(d, &quiet, &holds));
+        assert_true(holds);
+        struct lbr_root_view dbg = {true, true, DEBUGCTLMSR_LBR, 0};
+        assert_true(lbr_root_check(d, &dbg, &holds));
+        assert_false(holds);
+        dbg.debugctl = DEBUGCTLMSR_BTF; /* any bit: VM exit clears them all */
+        assert_true(lbr_root_check(d, &dbg, &holds));
+        assert_false(holds);
+    }
+    /* IA32_LBR_CTL.LBREn on in root: recording VMM branches, shown or hidden */
+    struct lbr_root_view ctl = {true, true, 0, ARCH_LBR_CTL_LBREN | ARCH_LBR_CTL_OS};
+    assert_true(lbr_root_check(&shown, &ctl, &holds));
+    assert_false(holds);
+    assert_true(lbr_root_check(&hidden, &ctl, &holds));
+    assert_false(holds);
+    ctl.lbr_ctl = ARCH_LBR_CTL_OS; /* any value but 0: the exit control clears all of it */
+    assert_true(lbr_root_check(&shown, &ctl, &holds));
+    assert_false(holds);
+    /* DEBUGCTL unreadable (Bochs with ignore_bad_msrs=0): LBR_CTL alone still checked */
+    struct lbr_root_view only_ctl = {false, true, 0, ARCH_LBR_CTL_LBREN};
+    assert_true(lbr_root_check(&shown, &only_ctl, &holds));
+    assert_false(holds);
+    /* no arch LBR on this CPU: LBR_CTL is not part of it (the shim does not read it) */
+    struct lbr_root_view no_arch = {false, false, 0, 0};
+    assert_false(lbr_root_check(&legacy, &no_arch, &holds));
+    assert_true(holds);
+    no_arch.debugctl_ok = true;
+    assert_true(lbr_root_check(&legacy, &no_arch, &holds));
+    assert_true(holds);
+}
+
 static void test_leaf_beyond_max(void **state)
 {
     struct lbr_host h = skx(); /* max_leaf 0x16: CPUID 0x1C returns leaf 0x16's data */
@@ -333,7 +378,7 @@ int main(void)
         cmocka_unit_test(test_no_perf_caps),     cmocka_unit_test(test_unknown_model),
         cmocka_unit_test(test_debugctl_virtual), cmocka_unit_test(test_arch_shown),
         cmocka_unit_test(test_arch_hidden),      cmocka_unit_test(test_leaf_beyond_max),
-        cmocka_unit_test(test_reason_fits),
+        cmocka_unit_test(test_reason_fits),      cmocka_unit_test(test_root_check),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

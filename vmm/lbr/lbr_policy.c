@@ -216,6 +216,13 @@ uint64_t lbr_xss_filter(const struct lbr_decision *d, uint64_t host_xss)
     return host_xss & ~d->xss_hidden;
 }
 
+bool lbr_root_check(const struct lbr_decision *d, const struct lbr_root_view *r, bool *holds)
+{
+    bool arch = d->arch_present && r->lbr_ctl_ok;
+    *holds = !(r->debugctl_ok && r->debugctl) && !(arch && r->lbr_ctl);
+    return r->debugctl_ok || arch;
+}
+
 /* --- the decision --- */
 
 static const char *legacy_refusal(const struct lbr_host *h, const struct lbr_decision *d, char *buf,

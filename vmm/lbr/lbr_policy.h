@@ -204,4 +204,19 @@ void lbr_cpuid_filter(const struct lbr_decision *d, uint32_t leaf, uint32_t sub,
 /* The IA32_XSS bits a guest WRMSR may set, given the CPU's: arch LBR state only when shown */
 uint64_t lbr_xss_filter(const struct lbr_decision *d, uint64_t host_xss);
 
+/*
+ * The root-mode invariant behind PTV_SELFCHECK_DEBUGCTL: the VMM records no branch of its own
+ * (no LBR, BTS, BTF in root).  What RDMSR read in root: *_ok false where it faulted (or was not
+ * tried).  IA32_DEBUGCTL must be 0: every VM exit clears it (SDM Vol. 3C 28.5.1).  Where the CPU
+ * has arch LBR, IA32_LBR_CTL must be 0 too: cleared by the "clear IA32_LBR_CTL" exit control
+ * when arch LBR is shown, cleared once at set-up and out of the guest's reach (its MSRs #GP,
+ * XSS[15] refused) when hidden.  Returns false when nothing could be read (nothing checked),
+ * else true with *holds.
+ */
+struct lbr_root_view {
+    bool debugctl_ok, lbr_ctl_ok;
+    uint64_t debugctl, lbr_ctl;
+};
+bool lbr_root_check(const struct lbr_decision *d, const struct lbr_root_view *r, bool *holds);
+
 #endif

@@ -124,6 +124,15 @@ int lbr_vmx_msr(struct vcpu *v, uint32_t msr, bool write, uint64_t val)
     return lbr_msr_intercepted(&lbr_dec, msr) ? lbr_msr_exit(v, msr, write, val) : -1;
 }
 
+bool lbr_vmx_root_check(bool *holds)
+{
+    struct lbr_root_view r = {0};
+    r.debugctl_ok = !rdmsr_safe(MSR_IA32_DEBUGCTLMSR, &r.debugctl); /* Bochs may #GP */
+    if (lbr_dec.arch_present)
+        r.lbr_ctl_ok = !rdmsr_safe(MSR_ARCH_LBR_CTL, &r.lbr_ctl);
+    return lbr_root_check(&lbr_dec, &r, holds);
+}
+
 uint64_t lbr_vmx_guest_debugctl(void)
 {
     /* without the debug controls the guest runs with the 0 every exit leaves (SDM Vol. 3C

@@ -28,6 +28,10 @@ int lbr_vmx_msr(struct vcpu *v, uint32_t msr, bool write, uint64_t val);
  * debug controls" stored it); 0 where the VMM keeps a copy that is not in effect. */
 uint64_t lbr_vmx_guest_debugctl(void);
 
+/* PTV_SELFCHECK_DEBUGCTL, in root: false if nothing could be read, else *holds = no LBR, BTS
+ * or BTF in root (IA32_DEBUGCTL 0 and, where the CPU has arch LBR, IA32_LBR_CTL 0). */
+bool lbr_vmx_root_check(bool *holds);
+
 /* The IA32_XSS bits a guest may set, from the CPU's: arch LBR state only when shown. */
 uint64_t lbr_vmx_xss(uint64_t host_xss);
 

@@ -14,6 +14,7 @@
 #include "pt/rtit.h"
 #include "vmx/guest_policy.h"
 #include "vmx/emul_policy.h"
+#include "vmx/lbr_vmx.h"
 #include <ptv/vmcall.h>
 
 #define CPUID_1_EDX_APIC       (1u << 9)
@@ -53,9 +54,11 @@ struct vmm_selfcheck vmm_selfcheck(const struct vcpu *v)
     check(&c, PTV_SELFCHECK_CANARY, vmm_canary_intact(v));
     if (have_perf_global && !rdmsr_safe(MSR_CORE_PERF_GLOBAL_CTRL, &val))
         check(&c, PTV_SELFCHECK_PERF_GLOBAL, val == 0);
-    /* VM exit clears IA32_DEBUGCTL (SDM Vol. 3C 28.5.1): no LBR/BTS record of root */
-    if (!rdmsr_safe(MSR_IA32_DEBUGCTLMSR, &val))
-        check(&c, PTV_SELFCHECK_DEBUGCTL, val == 0);
+    /* no LBR/BTS record of root: VM exit clears IA32_DEBUGCTL (SDM Vol. 3C 28.5.1) and, where
+     * the CPU has arch LBR, IA32_LBR_CTL is 0 too (vmx/lbr_vmx.c, lbr_root_check()) */
+    bool quiet;
+    if (lbr_vmx_root_check(&quiet))
+        check(&c, PTV_SELFCHECK_DEBUGCTL, quiet);
     if (host_paging_checkable())
         check(&c, PTV_SELFCHECK_HOST_WX, host_paging_wx_free());
     /* the base address only: the guest may legitimately switch EN / x2APIC mode */
