@@ -25,7 +25,7 @@
 
 /* RBX = ABI version (PTV_VMCALL_ABI_VERSION), RCX = "ptvisor" as 8 bytes, RDX = 0 */
 #define PTV_VMCALL_VERSION     0
-#define PTV_VMCALL_ABI_VERSION 4
+#define PTV_VMCALL_ABI_VERSION 5
 
 /*
  * RBX = physical base, RCX = size of the VMM's own memory (image + pool, one
@@ -49,7 +49,14 @@
  */
 #define PTV_VMCALL_EXIT_STATS 4
 
-/* dump the VMM's PT trace window on the serial console (if tracing) */
+/*
+ * TRACE_DUMP (ABI 5): dump this vCPU's trace window (the newest dump_window bytes, cut at a
+ * PSB, with the code pages it ran) on the serial console as frame lines of
+ * docs/serial-protocol.md.  It goes out after the call, in slices between guest runs (each
+ * holds the guest at most dump_stall); TRACE_STATUS shows PTV_TRACE_ST_DUMPING until the
+ * last line is out.  Out: RBX = the dump's number.  EPERM: dump_on lacks vmcall; EINVAL:
+ * this vCPU never traced; EBUSY: a dump is going out.
+ */
 #define PTV_VMCALL_TRACE_DUMP 5
 
 /*
@@ -125,6 +132,7 @@
 #define PTV_TRACE_ST_STOPPED    (1u << 2) /* trace_wrap = off and the ring filled */
 #define PTV_TRACE_ST_BUDGET     (1u << 3) /* the window closed at its instruction budget */
 #define PTV_TRACE_ST_SOFTWARE   (1u << 4) /* the ring holds the software tracer's packets */
+#define PTV_TRACE_ST_DUMPING    (1u << 5) /* ABI 5: a TRACE_DUMP of this vCPU is going out */
 /*
  * TRACE_READ: copy ring bytes [RDX, RDX + RCX) of the stream (offsets count every
  * byte ever written) to guest-physical RBX..RBX+RCX-1, which must be guest RAM.

@@ -2,13 +2,17 @@
 # The verdict of the software tracer's Bochs boot (tests/system/bochs-trace.sh):
 # every in-guest check of trace.efi PASS, then the host decode of the printed
 # trace (build/host/trace_check, libipt) equal to the guest's own single-step
-# reference.  TRACE_CHECK names the checker binary.
+# reference; and the VMM's serial dumps in the same log (TRACE_DUMP of window 2,
+# the crash dump of the final triple fault) extracted by ptvisor-trace and
+# compared with what the guest read and printed.  TRACE_CHECK names the checker
+# binary, PTT the ptvisor-trace binary.
 #
 #   tests/guest/check-trace-log.sh SERIAL_LOG
 set -u
 serial=$1
 here=$(cd "$(dirname "$0")/../.." && pwd)
 checker=${TRACE_CHECK:-$here/build/host/trace_check}
+ptt=${PTT:-$(dirname "$(dirname "$checker")")/tools/ptvisor-trace}
 status=0
 fail() { echo "FAIL: $*"; status=1; }
 . "$(dirname "$0")/report-verdict.sh"
@@ -24,9 +28,22 @@ if [ "$s" = 0 ]; then
 else
     [ "$p" -ge 13 ] || fail "only $p PASS lines (expected >= 13 where MTF is missing)"
 fi
+echo "== the VMM's serial dumps: ptvisor-trace extract"
+dumps=$(mktemp -d)
+trap 'rm -rf "$dumps"' EXIT
+if [ -x "$ptt" ]; then
+    "$ptt" extract "$serial" --list || true
+    vid=$(sed -n 's/.*TRACE-DUMPED \([0-9]*\).*/\1/p' "$clean" | tail -n 1)
+    "$ptt" extract "$serial" --dump "${vid:-1}" -o "$dumps/vmcall" -q ||
+        fail "extract of the TRACE_DUMP (dump ${vid:-?}) not complete"
+    "$ptt" extract "$serial" -o "$dumps/crash" -q || fail "extract of the crash dump not complete"
+    grep -a '\[dump\]\|dump [0-9]* ' "$serial" | grep -a 'done:' | head -n 3
+else
+    fail "no ptvisor-trace at $ptt"
+fi
 echo "== host decode (libipt) of the printed trace"
 if [ -x "$checker" ]; then
-    "$checker" "$clean" || status=1
+    "$checker" "$clean" "$dumps/vmcall" "$dumps/crash" || status=1
 else
     fail "no checker at $checker"
 fi

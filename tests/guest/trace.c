@@ -11,8 +11,14 @@
  *     requires the decoded instructions == the reference, one by one.
  *  3. An IP-range window around a UD2 whose handler lies outside the range:
  *     the decode must show the event at the UD2 and resume after it.
- *  4. An instruction budget, the ABI's refusals (EBUSY, EINVAL, a TRACE_READ into
+ *  4. TRACE_DUMP of window 2: the VMM sends it as frame lines (docs/serial-protocol.md)
+ *     in slices while this guest keeps printing; the host extracts the dump from the
+ *     serial log and requires its trace stream == the bytes TRACE_READ gave here, and
+ *     its code snapshots == the pages printed here.
+ *  5. An instruction budget, the ABI's refusals (EBUSY, EINVAL, a TRACE_READ into
  *     VMM memory), SELFCHECK afterwards.
+ *  6. After the summary, a triple fault: the VMM's crash dump (report + trace window)
+ *     must come out and be extracted on the host.
  * Output for the host: "TRACE-PT", "TRACE-CODE", "TRACE-REF", "TRACE-RANGE" lines.
  */
 #include <efi.h>
@@ -186,6 +192,36 @@ static void dump_code(void)
     report_info("%u code pages dumped", np);
 }
 
+/* TRACE_DUMP of this vCPU's window: started, refused while going out, done while the guest
+ * prints between the VMM's frame lines */
+static void dump_out(void)
+{
+    struct vc6 x0 = call(PTV_VMCALL_EXIT_STATS, 52 /* PREEMPTION_TIMER */, 0, 0, 0, 0);
+    struct vc6 r = call(PTV_VMCALL_TRACE_DUMP, 0, 0, 0, 0, 0);
+    struct vc6 again = call(PTV_VMCALL_TRACE_DUMP, 0, 0, 0, 0, 0);
+    report(r.rax == PTV_VMCALL_OK && r.rbx >= 1, "TRACE_DUMP: dump %lu started (%ld)", r.rbx,
+           (int64_t)r.rax);
+    /* dump_stall = 1us in trace.cfg: one line per slice, so the dump is still going out */
+    report((int64_t)again.rax == PTV_VMCALL_EBUSY,
+           "a second TRACE_DUMP while one goes out: EBUSY (%ld)", (int64_t)again.rax);
+    unsigned polls = 0, lines = 0;
+    for (; polls < 200000; polls++) {
+        struct vc6 st = call(PTV_VMCALL_TRACE_STATUS, 0, 0, 0, 0, 0);
+        if (!(st.rbx & PTV_TRACE_ST_DUMPING))
+            break;
+        if (polls % 3 == 0)
+            test_printf("TRACE-GUESTLINE %u while the dump goes out\n", lines++);
+    }
+    struct vc6 x1 = call(PTV_VMCALL_EXIT_STATS, 52, 0, 0, 0, 0);
+    /* one frame line per slice and a slice per exit: ~30 lines need ~30 exits; without the
+     * pacing the whole dump would go out at the first one */
+    report(polls < 200000 && x1.rbx - x0.rbx >= 20,
+           "the dump went out paced: %lu exits meanwhile (%lu from the preemption timer), %u "
+           "status polls, %u guest lines between",
+           x1.rbx - x0.rbx, x1.rcx - x0.rcx, polls, lines);
+    test_printf("TRACE-DUMPED %lu\n", r.rbx);
+}
+
 EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 {
     test_init(image, systab);
@@ -257,7 +293,10 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
         report(st.r8 >= 1 && st.rdi == 0, "range window: %lu event(s), %lu gaps", st.r8, st.rdi);
     dump_ring(2);
 
-    /* 4. budget and refusals */
+    /* 4. the serial dump of window 2 */
+    dump_out();
+
+    /* 5. budget and refusals */
     trace_mtf_run(workload, arg, PTV_TRACE_F_KERNEL, 100, &rc);
     st = call(PTV_VMCALL_TRACE_STATUS, 0, 0, 0, 0, 0);
     if (!nomtf)
@@ -284,5 +323,12 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
     report(r.rbx == 0, "SELFCHECK after the windows: all invariants hold (%#lx)", r.rbx);
     __asm__ volatile("pushq %0; popfq" ::"r"(flags) : "memory", "cc");
     unsigned failed = report_summary();
+    /* 6. the crash: an IDT that holds no gate, then a breakpoint: #GP, #DF, triple fault */
+    test_printf("TRACE-CRASH the guest triple-faults now: the VMM's crash dump follows\n");
+    static const struct {
+        uint16_t limit;
+        uint64_t base;
+    } __attribute__((packed)) no_idt = {0, 0};
+    __asm__ volatile("cli; lidt %0; int3" ::"m"(no_idt) : "memory");
     return failed ? EFI_ABORTED : EFI_SUCCESS;
 }

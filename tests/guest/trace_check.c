@@ -12,6 +12,7 @@
  * tracing stop at the UD2 (the event) and resume after it.  Prints PASS/FAIL
  * lines; exit status 1 on any FAIL.
  */
+#define _GNU_SOURCE
 #include <intel-pt.h>
 #include "unit/swpt_dec.h"
 #include <inttypes.h>
@@ -165,14 +166,91 @@ static bool in_rt(uint64_t ip)
     return ip >= rt_lo && ip < rt_hi;
 }
 
+static uint8_t *slurp(const char *dir, const char *name, size_t *len)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    uint8_t *p = NULL;
+    size_t cap = 0;
+    *len = 0;
+    if (!f)
+        return NULL;
+    for (;;) {
+        if (*len == cap && !(p = realloc(p, cap = cap ? 2 * cap : 65536)))
+            abort();
+        size_t n = fread(p + *len, 1, cap - *len, f);
+        if (!n)
+            break;
+        *len += n;
+    }
+    fclose(f);
+    if (!p)
+        p = malloc(1);
+    return p;
+}
+
+/*
+ * The serial dumps, as `ptvisor-trace extract` wrote them: the TRACE_DUMP of window 2 (its
+ * trace stream == the bytes TRACE_READ gave the guest, its code snapshots == the pages the
+ * guest printed where both have a page) and the crash dump (a crash report of the triple
+ * fault, this CPU's last window).
+ */
+static void check_dumps(const char *vdir, const char *cdir)
+{
+    size_t n, m;
+    uint8_t *t = slurp(vdir, "cpu0.pt", &n);
+    verdict(t && n == ptlen[1] && !memcmp(t, pt[1], n),
+            "TRACE_DUMP: the extracted trace == window 2 as TRACE_READ gave it (%zu / %zu bytes)",
+            t ? n : 0, ptlen[1]);
+    free(t);
+    uint8_t *list = slurp(vdir, "snapshots", &m);
+    unsigned snaps = 0, same = 0, other = 0, differ = 0;
+    for (char *line = list ? strtok((char *)list, "\n") : NULL; line; line = strtok(NULL, "\n")) {
+        uint64_t va, len;
+        char cr3[32], file[256];
+        if (sscanf(line, "%" SCNx64 " %" SCNi64 " %31s %255s", &va, &len, cr3, file) != 4)
+            continue;
+        size_t got;
+        uint8_t *b = slurp(vdir, file, &got);
+        snaps++;
+        for (uint64_t o = 0; b && got == len && o + 4096 <= len; o += 4096) {
+            struct page *pg = page_at(va + o, false);
+            if (!pg)
+                other++;
+            else if (!memcmp(pg->b, b + o, 4096))
+                same++;
+            else
+                differ++;
+        }
+        free(b);
+    }
+    free(list);
+    verdict(snaps >= 1 && same >= 1 && differ == 0,
+            "TRACE_DUMP: %u code snapshot(s); %u page(s) == the guest's bytes, %u differ, %u not "
+            "printed by the guest",
+            snaps, same, differ, other);
+    uint8_t *crash = slurp(cdir, "crash.txt", &n);
+    bool tf = crash && memmem(crash, n, "guest stopped: TRIPLE_FAULT", 27);
+    verdict(tf, "crash dump: crash.txt holds the report of the triple fault (%zu bytes)",
+            crash ? n : 0);
+    free(crash);
+    uint8_t *meta = slurp(cdir, "dump.meta", &n);
+    verdict(meta && memmem(meta, n, "reason crash", 12) && memmem(meta, n, "complete yes", 12),
+            "crash dump: complete, reason crash");
+    free(meta);
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: trace_check SERIAL_LOG\n");
+    if (argc != 2 && argc != 4) {
+        fprintf(stderr, "usage: trace_check SERIAL_LOG [VMCALL_DUMP_DIR CRASH_DUMP_DIR]\n");
         return 2;
     }
     if (!parse(argv[1]))
         return 2;
+    if (argc == 4)
+        check_dumps(argv[2], argv[3]);
     verdict(nref > 500 && npages > 0 && ptlen[0] > 0 && ptlen[1] > 0 && rt_lo && ev_lo,
             "the log holds the reference (%zu IPs), %u code pages and both windows (%zu, %zu "
             "bytes)",

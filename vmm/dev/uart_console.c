@@ -98,6 +98,11 @@ void console_write(const char *s, size_t n, bool urgent)
     mux_leave();
 }
 
+bool console_frame_ready(void)
+{
+    return console_ready() && uart_mux_idle(&mux);
+}
+
 void console_flush(void)
 {
     if (!console_ready() || !mux_enter())

@@ -14,6 +14,8 @@
 
 /* VMM text; urgent: out now, ending an open guest line if need be (errors, crash dumps) */
 void console_write(const char *s, size_t n, bool urgent);
+/* a VMM line written now goes straight out (uart_mux_idle): a hint, read without the lock */
+bool console_frame_ready(void);
 /* everything queued goes out now */
 void console_flush(void);
 

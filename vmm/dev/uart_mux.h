@@ -153,6 +153,13 @@ void uart_mux_vmm_write(struct uart_mux *m, const char *s, size_t n, bool urgent
 /* everything queued goes out now (breaking an open guest line); a partial VMM line too */
 void uart_mux_flush(struct uart_mux *m);
 
+/* a whole VMM line written now goes straight out, splitting nothing and waiting for nothing:
+ * the guest's console line is closed, no VMM line is queued or partly written */
+static inline bool uart_mux_idle(const struct uart_mux *m)
+{
+    return !m->guest_open && !m->ring_len && !m->cur_len;
+}
+
 /* the ports to trap now (UART_TRAP_*) */
 static inline unsigned uart_mux_trap_mask(const struct uart_mux *m)
 {

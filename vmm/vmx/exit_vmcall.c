@@ -17,6 +17,7 @@
 #include "percpu.h"
 #include "smp/smp.h"
 #include "vmx/trace_vmx.h"
+#include "vmx/trace_dump.h"
 
 static bool allowed_at_cpl3(uint64_t fn)
 {
@@ -129,6 +130,17 @@ enum exit_action handle_vmcall(struct vcpu *v, const struct vmexit *e)
         r[GPR_R9] = st.unreadable;
         break;
     }
+    case PTV_VMCALL_TRACE_DUMP: /* out: RBX = the dump's number; it goes out after this call */
+        if (!(vmm_cfg->dump_on & PTV_DUMP_VMCALL)) {
+            ret = PTV_VMCALL_EPERM;
+            break;
+        }
+        {
+            uint32_t id;
+            ret = trace_dump_request(v, &id);
+            r[GPR_RBX] = id;
+        }
+        break;
     case PTV_VMCALL_TRACE_READ: /* out: copied, oldest offset kept, bytes written in all */
         ret = trace_vmx_read(v, r[GPR_RBX], r[GPR_RCX], r[GPR_RDX], &r[GPR_RBX], &r[GPR_RCX],
                              &r[GPR_RDX]);

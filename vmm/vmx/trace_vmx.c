@@ -11,6 +11,9 @@
  * starts it, with RIP already past the VMCALL.
  */
 #include "vmx/trace_vmx.h"
+#include "vmx/trace_dump.h"
+#include "trace/codepages.h"
+#include "trace/frame.h"
 #include "vmx/vcpu.h"
 #include "vmx/vmcs.h"
 #include "vmx/vmx_cpu.h"
@@ -35,8 +38,15 @@ struct trace_vcpu {
     bool pending_start;
     bool budget_logged;
     bool nomem_said;
+    bool boot_window; /* this window is trace_boot's: dump_on = boot dumps it when it closes */
     uint64_t windows;
+    /* the code pages the window ran (the dump's snapshots) and the paging they ran under */
+    struct codepages cp;
+    struct gw_paging paging;
 };
+
+#define CP_SLOTS 1024 /* code pages a window remembers: 768 (codepages.h keeps it 3/4 full) */
+#define CP_PAGES ((CP_SLOTS * sizeof(struct cp_entry) + PAGE_SIZE - 1) / PAGE_SIZE)
 
 /* --- guest memory over EPT --- */
 
@@ -134,6 +144,16 @@ static int ring_alloc(struct vcpu *v)
                     size >> 10);
         t->nomem_said = true;
         return PTV_VMCALL_ENOMEM;
+    }
+    if (!t->cp.e) {
+        struct cp_entry *e = palloc_pages(CP_PAGES, &pa);
+        if (!e) {
+            if (!t->nomem_said)
+                pr_warn("trace", "no room for the code-page set in the VMM pool (vmm_pool)");
+            t->nomem_said = true;
+            return PTV_VMCALL_ENOMEM;
+        }
+        cp_init(&t->cp, e, CP_SLOTS);
     }
     t->ring = (struct swpt_ring){.buf = buf, .size = size};
     return 0;
@@ -237,6 +257,8 @@ static int sw_start(struct vcpu *v, uint32_t flags, uint64_t cr3, uint64_t lo, u
     t->ring.head = t->ring.dropped = 0;
     t->ring.stopped = false;
     t->ring.stop_on_full = !vmm_cfg->trace_wrap;
+    t->boot_window = false;
+    cp_reset(&t->cp);
     t->pending_start = true; /* starts after this VMCALL (trace_vmx_before_entry) */
     v->trace_stepping = true;
     if (trace_vmx_tf() && !v->trace_tf_used) {
@@ -303,6 +325,23 @@ static void sw_copy(const struct trace_vcpu *t, uint64_t off, uint8_t *buf, uint
     }
 }
 
+/* the page of the instruction about to run (and the next one, for an instruction that may
+ * cross into it) joins the window's code pages, with the CRC of its bytes now */
+static void note_code(struct vcpu *v, struct trace_vcpu *t, const struct swtrace_cpu *c)
+{
+    uint64_t lin = c->cs_base + c->rip;
+    t->paging = c->paging;
+    for (uint64_t va = lin; va <= lin + 15; va = (va | (CP_PAGE - 1)) + 1) {
+        if (cp_note(&t->cp, c->ctx.cr3, va) == 1) {
+            static uint8_t page[CP_PAGE]; /* one CPU at a time here: the set belongs to v */
+            uint64_t kcr3, kva;
+            cp_key(c->ctx.cr3, va, &kcr3, &kva);
+            if (trace_vmx_code_read(v, c->ctx.cr3, kva, page, CP_PAGE))
+                cp_set_crc(&t->cp, c->ctx.cr3, va, frame_crc32(0, page, CP_PAGE));
+        }
+    }
+}
+
 void trace_vmx_before_entry(struct vcpu *v)
 {
     struct trace_vcpu *t = v->trace;
@@ -315,6 +354,7 @@ void trace_vmx_before_entry(struct vcpu *v)
     if (t->pending_start) {
         t->pending_start = false;
         swtrace_start(&t->sw, &t->cfg, &t->ring, &m, &c, t->budget);
+        note_code(v, t, &c);
         tf_arm(v);
         return;
     }
@@ -324,8 +364,14 @@ void trace_vmx_before_entry(struct vcpu *v)
             pr_info("trace", "window closed at its budget: %lu instructions, %lu bytes",
                     t->sw.st.steps, t->ring.head);
         t->budget_logged = true;
+        if (t->boot_window) {
+            t->boot_window = false;
+            if (vmm_cfg->dump_on & PTV_DUMP_BOOT)
+                trace_dump_start(v, FRAME_REASON_BOOT);
+        }
         return;
     }
+    note_code(v, t, &c);
     tf_arm(v);
 }
 
@@ -403,6 +449,8 @@ void trace_vmx_status(struct vcpu *v, struct trace_status *st)
         hw_status(v, st);
     else
         sw_status(v, st);
+    if (v->dumping)
+        st->flags |= PTV_TRACE_ST_DUMPING;
 }
 
 /* stream bytes [off, off + len), off >= the oldest kept, into a VMM buffer: bytes copied */
@@ -470,7 +518,60 @@ void trace_vmx_boot(struct vcpu *v)
     int rc = trace_vmx_start(v, 0, 0, 0, 0, hw_source(v) ? 0 : vmm_cfg->trace_boot, &src);
     if (rc)
         pr_warn("trace", "trace_boot = %lu: no boot trace (error %d)", vmm_cfg->trace_boot, rc);
-    else
+    else if (src == PTV_TRACE_SRC_SOFTWARE)
+        v->trace->boot_window = true;
+    if (!rc)
         pr_info("trace", "trace_boot: tracing the first %lu guest instructions (%s)",
                 vmm_cfg->trace_boot, src == PTV_TRACE_SRC_HARDWARE ? "PT" : "software");
+}
+
+/* --- what a dump reads (vmx/trace_dump.c) --- */
+
+bool trace_vmx_window(struct vcpu *v, struct trace_window *w)
+{
+    struct trace_status st;
+    trace_vmx_status(v, &st);
+    *w = (struct trace_window){
+        .hardware = hw_source(v),
+        .ring_size = st.ring_size,
+        .written = st.written,
+        .oldest = st.written > st.ring_size ? st.written - st.ring_size : 0,
+        .wrapped = st.written > st.ring_size,
+        .gaps = st.gaps,
+    };
+    if (w->hardware) { /* the configured filter: TRACE_START may have narrowed it */
+        w->kernel = vmm_cfg->trace_filter & PTV_TRACE_OS;
+        w->user = vmm_cfg->trace_filter & PTV_TRACE_USER;
+        w->cr3 = vmm_cfg->trace_cr3;
+        w->cr3_match = w->cr3 != 0;
+        return st.written != 0;
+    }
+    const struct trace_vcpu *t = traced(v);
+    if (!t)
+        return false;
+    w->kernel = t->cfg.filter.kernel;
+    w->user = t->cfg.filter.user;
+    w->cr3_match = t->cfg.filter.cr3_match;
+    w->cr3 = t->cfg.filter.cr3;
+    w->nranges = t->cfg.filter.nranges;
+    for (unsigned i = 0; i < w->nranges && i < SWPT_MAX_RANGES; i++) {
+        w->range[i].lo = t->cfg.filter.range[i].lo;
+        w->range[i].hi = t->cfg.filter.range[i].hi;
+    }
+    w->code = &t->cp;
+    w->last_cr3 = t->paging.cr3;
+    return st.written != 0;
+}
+
+bool trace_vmx_code_read(struct vcpu *v, uint64_t cr3, uint64_t va, void *buf, unsigned len)
+{
+    const struct trace_vcpu *t = v->trace;
+    struct gw_mem m = {.ctx = v, .read = read_gpa};
+    unsigned got;
+    if (!t)
+        return false;
+    struct gw_paging p = t->paging;
+    if (cr3 != CP_CR3_ANY)
+        p.cr3 = cr3;
+    return gw_read(&m, &p, va, buf, len, &got) == 0 && got == len;
 }

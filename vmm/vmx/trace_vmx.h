@@ -39,6 +39,28 @@ bool trace_vmx_db_exit(struct vcpu *v, uint64_t qual);
 /* trace_boot = N: start the boot window (before the boot CPU's first entry) */
 void trace_vmx_boot(struct vcpu *v);
 
+/* a vCPU's trace window as a dump describes it */
+struct codepages;
+struct trace_window {
+    bool hardware;                       /* system-mode PT, else the software tracer */
+    uint64_t ring_size, oldest, written; /* stream offsets: the ring holds [oldest, written) */
+    bool wrapped;
+    uint64_t gaps; /* overflows (OVF) */
+    bool kernel, user, cr3_match;
+    uint64_t cr3;
+    unsigned nranges;
+    struct {
+        uint64_t lo, hi;
+    } range[4];
+    const struct codepages *code; /* pages the window ran (software tracer), else NULL */
+    uint64_t last_cr3;            /* the CR3 of the last step */
+};
+/* false: this vCPU never traced (or its ring is empty) */
+bool trace_vmx_window(struct vcpu *v, struct trace_window *w);
+/* len bytes of guest code at linear va under CR3 cr3 (CP_CR3_ANY: the window's last CR3),
+ * read through the paging the window last ran under and EPT (guest RAM only) */
+bool trace_vmx_code_read(struct vcpu *v, uint64_t cr3, uint64_t va, void *buf, unsigned len);
+
 /* right before each VM entry while the tracer steps this vCPU (vmx_run.c) */
 void trace_vmx_before_entry(struct vcpu *v);
 

@@ -3,6 +3,7 @@
 #ifndef PTV_VMX_VCPU_H
 #define PTV_VMX_VCPU_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdbool.h>
 #include <ptv/handoff.h>
@@ -89,6 +90,7 @@ struct vcpu {
     bool trace_mtf_seen;      /* an MTF exit came since the tracer's last look */
     bool trace_tf_used;       /* sw_trace = tf stepping ran: #DB intercepted from then on */
     struct trace_vcpu *trace; /* this vCPU's trace ring and tracer (NULL until used) */
+    bool dumping;             /* a paced serial dump runs on this CPU (trace_dump.c) */
     /* CR0/CR4 bits the VMM owns (fixed by VMX): guest sees the read shadows */
     uint64_t cr0_fixed0, cr0_fixed1, cr4_fixed0, cr4_fixed1;
     uint64_t cr0_mask, cr4_mask;
@@ -169,6 +171,8 @@ void vcpu_mtf_update(struct vcpu *v);
 int vmx_run(struct vcpu *v, struct vmexit *e);
 enum exit_action vmx_handle_exit(struct vcpu *v, const struct vmexit *e);
 void vcpu_dump(struct vcpu *v);
+/* the crash report of v (registers, VMCS, recent exits, statistics) as text: bytes written */
+size_t crash_report(struct vcpu *v, const char *why, char *buf, size_t cap);
 __attribute__((noreturn)) void vcpu_stop_guest(struct vcpu *v, const char *why);
 
 #endif

@@ -1,34 +1,122 @@
 /* SPDX-License-Identifier: MIT */
-/* Crash dumps: the VMCS by field name, the ring of recent exits, exit statistics. */
+/*
+ * Crash reports: the guest registers, the VMCS by field name, the ring of recent exits and
+ * the exit statistics, written as text into a buffer, so the same report goes to the console
+ * (plain lines) and into the serial dump's crash stream (vmx/trace_dump.c), where
+ * `ptvisor-trace extract` finds it as crash.txt.
+ */
 #include "vmx/vmx_cpu.h"
 #include "vmx/vmcs.h"
+#include "vmx/trace_dump.h"
+#include "dev/uart_console.h"
 #include "vmm.h"
 #include "cpu.h"
 #include "log.h"
+#include "handoff.h"
+#include "lib/fmt.h"
+#include "lib/ptv_string.h"
+#include <stdarg.h>
 
-void vmcs_dump(void)
+/* text appended to a buffer; what does not fit is cut and counted */
+struct report {
+    char *p;
+    size_t cap, len;
+    bool cut;
+};
+
+static void rp(struct report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void rp(struct report *r, const char *fmt, ...)
 {
-    log_raw("---- VMCS ----\n");
+    char line[160];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = ptv_vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    size_t len = (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1;
+    if (r->len + len > r->cap) {
+        r->cut = true;
+        return;
+    }
+    memcpy(r->p + r->len, line, len);
+    r->len += len;
+}
+
+static void report_vmcs(struct report *r)
+{
+    rp(r, "---- VMCS ----\n");
     for (unsigned i = 0; i < vmcs_field_count; i++) {
         const struct vmcs_field_info *f = &vmcs_field_table[i];
         uint64_t val;
         if (__vmread(f->encoding, &val))
-            log_raw("  %-30s        n/a\n", f->name);
+            rp(r, "  %-30s        n/a\n", f->name);
         else
-            log_raw("  %-30s %016lx\n", f->name, val);
+            rp(r, "  %-30s %016lx\n", f->name, val);
     }
 }
 
-void exit_ring_dump(const struct vcpu *v)
+static void report_exits(struct report *r, const struct vcpu *v)
 {
-    log_raw("---- last exits (oldest first) ----\n");
+    rp(r, "---- last exits (oldest first) ----\n");
     unsigned n = v->ring_next < EXIT_RING_SIZE ? v->ring_next : EXIT_RING_SIZE;
     for (unsigned i = 0; i < n; i++) {
-        const struct exit_record *r = &v->ring[(v->ring_next - n + i) % EXIT_RING_SIZE];
-        log_raw("  #%-6lu %-20s qual %016lx rip %016lx tsc %lu\n",
-                (unsigned long)(v->ring_next - n + i), vmx_exit_reason_name(r->reason), r->qual,
-                r->rip, r->tsc);
+        const struct exit_record *e = &v->ring[(v->ring_next - n + i) % EXIT_RING_SIZE];
+        rp(r, "  #%-6lu %-20s qual %016lx rip %016lx tsc %lu\n",
+           (unsigned long)(v->ring_next - n + i), vmx_exit_reason_name(e->reason), e->qual, e->rip,
+           e->tsc);
     }
+    rp(r, "---- exit statistics ----\n");
+    rp(r, "  %lu VM exits in total\n", v->exits_total);
+    for (unsigned k = 0; k <= EXIT_REASON_MAX; k++)
+        if (v->exits_by_reason[k])
+            rp(r, "  exits %-20s %lu\n", k < EXIT_REASON_MAX ? vmx_exit_reason_name(k) : "OTHER",
+               v->exits_by_reason[k]);
+}
+
+size_t crash_report(struct vcpu *v, const char *why, char *buf, size_t cap)
+{
+    static const char *const names[NR_GPRS] = {"rax", "rcx", "rdx", "rbx", "rsp", "rbp",
+                                               "rsi", "rdi", "r8",  "r9",  "r10", "r11",
+                                               "r12", "r13", "r14", "r15"};
+    struct report r = {.p = buf, .cap = cap};
+    rp(&r, "ptvisor crash report: cpu %u, guest stopped: %s\n", v->id, why);
+    rp(&r, "---- guest registers ----\n");
+    for (unsigned i = 0; i < NR_GPRS; i++)
+        if (i != GPR_RSP) /* RSP is in the VMCS */
+            rp(&r, "  %-3s %016lx\n", names[i], v->regs.gpr[i]);
+    report_vmcs(&r);
+    report_exits(&r, v);
+    if (r.cut && r.len + 32 <= cap) {
+        memcpy(r.p + r.len, "(report cut: buffer full)\n", 26);
+        r.len += 26;
+    }
+    return r.len;
+}
+
+/* text of whole lines to the console, now (urgent: a dying guest's open line is ended) */
+static void print_text(const char *p, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && p[j] != '\n')
+            j++;
+        console_write(p + i, j < n ? j - i + 1 : j - i, true);
+        i = j + 1;
+    }
+}
+
+/* one report at a time: the buffer is the crash stream of the dump that follows */
+static char report_buf[32768];
+static volatile int report_busy;
+
+void vcpu_dump(struct vcpu *v)
+{
+    if (__atomic_exchange_n(&report_busy, 1, __ATOMIC_ACQUIRE)) {
+        pr_err("vmx", "cpu %u: another CPU is writing its crash report", v->id);
+        return;
+    }
+    size_t n = crash_report(v, "VMM panic", report_buf, sizeof(report_buf));
+    print_text(report_buf, n);
+    __atomic_store_n(&report_busy, 0, __ATOMIC_RELEASE);
 }
 
 void exit_stats_print(const struct vcpu *v)
@@ -40,24 +128,17 @@ void exit_stats_print(const struct vcpu *v)
                     r < EXIT_REASON_MAX ? vmx_exit_reason_name(r) : "OTHER", v->exits_by_reason[r]);
 }
 
-void vcpu_dump(struct vcpu *v)
-{
-    static const char *const names[NR_GPRS] = {"rax", "rcx", "rdx", "rbx", "rsp", "rbp",
-                                               "rsi", "rdi", "r8",  "r9",  "r10", "r11",
-                                               "r12", "r13", "r14", "r15"};
-    log_raw("---- guest registers ----\n");
-    for (unsigned i = 0; i < NR_GPRS; i++)
-        if (i != GPR_RSP)
-            log_raw("  %-3s %016lx\n", names[i], v->regs.gpr[i]);
-    vmcs_dump();
-    exit_ring_dump(v);
-    exit_stats_print(v);
-}
-
 void vcpu_stop_guest(struct vcpu *v, const char *why)
 {
     pr_err("vmx", "guest stopped: %s", why);
-    vcpu_dump(v);
+    if (!__atomic_exchange_n(&report_busy, 1, __ATOMIC_ACQUIRE)) {
+        size_t n = crash_report(v, why, report_buf, sizeof(report_buf));
+        print_text(report_buf, n);
+        if (vmm_cfg->dump_on & PTV_DUMP_CRASH)
+            trace_dump_crash(v, report_buf, n); /* the report, every CPU's trace, code pages */
+    } else {
+        pr_err("vmx", "cpu %u: another CPU is writing its crash report", v->id);
+    }
     pr_err("vmx", "crash dump complete; on_crash action follows");
     machine_crash_action(vmm_cfg->crash_action);
 }

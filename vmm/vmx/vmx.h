@@ -43,6 +43,7 @@
 #define PIN_BASED_EXT_INTR_MASK (1u << 0)
 #define PIN_BASED_NMI_EXITING   (1u << 3)
 #define PIN_BASED_VIRTUAL_NMIS  (1u << 5)
+#define PIN_BASED_PREEMPT_TIMER (1u << 6)
 /* primary processor-based controls */
 #define CPU_BASED_HLT_EXITING                 (1u << 7)
 #define CPU_BASED_CR3_LOAD_EXITING            (1u << 15)

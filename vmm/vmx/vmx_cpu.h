@@ -41,8 +41,6 @@ void pt_probe(uint32_t requested);
 /* this vCPU's UART traps follow the multiplexer, which another vCPU may have
  * changed (exit_io.c); called before every entry */
 void io_traps_update(struct vcpu *v);
-void vmcs_dump(void);
-void exit_ring_dump(const struct vcpu *v);
 void exit_stats_print(const struct vcpu *v);
 /* the host MTRRs still hold what vm_ept_setup() read (exit_ept.c) */
 bool vmx_host_mtrrs_unchanged(void);

@@ -13,6 +13,7 @@
 #include "smp/smp.h"
 #include "dev/uart_console.h"
 #include "vmx/trace_vmx.h"
+#include "vmx/trace_dump.h"
 
 int vmx_enter(struct guest_regs *regs, int launched);
 
@@ -142,6 +143,8 @@ int vmx_run(struct vcpu *v, struct vmexit *e)
         deliver_owed_nmi(v);
     if (v->trace_stepping)
         trace_vmx_before_entry(v); /* what the last step ran goes into the trace */
+    if (v->dumping)
+        trace_dump_slice(v); /* a serial dump goes out in slices between guest runs */
     if (v->pt.active)
         pt_ctrl_before_entry(&v->pt);
     int r = vmx_enter(&v->regs, v->launched);

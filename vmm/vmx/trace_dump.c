@@ -1,0 +1,392 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Serial trace dumps from the VMM (issue 10): a thin shim.  What goes out in which order, the
+ * window cut at a PSB and the frame lines are vmm/trace/dump.c + frame.c (host-tested); here:
+ * which CPUs a dump holds, their BEGIN metadata, the code snapshots (pages the window ran,
+ * sent only when their bytes still match what ran), reading the rings and guest memory, and
+ * when a line may go out.
+ *
+ * Pacing.  A TRACE_DUMP or a closing trace_boot window starts a dump; it goes out in slices
+ * right before the dumping CPU's VM entries.  A slice sends lines until dump_stall has passed
+ * (at least one line: ~17 ms at 115200 baud), and only while the guest's console line is
+ * closed and the multiplexer has nothing queued, so frame lines never wait in (or overflow)
+ * its ring and never split a guest line; a guest line open for longer than HOLD_TICKS (the
+ * multiplexer's own patience) is ended by the multiplexer and the lines go out urgently.  While a
+ * dump goes out the VMX-preemption timer (where the CPU has it) makes an exit every dump_stall, so
+ * a guest that makes no exits still lets the dump progress; the guest runs between slices.
+ *
+ * A crash dump goes out at once: the guest is dead.
+ */
+#include "vmx/trace_dump.h"
+#include "vmx/trace_vmx.h"
+#include "vmx/vcpu.h"
+#include "vmx/vmcs.h"
+#include "vmx/vmx_cpu.h"
+#include "vmx/exits.h"
+#include "trace/dump.h"
+#include "trace/codepages.h"
+#include "dev/uart_console.h"
+#include "smp/spinlock.h"
+#include "smp/smp.h"
+#include "cpu.h"
+#include "log.h"
+#include "percpu.h"
+#include "handoff.h"
+#include "vmm.h"
+#include "lib/ptv_string.h"
+#include <ptv/vmcall.h>
+
+#define SNAP_RUN_MAX (64u << 10)
+#define HOLD_TICKS                                                                                 \
+    (1ull << 31) /* as CONSOLE_HOLD_TICKS (dev/uart_console.c) */ /* adjacent code pages join one  \
+                                                                     snapshot up to this size */
+
+static struct dump_job job; /* ~23 KiB */
+static struct dump_sect sects[PTV_MAX_CPUS];
+static struct vcpu *sect_vcpu[PTV_MAX_CPUS];
+static struct frame_range ranges[PTV_MAX_CPUS][FRAME_MAX_RANGES];
+static struct frame_snap snaps[FRAME_MAX_SNAPS]; /* shared by the sections, in order */
+static uint64_t cr3s[FRAME_MAX_CR3S];
+static const char *crash_text;
+static size_t crash_len;
+static struct spinlock lock; /* the job: one CPU in it at a time */
+static uint32_t dumps, boot_id;
+static uint64_t tsc_hz, stall_ticks, started;
+static uint64_t blocked; /* TSC when a slice first found the guest's line open (0: not) */
+static bool urgent;
+
+/* --- reading --- */
+
+static size_t read_trace(void *ctx, uint64_t off, uint8_t *buf, size_t len)
+{
+    return trace_vmx_bytes(ctx, off, buf, len);
+}
+
+static size_t read_stream(void *ctx, unsigned s, unsigned stream, uint64_t off, uint8_t *buf,
+                          size_t len)
+{
+    (void)ctx;
+    struct vcpu *v = sect_vcpu[s];
+    if (stream == FRAME_STREAM_TRACE)
+        return trace_vmx_bytes(v, off, buf, len);
+    if (stream == FRAME_STREAM_CRASH) {
+        if (!crash_text || off >= crash_len)
+            return 0;
+        if (len > crash_len - off)
+            len = crash_len - off;
+        memcpy(buf, crash_text + off, len);
+        return len;
+    }
+    const struct frame_snap *sn = &sects[s].b.snaps[stream - FRAME_STREAM_SNAP(0)];
+    size_t done = 0;
+    while (done < len) { /* page by page: a page that is gone ends the read short */
+        uint64_t va = sn->va + off + done;
+        size_t n = CP_PAGE - (va & (CP_PAGE - 1));
+        if (n > len - done)
+            n = len - done;
+        if (!trace_vmx_code_read(v, sn->cr3 == FRAME_CR3_ANY ? CP_CR3_ANY : sn->cr3, va, buf + done,
+                                 (unsigned)n))
+            break;
+        done += n;
+    }
+    return done;
+}
+
+/* --- lines --- */
+
+static void line_out(void *ctx, const char *s, size_t n)
+{
+    (void)ctx;
+    console_write(s, n, urgent);
+}
+
+/* --- the plan: sections and their metadata --- */
+
+static uint64_t tsc_frequency(void)
+{
+    if (cpuid_count(0, 0).eax >= 0x15) {
+        struct cpuid_regs r = cpuid_count(0x15, 0);
+        if (r.eax && r.ebx && r.ecx)
+            return (uint64_t)r.ecx * r.ebx / r.eax;
+    }
+    if (cpuid_count(0, 0).eax >= 0x16) {
+        uint32_t mhz = cpuid_count(0x16, 0).eax & 0xffff;
+        if (mhz)
+            return (uint64_t)mhz * 1000000;
+    }
+    return 0;
+}
+
+/* code pages of a window in (cr3, va) order: insertion sort of a bounded set */
+static unsigned sorted_pages(const struct codepages *cp, const struct cp_entry **out, unsigned max)
+{
+    unsigned n = 0;
+    for (uint32_t i = 0; cp && i < cp->cap && n < max; i++) {
+        const struct cp_entry *e = cp_slot(cp, i);
+        if (!e)
+            continue;
+        unsigned k = n++;
+        while (k && (out[k - 1]->cr3 > e->cr3 ||
+                     (out[k - 1]->cr3 == e->cr3 && out[k - 1]->va > e->va))) {
+            out[k] = out[k - 1];
+            k--;
+        }
+        out[k] = e;
+    }
+    return n;
+}
+
+/* the snapshots of v's window from *nsnap on: pages whose bytes still match what ran */
+static void plan_snapshots(struct vcpu *v, const struct trace_window *w, unsigned *nsnap,
+                           uint64_t *changed)
+{
+    const unsigned first = *nsnap; /* this section's snapshots start here */
+    static const struct cp_entry *pages[1024];
+    static uint8_t page[CP_PAGE];
+    unsigned n = sorted_pages(w->code, pages, 1024);
+    for (unsigned i = 0; i < n; i++) {
+        const struct cp_entry *e = pages[i];
+        if (!e->seen || !trace_vmx_code_read(v, e->cr3, e->va, page, CP_PAGE) ||
+            frame_crc32(0, page, CP_PAGE) != e->crc) {
+            (*changed)++; /* never send bytes that did not run: the host reports them missing */
+            continue;
+        }
+        uint64_t cr3 = e->cr3 == CP_CR3_ANY ? FRAME_CR3_ANY : e->cr3;
+        struct frame_snap *last = *nsnap > first ? &snaps[*nsnap - 1] : NULL;
+        if (last && last->cr3 == cr3 && last->va + last->len == e->va && last->len < SNAP_RUN_MAX) {
+            last->len += CP_PAGE;
+            continue;
+        }
+        if (*nsnap == FRAME_MAX_SNAPS) {
+            (*changed)++;
+            continue;
+        }
+        snaps[(*nsnap)++] = (struct frame_snap){.va = e->va, .cr3 = cr3, .len = CP_PAGE};
+    }
+}
+
+static unsigned add_cr3(unsigned n, uint64_t cr3)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (cr3s[i] == cr3)
+            return n;
+    if (n < FRAME_MAX_CR3S)
+        cr3s[n++] = cr3;
+    return n;
+}
+
+/* section i: v's window */
+static void plan_section(unsigned i, struct vcpu *v, enum frame_reason why, unsigned ncpus,
+                         unsigned *nsnap, unsigned *ncr3, uint64_t *changed)
+{
+    struct trace_window w;
+    struct dump_sect *s = &sects[i];
+    bool traced = trace_vmx_window(v, &w);
+    unsigned snap0 = *nsnap, cr30 = *ncr3;
+
+    sect_vcpu[i] = v;
+    *s = (struct dump_sect){0};
+    if (traced) {
+        s->t_start = dump_trace_start(read_trace, v, w.oldest, w.written, vmm_cfg->dump_window);
+        s->b.trace_len = w.written - s->t_start;
+        for (unsigned r = 0; r < w.nranges && r < FRAME_MAX_RANGES; r++)
+            ranges[i][r] = (struct frame_range){w.range[r].lo, w.range[r].hi};
+        s->b.nranges = w.nranges < FRAME_MAX_RANGES ? w.nranges : FRAME_MAX_RANGES;
+        plan_snapshots(v, &w, nsnap, changed);
+        if (w.code) {
+            for (uint32_t k = 0; k < w.code->cap; k++) {
+                const struct cp_entry *e = cp_slot(w.code, k);
+                if (e && e->cr3 != CP_CR3_ANY)
+                    *ncr3 = add_cr3(*ncr3, e->cr3);
+            }
+            *ncr3 = add_cr3(*ncr3, w.last_cr3);
+        }
+    }
+    s->b.boot_id = boot_id;
+    s->b.dump_id = dumps;
+    s->b.cpu = v->id;
+    s->b.ncpus = ncpus;
+    s->b.reason = why;
+    s->b.source = w.hardware ? FRAME_SRC_HARDWARE : FRAME_SRC_SOFTWARE;
+    s->b.filter = (w.user ? FRAME_FILTER_USER : 0) | (w.kernel ? FRAME_FILTER_KERNEL : 0) |
+                  (w.cr3_match ? FRAME_FILTER_CR3 : 0);
+    s->b.filter_cr3 = w.cr3_match ? w.cr3 : 0;
+    s->b.ranges = ranges[i];
+    s->b.ring_size = w.ring_size;
+    s->b.wrapped = w.wrapped;
+    s->b.overflows = w.gaps;
+    s->b.tsc_hz = tsc_hz;
+    s->b.cr3s = cr3s + cr30;
+    s->b.ncr3 = *ncr3 - cr30;
+    s->b.snaps = snaps + snap0;
+    s->b.nsnap = *nsnap - snap0;
+    if (v == sect_vcpu[0] && crash_text)
+        s->b.crash_len = crash_len;
+}
+
+/* the dump of `list` (the first one is the CPU that asked or crashed); 0 or -1 (logged) */
+static int plan(struct vcpu **list, unsigned n, enum frame_reason why)
+{
+    const struct dump_ops ops = {.read = read_stream};
+    const struct frame_out out = {.line = line_out};
+    unsigned nsnap = 0, ncr3 = 0;
+    uint64_t changed = 0, bytes = 0;
+
+    if (!boot_id) {
+        boot_id = (uint32_t)rdtsc() | 1;
+        tsc_hz = tsc_frequency();
+        /* without the TSC frequency (CPUID 0x15 / 0x16) a tick is taken as 1 ns */
+        stall_ticks = (tsc_hz ? tsc_hz : 1000000000ull) / 1000000 * vmm_cfg->dump_stall_us;
+    }
+    dumps++;
+    for (unsigned i = 0; i < n; i++)
+        plan_section(i, list[i], why, n, &nsnap, &ncr3, &changed);
+    if (dump_start(&job, sects, n, &ops, &out)) {
+        pr_warn("dump", "dump %u refused: %s", dumps, job.err);
+        return -1;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        bytes += sects[i].b.trace_len + sects[i].b.crash_len;
+        for (unsigned k = 0; k < sects[i].b.nsnap; k++)
+            bytes += sects[i].b.snaps[k].len;
+    }
+    started = rdtsc();
+    blocked = 0;
+    /* wire bytes ~ 0.6 per PT byte (docs/serial-protocol.md): a progress line to wait by */
+    pr_info("dump", "dump %u (%s): %u CPU(s), %lu bytes (%u code snapshots%s), ~%lu s at %u baud",
+            dumps,
+            why == FRAME_REASON_CRASH  ? "crash"
+            : why == FRAME_REASON_BOOT ? "boot"
+                                       : "vmcall",
+            n, bytes, nsnap, changed ? ", some code pages changed since they ran: not sent" : "",
+            bytes * 6 / 10 / (vmm_cfg->serial_baud / 10 ? vmm_cfg->serial_baud / 10 : 1) + 1,
+            vmm_cfg->serial_baud);
+    return 0;
+}
+
+static void finished(void)
+{
+    pr_info("dump", "dump %u done: %lu frame lines, %lu bytes sent, %lu lost, %lu ticks%s", dumps,
+            job.lines, job.bytes, job.lost, rdtsc() - started,
+            job.err ? " (stopped: encoder error)" : "");
+}
+
+/* --- paced dumps --- */
+
+static void timer(struct vcpu *v, bool on)
+{
+    if (!(vmx_caps.pin >> 32 & PIN_BASED_PREEMPT_TIMER))
+        return;
+    uint32_t pin = vmcs_read32(PIN_BASED_VM_EXEC_CONTROL);
+    pin = on ? pin | PIN_BASED_PREEMPT_TIMER : pin & ~PIN_BASED_PREEMPT_TIMER;
+    vmcs_write32(PIN_BASED_VM_EXEC_CONTROL, pin);
+    if (on) { /* the timer counts TSC >> IA32_VMX_MISC[4:0] */
+        uint64_t t = stall_ticks >> (vmx_caps.misc & 0x1f);
+        vmcs_write32(VMX_PREEMPTION_TIMER_VALUE, t > 0xffffffffull ? 0xffffffffu
+                                                 : t               ? (uint32_t)t
+                                                                   : 1);
+    }
+    (void)v;
+}
+
+int trace_dump_start(struct vcpu *v, enum frame_reason why)
+{
+    struct trace_window w;
+    if (!trace_vmx_window(v, &w))
+        return PTV_VMCALL_EINVAL; /* nothing traced on this CPU */
+    if (!spin_trylock(&lock))
+        return PTV_VMCALL_EBUSY;
+    int rc = 0;
+    if (!dump_done(&job) && job.sect)
+        rc = PTV_VMCALL_EBUSY; /* one dump at a time */
+    else if (plan(&v, 1, why))
+        rc = PTV_VMCALL_EINVAL;
+    else {
+        v->dumping = true;
+        urgent = false;
+    }
+    spin_unlock(&lock);
+    return rc;
+}
+
+int trace_dump_request(struct vcpu *v, uint32_t *id)
+{
+    int rc = trace_dump_start(v, FRAME_REASON_VMCALL);
+    *id = rc ? 0 : dumps;
+    return rc;
+}
+
+bool trace_dump_busy(const struct vcpu *v)
+{
+    return v->dumping;
+}
+
+void trace_dump_slice(struct vcpu *v)
+{
+    if (!spin_trylock(&lock))
+        return;            /* a crash dump on another CPU has the job */
+    if (dump_done(&job)) { /* finished here, or taken over by a crash dump */
+        v->dumping = false;
+        timer(v, false);
+        spin_unlock(&lock);
+        return;
+    }
+    uint64_t t0 = rdtsc();
+    if (!console_frame_ready()) {
+        if (!blocked)
+            blocked = t0;
+        if (t0 - blocked < HOLD_TICKS) {
+            timer(v, true);
+            spin_unlock(&lock);
+            return;
+        }
+    }
+    urgent = blocked != 0;
+    bool more;
+    do
+        more = dump_step(&job);
+    while (more && rdtsc() - t0 < stall_ticks && (urgent || console_frame_ready()));
+    blocked = 0;
+    if (!more) {
+        finished();
+        v->dumping = false;
+    }
+    timer(v, more);
+    spin_unlock(&lock);
+}
+
+enum exit_action handle_preemption_timer(struct vcpu *v, const struct vmexit *e)
+{
+    (void)e;
+    if (!v->dumping)
+        timer(v, false);
+    return EXIT_RESUME;
+}
+
+/* --- crash --- */
+
+void trace_dump_crash(struct vcpu *v, const char *text, size_t len)
+{
+    static struct vcpu *list[PTV_MAX_CPUS];
+    unsigned n = 0;
+    spin_lock(&lock);
+    if (job.sect && !dump_done(&job))
+        pr_warn("dump", "dump %u abandoned for the crash dump", dumps);
+    crash_text = text;
+    crash_len = len;
+    list[n++] = v;
+    for (unsigned i = 0; i < PTV_MAX_CPUS; i++) { /* other CPUs that traced */
+        struct vcpu *o = percpu_area[i].vcpu;
+        struct trace_window w;
+        if (o && o != v && trace_vmx_window(o, &w))
+            list[n++] = o;
+    }
+    urgent = true;
+    if (!plan(list, n, FRAME_REASON_CRASH)) {
+        while (dump_step(&job))
+            ;
+        finished();
+    }
+    crash_text = NULL;
+    spin_unlock(&lock);
+}

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/* Serial trace dumps from the VMM (issue 10): the shim over vmm/trace/dump.c. */
+#ifndef PTV_TRACE_DUMP_SHIM_H
+#define PTV_TRACE_DUMP_SHIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace/frame.h"
+
+struct vcpu;
+
+/*
+ * Start a paced dump of v's trace window (TRACE_DUMP, the end of the trace_boot window):
+ * its lines go out in slices before v's VM entries, each slice holding the guest at most
+ * dump_stall (at least one line).  0, or PTV_VMCALL_EBUSY (a dump is going out),
+ * PTV_VMCALL_EINVAL (nothing to dump: this vCPU never traced).  *id: the dump's number.
+ */
+int trace_dump_start(struct vcpu *v, enum frame_reason why);
+int trace_dump_request(struct vcpu *v, uint32_t *id);
+
+/* true while a dump started by this vCPU is still going out */
+bool trace_dump_busy(const struct vcpu *v);
+
+/* before each VM entry while v->dumping: the next slice (vmx_run.c) */
+void trace_dump_slice(struct vcpu *v);
+
+/*
+ * A guest crash (vcpu_stop_guest): the crash report `text` and every CPU's trace window, out
+ * at once (the guest is dead: no stall budget).  A paced dump in flight is abandoned (its
+ * sections then have no END: extract reports them cut).
+ */
+void trace_dump_crash(struct vcpu *v, const char *text, size_t len);
+
+#endif
