@@ -35,6 +35,7 @@ int main(int argc, char **argv)
     unsigned n = argc > 1 ? (unsigned)atoi(argv[1]) : 2048;
     unsigned iters = argc > 2 ? (unsigned)atoi(argv[2]) : 20;
     struct fake_world *fw = fw_new(1);
+    fw_fast_translate(fw);
     struct pt_shadow sh;
     struct pt_shadow_scratch *scr = calloc(1, sizeof(*scr));
     struct pt_shadow_env env = {.mem = &fw->mem,

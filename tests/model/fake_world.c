@@ -16,6 +16,14 @@ static const struct {
     {22 * FW_MIB, FW_MIB},
 };
 
+/* Page page + 1 continues page's run: contiguous in HPA and of the same kind. */
+static bool run_goes_on(const struct fake_world *fw, uint64_t page)
+{
+    return page + 1 < FW_GRAM_PAGES &&
+           fw->gpage_to_hpage[page + 1] == fw->gpage_to_hpage[page] + 1 &&
+           fw->protected_by_vmm[page + 1] == fw->protected_by_vmm[page];
+}
+
 static void translate(void *ctx, uint64_t gpa, struct pt_mem_xlate *out)
 {
     struct fake_world *fw = ctx;
@@ -24,14 +32,15 @@ static void translate(void *ctx, uint64_t gpa, struct pt_mem_xlate *out)
     out->hpa = 0;
     out->len = PT_PAGE_SIZE - (gpa & 0xfff);
     if (gpa < FW_GRAM_SIZE) {
-        enum pt_mem_kind k = fw->protected_by_vmm[page] ? PT_MEM_PROTECTED : PT_MEM_GUEST_RAM;
-        out->kind = k;
+        out->kind = fw->protected_by_vmm[page] ? PT_MEM_PROTECTED : PT_MEM_GUEST_RAM;
         out->hpa = fw_gpa_to_hpa(fw, gpa);
-        /* extend while the next page is contiguous in HPA and of the same kind */
-        while (++page < FW_GRAM_PAGES &&
-               fw->gpage_to_hpage[page] == fw->gpage_to_hpage[page - 1] + 1 &&
-               (fw->protected_by_vmm[page] ? PT_MEM_PROTECTED : PT_MEM_GUEST_RAM) == k)
-            out->len += PT_PAGE_SIZE;
+        if (fw->xlate_mode == FW_XLATE_FAST) {
+            out->len += (fw->run_end[page] - page - 1) * PT_PAGE_SIZE;
+        } else if (fw->xlate_mode == FW_XLATE_MAX) {
+            /* extend while the next page is contiguous in HPA and of the same kind */
+            for (; run_goes_on(fw, page); page++)
+                out->len += PT_PAGE_SIZE;
+        }
     } else if (gpa < FW_GPA_MMIO) {
         out->kind = PT_MEM_VMM;
         out->hpa = gpa - FW_GPA_VMM; /* the VMM image */
@@ -142,8 +151,18 @@ struct fake_world *fw_new(int scramble)
     return fw;
 }
 
+void fw_fast_translate(struct fake_world *fw)
+{
+    if (!fw->run_end)
+        fw->run_end = malloc(FW_GRAM_PAGES * sizeof(*fw->run_end));
+    for (uint64_t p = FW_GRAM_PAGES; p-- > 0;)
+        fw->run_end[p] = run_goes_on(fw, p) ? fw->run_end[p + 1] : (uint32_t)p + 1;
+    fw->xlate_mode = FW_XLATE_FAST;
+}
+
 void fw_free(struct fake_world *fw)
 {
+    free(fw->run_end);
     free(fw->hmem);
     free(fw->canary_ref);
     free(fw);
@@ -224,4 +243,6 @@ void fw_swap_pages(struct fake_world *fw, uint32_t g1, uint32_t g2)
     memcpy(b, tmp, PT_PAGE_SIZE);
     fw->gpage_to_hpage[g1] = fw->gpage_to_hpage[g2];
     fw->gpage_to_hpage[g2] = h;
+    if (fw->xlate_mode == FW_XLATE_FAST)
+        fw->xlate_mode = FW_XLATE_MAX; /* the runs changed */
 }

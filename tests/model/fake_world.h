@@ -50,6 +50,16 @@ struct fake_world {
     uint32_t alloc_fail_after; /* alloc fails after this many more (UINT32_MAX: never) */
     uint32_t free_errors;      /* double free / foreign page */
     uint8_t *canary_ref;       /* copy of the canary ranges at init */
+    /*
+     * How far a translation reaches (pt_mem_xlate.len):
+     *   FW_XLATE_MAX   the whole HPA-contiguous run of the same kind (a loop over its pages);
+     *   FW_XLATE_PAGE  only to the end of the 4 KiB page, the least the contract allows (as
+     *                  an EPT of 4 KiB leaves would answer): the engine must find contiguity
+     *                  across translations itself;
+     *   FW_XLATE_FAST  as MAX in O(1), from runs fw_fast_translate() computed (benchmarks).
+     */
+    enum { FW_XLATE_MAX = 0, FW_XLATE_PAGE, FW_XLATE_FAST } xlate_mode;
+    uint32_t *run_end; /* FW_XLATE_FAST: first guest page after each page's run */
     struct pt_mem_ops mem;
     struct pt_page_alloc alloc;
 };
@@ -73,5 +83,11 @@ uint32_t fw_wp_count(const struct fake_world *fw);
 /* Remap: guest pages g1 and g2 exchange their host pages, contents moving along (the guest
  * sees the same bytes; the host addresses behind both GPAs change). */
 void fw_swap_pages(struct fake_world *fw, uint32_t g1, uint32_t g2);
+/*
+ * Translations in O(1) (FW_XLATE_FAST), with the same answers as FW_XLATE_MAX, for benchmarks
+ * that count the engine's instructions: the runs are computed now, so neither the mapping nor
+ * protected_by_vmm may change afterwards (fw_swap_pages goes back to FW_XLATE_MAX).
+ */
+void fw_fast_translate(struct fake_world *fw);
 
 #endif

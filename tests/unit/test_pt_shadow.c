@@ -286,6 +286,77 @@ static void test_single_range_modes(void **state)
     env.host_topa = true;
 }
 
+/* What a build made: every host table page (entries and positions) and the host registers. */
+struct layout {
+    uint8_t mode;
+    uint64_t h_base, h_mask;
+    uint16_t npages;
+    uint16_t n[PT_SHADOW_MAX_PAGES];
+    uint64_t tbl[8][PT_SHADOW_HOST_ENTRIES];
+    struct pt_shadow_pos map[8][PT_SHADOW_HOST_ENTRIES];
+};
+
+static void record(struct layout *l)
+{
+    memset(l, 0, sizeof(*l));
+    l->mode = sh.mode;
+    l->h_base = sh.h_base;
+    l->h_mask = sh.h_mask;
+    l->npages = sh.npages;
+    assert_true(sh.npages <= 8);
+    for (unsigned i = 0; i < sh.npages; i++) {
+        l->n[i] = sh.pages[i].n;
+        memcpy(l->tbl[i], sh.pages[i].tbl, sizeof(l->tbl[i]));
+        memcpy(l->map[i], sh.pages[i].map, sizeof(l->map[i]));
+    }
+}
+
+/*
+ * The layout does not depend on how far one translation reaches: EPT answers up to the end of
+ * its leaf (4 KiB, 2 MiB, 1 GiB), the fake's default answers the whole contiguous run.  The
+ * builder joins HPA-contiguous translations into the same pieces either way.
+ */
+static void test_layout_independent_of_leaf_size(void **state)
+{
+    static struct layout ref, got;
+    const int modes[] = {FW_XLATE_MAX, FW_XLATE_PAGE, FW_XLATE_FAST};
+    /* ToPA: regions from 4 KiB to 4 MiB over identity, swapped and rotated blocks */
+    set(T0 + 0, ent(0x400000, 10, TOPA_INT)); /* 4 MiB */
+    set(T0 + 8, ent(0x104000, 2, 0));         /* 16 KiB */
+    set(T0 + 16, ent(0x200000, 9, 0));        /* 2 MiB */
+    set(T0 + 24, ent(0x180000, 7, 0));        /* 512 KiB, rotated block */
+    set(T0 + 32, ent(0x1c0000, 6, TOPA_INT)); /* 256 KiB, identity block */
+    set(T0 + 40, ent(0x141000, 0, 0));        /* 4 KiB, swapped block */
+    set(T0 + 48, T1 | TOPA_END);
+    set(T1 + 0, ent(0x900000, 8, TOPA_INT | TOPA_STOP));
+    set(T1 + 8, T0 | TOPA_END);
+    for (unsigned m = 0; m < 3; m++) {
+        fw->xlate_mode = modes[m];
+        if (modes[m] == FW_XLATE_FAST)
+            fw_fast_translate(fw);
+        pt_shadow_destroy(&sh, &env); /* the pool hands out the same pages again */
+        assert_int_equal(build(RTIT_CTL_TOPA, T0, 3ull << 7 | 0x1000ull << 32), PT_SHADOW_OK);
+        check_layout();
+        record(m ? &got : &ref);
+        if (m)
+            assert_memory_equal(&ref, &got, sizeof(ref));
+    }
+    /* single range: direct when contiguous and aligned (256 KiB identity block), else ToPA */
+    for (unsigned buf = 0; buf < 2; buf++) {
+        for (unsigned m = 0; m < 3; m++) {
+            fw->xlate_mode = modes[m];
+            pt_shadow_destroy(&sh, &env);
+            assert_int_equal(build(0, buf ? 0x440000 : 0x500000, 0x3ffff | (9ull << 32)),
+                             PT_SHADOW_OK);
+            assert_int_equal(sh.mode, buf ? PT_SHADOW_SINGLE_AS_TOPA : PT_SHADOW_SINGLE);
+            record(m ? &got : &ref);
+            if (m)
+                assert_memory_equal(&ref, &got, sizeof(ref));
+        }
+    }
+    fw->xlate_mode = FW_XLATE_MAX;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -295,6 +366,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_guest_view_rejects_foreign_values, setup, teardown),
         cmocka_unit_test_setup_teardown(test_table_write, setup, teardown),
         cmocka_unit_test_setup_teardown(test_single_range_modes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_layout_independent_of_leaf_size, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -66,6 +66,37 @@ struct pt_mem_ops {
 };
 
 /*
+ * The last translation, kept for the work of one walk/build (pt_topa.c, pt_shadow.c): a GPA
+ * inside [gpa, gpa + len) of the last answer is answered from it (same kind, HPA at the same
+ * distance), which the contract of len above makes exact.  With EPT's 2 MiB / 1 GiB leaves one
+ * translation then covers many 4 KiB pages of a ToPA.  Never kept across builds: EPT may
+ * change between them (pt_shadow_mem_changed).
+ */
+struct pt_xlate_cache {
+    uint64_t gpa, hpa, len; /* len 0: empty */
+    enum pt_mem_kind kind;
+};
+
+static inline void pt_xlate(const struct pt_mem_ops *mem, struct pt_xlate_cache *c, uint64_t gpa,
+                            struct pt_mem_xlate *out)
+{
+    uint64_t d = gpa - c->gpa;
+
+    if (d >= c->len) {
+        *out = (struct pt_mem_xlate){.kind = PT_MEM_UNMAPPED};
+        mem->translate(mem->ctx, gpa, out);
+        c->gpa = gpa;
+        c->hpa = out->hpa;
+        c->len = out->len;
+        c->kind = out->kind;
+        return;
+    }
+    out->hpa = c->hpa + d;
+    out->len = c->len - d;
+    out->kind = c->kind;
+}
+
+/*
  * Host pages for shadow ToPA tables and their bookkeeping.  alloc returns the
  * VMM virtual address of a zeroed 4 KiB page and stores its host-physical
  * address in *hpa, or NULL when the pool is empty.

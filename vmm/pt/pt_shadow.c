@@ -15,21 +15,57 @@ static uint32_t host_cap(const struct pt_shadow_env *env)
 }
 
 /*
+ * Bytes from gpa that are guest RAM and contiguous in HPA after x (x = the
+ * translation of gpa, RAM), looked for up to want: a translation may end at an
+ * EPT leaf (pt_mem.h), so the next ones are asked while the answer is still
+ * short of want.  HPA-contiguous RAM leaves count as one stretch, so what the
+ * builder makes does not depend on the leaf sizes.  Translations come from the
+ * walk's cache (pt_xlate): one EPT walk serves every piece inside a mapping.
+ */
+static uint64_t contig_len(const struct pt_mem_ops *mem, struct pt_xlate_cache *xc, uint64_t gpa,
+                           const struct pt_mem_xlate *x, uint64_t want)
+{
+    uint64_t len = x->len < PT_PAGE_SIZE ? PT_PAGE_SIZE : x->len;
+
+    while (len < want) {
+        struct pt_mem_xlate y;
+        pt_xlate(mem, xc, gpa + len, &y);
+        if (y.kind != PT_MEM_GUEST_RAM || y.hpa != x->hpa + len || !y.len)
+            break;
+        len += y.len;
+    }
+    return len;
+}
+
+/*
  * The next host piece of a region at gpa with rem bytes left: the largest
  * power of two (4 KiB..128 MiB) that is contiguous in HPA, fits in rem and is
  * aligned to its size in HPA (pt-facts D.1).  false if gpa is no longer RAM.
  */
-static bool next_piece(const struct pt_mem_ops *mem, uint64_t gpa, uint64_t rem, uint64_t *hpa,
-                       uint8_t *log2)
+static inline __attribute__((always_inline)) bool next_piece(const struct pt_mem_ops *mem,
+                                                             struct pt_xlate_cache *xc,
+                                                             uint64_t gpa, uint64_t rem,
+                                                             uint64_t *hpa, uint8_t *log2)
 {
-    struct pt_mem_xlate x = {.kind = PT_MEM_UNMAPPED};
-    uint64_t len;
+    struct pt_mem_xlate x;
+    uint64_t len, want;
     uint8_t k = 12;
 
-    mem->translate(mem->ctx, gpa, &x);
+    pt_xlate(mem, xc, gpa, &x);
     if (x.kind != PT_MEM_GUEST_RAM || (x.hpa & (PT_PAGE_SIZE - 1)))
         return false;
-    len = x.len < PT_PAGE_SIZE ? PT_PAGE_SIZE : x.len;
+    if (rem == PT_PAGE_SIZE) { /* a 4 KiB piece: nothing else to look at */
+        *hpa = x.hpa;
+        *log2 = 12;
+        return true;
+    }
+    /* the largest piece x.hpa can start: aligned to its size, at most 128 MiB, at most rem */
+    want = 1ull << PT_TOPA_MAX_LOG2SIZE;
+    if (x.hpa && (x.hpa & -x.hpa) < want)
+        want = x.hpa & -x.hpa;
+    if (rem < want)
+        want = rem;
+    len = contig_len(mem, xc, gpa, &x, want);
     if (len > rem)
         len = rem;
     while (k < PT_TOPA_MAX_LOG2SIZE && (2ull << k) <= len && !(x.hpa & ((2ull << k) - 1)))
@@ -40,14 +76,15 @@ static bool next_piece(const struct pt_mem_ops *mem, uint64_t gpa, uint64_t rem,
 }
 
 /* Count host pieces of one region (for planning). 0 on failure. */
-static uint64_t count_pieces(const struct pt_mem_ops *mem, uint64_t gpa, uint64_t size)
+static uint64_t count_pieces(const struct pt_mem_ops *mem, struct pt_xlate_cache *xc, uint64_t gpa,
+                             uint64_t size)
 {
     uint64_t n = 0, off = 0;
 
     while (off < size) {
         uint64_t hpa;
         uint8_t k;
-        if (!next_piece(mem, gpa + off, size - off, &hpa, &k))
+        if (!next_piece(mem, xc, gpa + off, size - off, &hpa, &k))
             return 0;
         off += 1ull << k;
         n++;
@@ -57,6 +94,8 @@ static uint64_t count_pieces(const struct pt_mem_ops *mem, uint64_t gpa, uint64_
 
 struct filler {
     const struct pt_shadow_env *env;
+    struct pt_xlate_cache *xc;
+    uint32_t cap; /* host_cap() */
     struct pt_shadow *sh;
     uint32_t page;      /* current page */
     uint32_t page_end;  /* one past the last page of this run */
@@ -73,12 +112,12 @@ static void put(struct pt_shadow_page *p, uint64_t entry, struct pt_shadow_pos p
 }
 
 /* Append one output piece; chain to the next page of the run when full. */
-static bool fill_piece(struct filler *f, uint64_t hpa, uint8_t log2, uint64_t flags,
-                       struct pt_shadow_pos pos)
+static inline __attribute__((always_inline)) bool
+fill_piece(struct filler *f, uint64_t hpa, uint8_t log2, uint64_t flags, struct pt_shadow_pos pos)
 {
     struct pt_shadow_page *p = &f->sh->pages[f->page];
 
-    if (p->n == host_cap(f->env)) {
+    if (p->n == f->cap) {
         if (f->page + 1 >= f->page_end)
             return false; /* more pieces than planned: EPT changed under us */
         put(p, f->sh->pages[f->page + 1].hpa | TOPA_END, pos);
@@ -88,34 +127,51 @@ static bool fill_piece(struct filler *f, uint64_t hpa, uint8_t log2, uint64_t fl
     return true;
 }
 
+/* The start position lies in the piece [off, off + 2^k) of its region, just put. */
+static void set_start(struct filler *f, uint64_t off, uint8_t k)
+{
+    const struct pt_shadow_page *p = &f->sh->pages[f->page];
+    uint64_t hoff = f->start_off - off;
+
+    if (hoff > (1ull << k))
+        hoff = 1ull << k; /* only when Stopped: see pt_shadow_guest_view */
+    f->sh->h_base = p->hpa;
+    f->sh->h_mask = RTIT_MASK_LOWER | ((uint64_t)(p->n - 1) << RTIT_MASK_TABLE_OFFSET_SHIFT) |
+                    (hoff << RTIT_MASK_OUTPUT_OFFSET_SHIFT);
+    f->start_found = true;
+}
+
 static bool fill_region(struct filler *f, const struct pt_topa_region *r, uint32_t ri,
                         uint16_t gtable)
 {
     uint64_t size = pt_region_size(r), off = 0;
+
+    if (size == PT_PAGE_SIZE) { /* one piece: the page (what the loop below does, shorter) */
+        struct pt_mem_xlate x;
+        pt_xlate(f->env->mem, f->xc, r->gpa, &x);
+        if (x.kind != PT_MEM_GUEST_RAM || (x.hpa & (PT_PAGE_SIZE - 1)) ||
+            !fill_piece(f, x.hpa, PT_PAGE_SHIFT, r->flags & (TOPA_INT | TOPA_STOP),
+                        (struct pt_shadow_pos){gtable, r->entry, 0}))
+            return false;
+        if (ri == f->start_reg && !f->start_found)
+            set_start(f, 0, PT_PAGE_SHIFT);
+        return true;
+    }
 
     while (off < size) {
         uint64_t hpa, flags = 0;
         uint8_t k;
         struct pt_shadow_pos pos = {gtable, r->entry, (uint32_t)off};
 
-        if (!next_piece(f->env->mem, r->gpa + off, size - off, &hpa, &k))
+        if (!next_piece(f->env->mem, f->xc, r->gpa + off, size - off, &hpa, &k))
             return false;
         if (off + (1ull << k) == size)
             flags = r->flags & (TOPA_INT | TOPA_STOP); /* last piece only */
         if (!fill_piece(f, hpa, k, flags, pos))
             return false;
         if (ri == f->start_reg && !f->start_found &&
-            (f->start_off < off + (1ull << k) || off + (1ull << k) == size)) {
-            const struct pt_shadow_page *p = &f->sh->pages[f->page];
-            uint64_t hoff = f->start_off - off;
-            if (hoff > (1ull << k))
-                hoff = 1ull << k; /* only when Stopped: see pt_shadow_guest_view */
-            f->sh->h_base = p->hpa;
-            f->sh->h_mask = RTIT_MASK_LOWER |
-                            ((uint64_t)(p->n - 1) << RTIT_MASK_TABLE_OFFSET_SHIFT) |
-                            (hoff << RTIT_MASK_OUTPUT_OFFSET_SHIFT);
-            f->start_found = true;
-        }
+            (f->start_off < off + (1ull << k) || off + (1ull << k) == size))
+            set_start(f, off, k);
         off += 1ull << k;
     }
     return true;
@@ -165,7 +221,11 @@ static bool table_in(const struct pt_shadow *sh, uint64_t gpa)
 static bool fill_runs(struct pt_shadow_scratch *scr, const struct pt_shadow_env *env)
 {
     const struct pt_topa_walk *w = &scr->walk;
-    struct filler f = {.env = env, .sh = &scr->next, .start_off = w->start_offset};
+    struct filler f = {.env = env,
+                       .xc = &scr->walk.xc,
+                       .cap = host_cap(env),
+                       .sh = &scr->next,
+                       .start_off = w->start_offset};
     uint16_t nruns = w->single_range ? 1 : w->nruns;
 
     f.start_reg = w->single_range ? 0 : w->runs[0].first_region;
@@ -214,10 +274,15 @@ static enum pt_shadow_status plan(struct pt_shadow_scratch *scr, const struct pt
     for (uint16_t ri = 0; ri < nruns; ri++) {
         uint32_t first = w->single_range ? 0 : w->runs[ri].first_region;
         uint32_t n = w->single_range ? 1 : w->runs[ri].nregions;
-        uint64_t pieces = 0;
+        /* a 4 KiB region is one piece (filling it translates and checks it again) */
+        bool small = !w->single_range && !w->runs[ri].nbig;
+        uint64_t pieces = small ? n : 0;
 
-        for (uint32_t i = first; i < first + n; i++) {
-            uint64_t c = count_pieces(env->mem, w->regions[i].gpa, pt_region_size(&w->regions[i]));
+        for (uint32_t i = first; !small && i < first + n; i++) {
+            uint64_t c = w->regions[i].log2size == PT_PAGE_SHIFT
+                             ? 1
+                             : count_pieces(env->mem, &scr->walk.xc, w->regions[i].gpa,
+                                            pt_region_size(&w->regions[i]));
             if (c == 0) {
                 err->reason = "output region changed during the build";
                 return PT_SHADOW_OPERR;
@@ -252,14 +317,14 @@ static bool single_direct(struct pt_shadow_scratch *scr, const struct pt_shadow_
 {
     const struct pt_topa_region *r = &scr->walk.regions[0];
     uint64_t size = pt_region_size(r);
-    struct pt_mem_xlate x = {.kind = PT_MEM_UNMAPPED};
+    struct pt_mem_xlate x;
 
     if (!env->host_single_range)
         return false;
-    env->mem->translate(env->mem->ctx, r->gpa, &x);
+    pt_xlate(env->mem, &scr->walk.xc, r->gpa, &x);
     if (x.kind != PT_MEM_GUEST_RAM || (x.hpa & (size - 1)))
         return false;
-    if (size > PT_PAGE_SIZE && x.len < size)
+    if (size > PT_PAGE_SIZE && contig_len(env->mem, &scr->walk.xc, r->gpa, &x, size) < size)
         return false;
     scr->next.mode = PT_SHADOW_SINGLE;
     scr->next.h_topa = false;

@@ -68,13 +68,14 @@ static const char *kind_reason(enum pt_mem_kind kind, bool table)
  * Every byte of [gpa, gpa + size) is guest RAM.  size > 0, no wrap (checked by callers).
  * *bad = PT_MEM_COUNT when the walk's translation budget ran out.
  */
-static bool range_is_ram(const struct pt_mem_ops *mem, struct pt_topa_walk *w, uint64_t gpa,
-                         uint64_t size, enum pt_mem_kind *bad)
+static inline __attribute__((always_inline)) bool range_is_ram(const struct pt_mem_ops *mem,
+                                                               struct pt_topa_walk *w, uint64_t gpa,
+                                                               uint64_t size, enum pt_mem_kind *bad)
 {
     uint64_t end = gpa + size;
 
     while (gpa < end) {
-        struct pt_mem_xlate x = {.kind = PT_MEM_UNMAPPED};
+        struct pt_mem_xlate x;
         uint64_t page_left = PT_PAGE_SIZE - (gpa & (PT_PAGE_SIZE - 1));
 
         if (w->xlates >= PT_TOPA_MAX_XLATE) {
@@ -82,11 +83,13 @@ static bool range_is_ram(const struct pt_mem_ops *mem, struct pt_topa_walk *w, u
             return false;
         }
         w->xlates++;
-        mem->translate(mem->ctx, gpa, &x);
+        pt_xlate(mem, &w->xc, gpa, &x);
         if (x.kind != PT_MEM_GUEST_RAM) {
             *bad = x.kind;
             return false;
         }
+        if (x.len >= end - gpa)
+            return true; /* one translation covers the rest */
         /* Never trust len below the page remainder: guarantees progress. */
         gpa += x.len > page_left ? (x.len < end - gpa ? x.len : end - gpa) : page_left;
     }
@@ -126,6 +129,7 @@ static uint16_t new_run(struct pt_topa_walk *w, uint16_t table, uint16_t first_e
     r->first_entry = first_entry;
     r->first_region = w->nregions;
     r->nregions = 0;
+    r->nbig = 0;
     r->end = PT_RUN_END_STOP;
     r->end_entry = 0;
     r->next_run = 0;
@@ -134,9 +138,9 @@ static uint16_t new_run(struct pt_topa_walk *w, uint16_t table, uint16_t first_e
     return w->nruns++;
 }
 
-static enum pt_topa_status read_entry(const struct pt_out_cfg *cfg, const struct pt_mem_ops *mem,
-                                      struct pt_topa_walk *w, uint16_t table, uint32_t e,
-                                      uint64_t *val, struct pt_topa_err *err)
+static inline __attribute__((always_inline)) enum pt_topa_status
+read_entry(const struct pt_out_cfg *cfg, const struct pt_mem_ops *mem, struct pt_topa_walk *w,
+           uint16_t table, uint32_t e, uint64_t *val, struct pt_topa_err *err)
 {
     uint64_t tgpa = w->tables[table].gpa;
 
@@ -148,7 +152,7 @@ static enum pt_topa_status read_entry(const struct pt_out_cfg *cfg, const struct
     if (!mem->read64(mem->ctx, tgpa + 8ull * e, val))
         return fail(err, "ToPA table not readable", tgpa, (int32_t)e);
     /* D.1: reserved bits */
-    if (*val & (TOPA_RSVD_LOW | TOPA_RSVD_HIGH(cfg->maxphyaddr)))
+    if (*val & w->rsvd)
         return fail(err, "ToPA entry reserved bits set", tgpa, (int32_t)e);
     if ((*val & TOPA_END) && (*val & (TOPA_INT | TOPA_STOP)))
         return fail(err, "ToPA END entry with INT or STOP", tgpa, (int32_t)e);
@@ -174,17 +178,21 @@ static enum pt_topa_status add_region(const struct pt_out_cfg *cfg, const struct
     uint64_t tgpa = w->tables[table].gpa;
     uint8_t log2size = (uint8_t)(12 + PTV_FIELD(val, TOPA_SIZE_SHIFT, 0xf));
     uint64_t size = 1ull << log2size;
-    uint64_t base = val & TOPA_BASE_MASK(cfg->maxphyaddr);
+    uint64_t base = val & w->base_mask;
     enum pt_mem_kind bad;
     struct pt_topa_region *r;
 
     if (base & (size - 1))
         return fail(err, "ToPA output region not aligned to its size", tgpa, (int32_t)e);
-    if ((base + size - 1) >> cfg->maxphyaddr)
-        return fail(err, "ToPA output region beyond MAXPHYADDR", tgpa, (int32_t)e);
+    /* Beyond MAXPHYADDR it cannot reach: base < 2^MAXPHYADDR (base_mask) and aligned to its
+     * size, a power of two <= 128 MiB that divides 2^MAXPHYADDR (MAXPHYADDR >= 36). */
     uint64_t key = base | log2size; /* base is 4 KiB aligned, log2size < 4096 */
     uint64_t *slot = &w->rcache[((base >> 12) ^ log2size) % PT_TOPA_RCACHE];
-    if (*slot != key) {
+    if (size == PT_PAGE_SIZE) {
+        /* one translation (often the last one again, pt_xlate): less than the cache's work */
+        if (!range_is_ram(mem, w, base, size, &bad))
+            return fail(err, kind_reason(bad, false), tgpa, (int32_t)e);
+    } else if (*slot != key) {
         if (!range_is_ram(mem, w, base, size, &bad))
             return fail(err, kind_reason(bad, false), tgpa, (int32_t)e);
         *slot = key;
@@ -205,15 +213,16 @@ static enum pt_topa_status walk_run(const struct pt_out_cfg *cfg, const struct p
                                     struct pt_topa_walk *w, uint16_t ri, uint16_t start_table,
                                     uint32_t start_entry, struct pt_topa_err *err)
 {
-    uint16_t table = w->runs[ri].table;
+    struct pt_topa_run *run = &w->runs[ri]; /* runs[] is a fixed array: new_run() keeps it */
+    uint16_t table = run->table;
     enum pt_topa_status st;
 
-    for (uint32_t e = w->runs[ri].first_entry;; e++) {
+    for (uint32_t e = run->first_entry;; e++) {
         uint64_t val;
 
         if (ri != 0 && table == start_table && e == start_entry) {
-            w->runs[ri].end = PT_RUN_END_MERGE;
-            w->runs[ri].next_run = 0;
+            run->end = PT_RUN_END_MERGE;
+            run->next_run = 0;
             return PT_TOPA_OK;
         }
         st = read_entry(cfg, mem, w, table, e, &val, err);
@@ -226,17 +235,18 @@ static enum pt_topa_status walk_run(const struct pt_out_cfg *cfg, const struct p
                 return st;
             if (w->tables[next].run0 < 0)
                 new_run(w, next, 0);
-            w->runs[ri].end = PT_RUN_END_LINK;
-            w->runs[ri].end_entry = (uint16_t)e;
-            w->runs[ri].next_run = (uint16_t)w->tables[next].run0;
+            run->end = PT_RUN_END_LINK;
+            run->end_entry = (uint16_t)e;
+            run->next_run = (uint16_t)w->tables[next].run0;
             return PT_TOPA_OK;
         }
         st = add_region(cfg, mem, w, table, e, val, err);
         if (st != PT_TOPA_OK)
             return st;
-        w->runs[ri].nregions++;
+        run->nregions++;
+        run->nbig += PTV_FIELD(val, TOPA_SIZE_SHIFT, 0xf) != 0;
         if (val & TOPA_STOP) {
-            w->runs[ri].end = PT_RUN_END_STOP;
+            run->end = PT_RUN_END_STOP;
             return PT_TOPA_OK;
         }
     }
@@ -295,8 +305,16 @@ static enum pt_topa_status walk_topa(const struct pt_out_cfg *cfg, const struct 
         return fail(err, "OutputOffset >= output region size", w->tables[start_table].gpa,
                     (int32_t)cur);
     w->start_offset = off;
+    /* only regions reaching into [lowest table, highest table + 4 KiB) can overlap one */
+    uint64_t tlo = UINT64_MAX, thi = 0;
+    for (uint16_t t = 0; t < w->ntables; t++) {
+        tlo = w->tables[t].gpa < tlo ? w->tables[t].gpa : tlo;
+        thi = w->tables[t].gpa > thi ? w->tables[t].gpa : thi;
+    }
     for (uint32_t i = 0; i < w->nregions; i++) {
         const struct pt_topa_region *r = &w->regions[i];
+        if (!overlaps(r->gpa, pt_region_size(r), tlo, thi - tlo + PT_PAGE_SIZE))
+            continue;
         for (uint16_t t = 0; t < w->ntables; t++) {
             if (overlaps(r->gpa, pt_region_size(r), w->tables[t].gpa, PT_PAGE_SIZE))
                 return fail(err, "output region overlaps a ToPA table (VMM rule)",
@@ -349,6 +367,7 @@ enum pt_topa_status pt_out_walk(const struct pt_out_cfg *cfg, const struct pt_me
     w->entries_read = 0;
     w->xlates = 0;
     w->start_offset = 0;
+    w->xc.len = 0;
     for (unsigned i = 0; i < PT_TOPA_RCACHE; i++)
         w->rcache[i] = 0; /* base 0 | log2size 0 is never a region key (log2size >= 12) */
     err->reason = NULL;
@@ -358,6 +377,8 @@ enum pt_topa_status pt_out_walk(const struct pt_out_cfg *cfg, const struct pt_me
         return fail(err, "bad MAXPHYADDR", 0, -1);
     if (cfg->ctl & RTIT_CTL_FABRIC_EN)
         return fail(err, "trace transport output (FabricEn) not virtualized", 0, -1);
+    w->rsvd = TOPA_RSVD_LOW | TOPA_RSVD_HIGH(cfg->maxphyaddr);
+    w->base_mask = TOPA_BASE_MASK(cfg->maxphyaddr);
     if (cfg->ctl & RTIT_CTL_TOPA)
         return walk_topa(cfg, mem, w, err);
     return walk_single(cfg, mem, w, err);

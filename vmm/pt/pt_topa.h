@@ -84,6 +84,7 @@ struct pt_topa_run {
     uint16_t first_entry;
     uint32_t first_region; /* regions of a run are consecutive in walk->regions[] */
     uint32_t nregions;     /* >= 1 always */
+    uint32_t nbig;         /* regions larger than 4 KiB among them */
     uint8_t end;           /* enum pt_run_end */
     uint16_t end_entry;    /* LINK: index of the guest END entry */
     uint16_t next_run;
@@ -102,6 +103,8 @@ struct pt_topa_walk {
     uint32_t xlates;                 /* EPT translations spent (bounded by PT_TOPA_MAX_XLATE) */
     uint64_t start_offset;           /* OutputOffset inside runs[0]'s first region */
     uint64_t rcache[PT_TOPA_RCACHE]; /* base | log2size of regions found to be guest RAM */
+    struct pt_xlate_cache xc;        /* the last translation (pt_mem.h), reset by each walk */
+    uint64_t rsvd, base_mask;        /* entry reserved bits, entry base bits (MAXPHYADDR) */
     struct pt_topa_table tables[PT_TOPA_MAX_TABLES];
     struct pt_topa_run runs[PT_TOPA_MAX_RUNS];
 };
