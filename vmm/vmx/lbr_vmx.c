@@ -12,11 +12,53 @@
 #include "vmx/exits.h"
 #include "cpu.h"
 #include "log.h"
+#include "percpu.h"
 
 #define MSR_IA32_MISC_ENABLE 0x1a0
 
 static struct lbr_decision lbr_dec; /* decided by the BSP before any guest code ran */
 static bool lbr_decided;
+
+/* The caller's IA32_DEBUGCTL / IA32_LBR_CTL, taken at VMM entry (lbr_vmx_root_enter): the
+ * guest's first values.  *_ok: read (the MSR exists here). */
+static struct lbr_caller {
+    bool saved, dbg_ok, ctl_ok;
+    uint64_t dbg, ctl;
+} lbr_caller[PTV_MAX_CPUS];
+
+static bool cpu_has_arch_lbr(void)
+{
+    return cpuid_count(0, 0).eax >= 7 && (cpuid_count(7, 0).edx & CPUID_7_EDX_ARCH_LBR);
+}
+
+void lbr_vmx_root_enter(void)
+{
+    struct lbr_caller *c = &lbr_caller[this_cpu_id()];
+    *c = (struct lbr_caller){.saved = true};
+    /* both are cleared as the VM exit and its "clear IA32_LBR_CTL" control would: from here
+     * on the VMM's set-up records nothing into the stack (or BTS buffer) the guest owns */
+    c->dbg_ok = !rdmsr_safe(MSR_IA32_DEBUGCTLMSR, &c->dbg); /* Bochs may #GP */
+    if (c->dbg_ok && c->dbg && wrmsr_safe(MSR_IA32_DEBUGCTLMSR, 0))
+        c->dbg_ok = false; /* cannot happen (0 is always valid): keep the old path */
+    if (cpu_has_arch_lbr()) {
+        c->ctl_ok = !rdmsr_safe(MSR_ARCH_LBR_CTL, &c->ctl);
+        if (c->ctl_ok && c->ctl && wrmsr_safe(MSR_ARCH_LBR_CTL, 0))
+            c->ctl_ok = false;
+    }
+}
+
+void lbr_vmx_root_leave(void)
+{
+    struct lbr_caller *c = &lbr_caller[this_cpu_id()];
+    if (!c->saved)
+        return;
+    /* the values were the CPU's own a moment ago: a refusal cannot happen, but is said */
+    if (c->ctl_ok && c->ctl && wrmsr_safe(MSR_ARCH_LBR_CTL, c->ctl))
+        pr_warn("lbr", "the caller's IA32_LBR_CTL %#lx could not be restored", c->ctl);
+    if (c->dbg_ok && c->dbg && wrmsr_safe(MSR_IA32_DEBUGCTLMSR, c->dbg))
+        pr_warn("lbr", "the caller's IA32_DEBUGCTL %#lx could not be restored", c->dbg);
+    c->saved = false;
+}
 
 static void lbr_read_host(struct lbr_host *h)
 {
@@ -70,11 +112,18 @@ void lbr_vmx_setup(struct vcpu *v)
     }
     vmx_ctls.exit |= lbr_dec.exit_ctls;
     vmx_ctls.entry |= lbr_dec.entry_ctls;
+    const struct lbr_caller *c = &lbr_caller[this_cpu_id()];
+    if (c->saved && c->dbg_ok) /* the caller's DEBUGCTL, cleared in root since VMM entry */
+        vmcs_write64(GUEST_IA32_DEBUGCTL, c->dbg);
     uint64_t ctl = 0;
     if (lbr_dec.arch) {
         /* the caller's IA32_LBR_CTL becomes the guest's; a value the CPU would refuse at VM
          * entry (it cannot be: the CPU holds it) is replaced by 0 */
-        if (rdmsr_safe(MSR_ARCH_LBR_CTL, &ctl) || !arch_lbr_ctl_ok(lbr_dec.leaf1c, ctl))
+        if (c->saved && c->ctl_ok)
+            ctl = c->ctl;
+        else if (rdmsr_safe(MSR_ARCH_LBR_CTL, &ctl))
+            ctl = 0;
+        if (!arch_lbr_ctl_ok(lbr_dec.leaf1c, ctl))
             ctl = 0;
         vmcs_write64(GUEST_IA32_LBR_CTL, ctl);
     } else if (lbr_dec.arch_present && !rdmsr_safe(MSR_ARCH_LBR_CTL, &ctl) && ctl &&

@@ -13,6 +13,17 @@
 
 struct vcpu;
 
+/*
+ * At VMM entry on this CPU, as early as an MSR probe survives #GP (after host_idt_load()): the
+ * caller's IA32_DEBUGCTL and IA32_LBR_CTL are kept as the guest's first values (lbr_vmx_setup
+ * writes them into the VMCS) and the real MSRs cleared, so the VMM's own set-up records no
+ * branch into the stack the guest then owns, nor into a BTS buffer.  lbr_vmx_root_leave() puts
+ * the caller's values back when the VMM does not start on this CPU.  Without the call the
+ * set-up runs with the caller's values until the first VM exit clears them.
+ */
+void lbr_vmx_root_enter(void);
+void lbr_vmx_root_leave(void);
+
 /* Before the VMCS controls are written: decide once (one boot log line), add the arch-LBR
  * controls, set GUEST_IA32_LBR_CTL from the caller's value. */
 void lbr_vmx_setup(struct vcpu *v);
