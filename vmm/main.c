@@ -95,8 +95,8 @@ static void percpu_leave(void)
 static uint64_t vcpu_loop(void *arg)
 {
     struct vcpu *v = arg;
-    if (this_cpu()->bsp)
-        trace_vmx_boot(v); /* trace_boot = N: the boot window opens at the first entry */
+    if (this_cpu()->bsp) /* sw_trace = auto learns how to step; trace_boot = N opens then */
+        trace_vmx_probe_start(v);
     for (;;) {
         struct vmexit e;
         int err = vmx_run(v, &e);
@@ -121,6 +121,8 @@ static uint64_t vcpu_loop(void *arg)
         default:
             break;
         }
+        if (v->mtf_probe)
+            trace_vmx_probe(v, e.reason, e.rip);
     }
 }
 

@@ -111,18 +111,69 @@ static void observe(struct swtrace_cpu *c)
     c->tsc = rdtsc();
 }
 
+/* sw_trace = auto: whether this CPU delivers MTF exits, measured at the BSP's first entries
+ * (-1: not measured, 0: it does not, 1: it does) */
+static int mtf_delivered = -1;
+
+static bool have_mtf(void)
+{
+    return vmx_caps.proc >> 32 & CPU_BASED_MONITOR_TRAP_FLAG;
+}
+
 bool trace_vmx_available(const char **why)
 {
     if (vmm_cfg->trace_sw == PTV_SW_TRACE_OFF) {
         *why = "sw_trace = off in the configuration";
         return false;
     }
-    if (vmm_cfg->trace_sw != PTV_SW_TRACE_TF &&
-        !(vmx_caps.proc >> 32 & CPU_BASED_MONITOR_TRAP_FLAG)) {
+    if (!trace_vmx_tf() && !have_mtf()) {
         *why = "the CPU has no monitor trap flag (VMX procbased control bit 27)";
         return false;
     }
     return true;
+}
+
+/*
+ * The MTF probe (sw_trace = auto).  Some CPUs offer the monitor trap flag and never deliver
+ * it (Bochs 2.7: cpu/todo "MTF is not implemented yet"); the tracer then steps with the trap
+ * flag, as sw_trace = tf (what that costs the guest: include/ptv/config.h).  Measured, never
+ * assumed: MTF is armed for the BSP's first entries; an MTF exit proves it works, an exit at
+ * another RIP than the entry's (an instruction completed without an MTF exit) proves it does
+ * not.  An exit at the entry's RIP (the first instruction exited itself) tries again.
+ */
+#define PROBE_TRIES 64
+
+void trace_vmx_probe_start(struct vcpu *v)
+{
+    if (vmm_cfg->trace_sw != PTV_SW_TRACE_AUTO || !have_mtf()) {
+        if (vmm_cfg->trace_sw == PTV_SW_TRACE_AUTO)
+            mtf_delivered = 0; /* no MTF at all: the trap flag is the only way */
+        trace_vmx_boot(v);
+        return;
+    }
+    v->mtf_probe = true;
+    v->probe_rip = vmcs_readl(GUEST_RIP);
+    vcpu_mtf_update(v);
+}
+
+void trace_vmx_probe(struct vcpu *v, uint32_t reason, uint64_t exit_rip)
+{
+    if (reason == EXIT_REASON_MONITOR_TRAP_FLAG)
+        mtf_delivered = 1;
+    else if (exit_rip != v->probe_rip)
+        mtf_delivered = 0;
+    else if (++v->probe_tries < PROBE_TRIES) {
+        v->probe_rip = vmcs_readl(GUEST_RIP); /* where the next entry resumes */
+        return;
+    }
+    v->mtf_probe = false;
+    vcpu_mtf_update(v);
+    if (mtf_delivered == 0)
+        pr_info("trace",
+                "this CPU offers the monitor trap flag but delivered no MTF exit (%s at "
+                "%#lx): the software tracer steps with the trap flag (sw_trace = auto)",
+                vmx_exit_reason_name(reason), exit_rip);
+    trace_vmx_boot(v); /* trace_boot = N opens now, stepped the way the probe found */
 }
 
 /* the tracer's state once per vCPU, the ring (contiguous pool pages) until it fits: a guest
@@ -169,7 +220,8 @@ static int ring_alloc(struct vcpu *v)
  */
 bool trace_vmx_tf(void)
 {
-    return vmm_cfg->trace_sw == PTV_SW_TRACE_TF;
+    return vmm_cfg->trace_sw == PTV_SW_TRACE_TF ||
+           (vmm_cfg->trace_sw == PTV_SW_TRACE_AUTO && mtf_delivered == 0);
 }
 
 static void tf_arm(struct vcpu *v)

@@ -29,15 +29,21 @@ uint64_t trace_vmx_bytes(struct vcpu *v, uint64_t off, void *buf, uint64_t len);
 int trace_vmx_read(struct vcpu *v, uint64_t gpa, uint64_t len, uint64_t off, uint64_t *copied,
                    uint64_t *oldest, uint64_t *written);
 
-/* sw_trace = tf: the tracer steps with RFLAGS.TF and #DB exits instead of MTF */
+/* the tracer steps with RFLAGS.TF and #DB exits instead of MTF: sw_trace = tf, or auto on a
+ * CPU that does not deliver MTF exits (trace_vmx_probe) */
 bool trace_vmx_tf(void);
 
 /* a #DB exit (qualification = its DR6 bits): true when it was the tracer's own single step
  * (sw_trace = tf) and is consumed; false: the guest's, deliver it */
 bool trace_vmx_db_exit(struct vcpu *v, uint64_t qual);
 
-/* trace_boot = N: start the boot window (before the boot CPU's first entry) */
+/* trace_boot = N: start the boot window */
 void trace_vmx_boot(struct vcpu *v);
+
+/* sw_trace = auto: measure whether MTF exits come (the BSP, before its first entry), then at
+ * each exit while v->mtf_probe (after its handler); trace_boot's window opens once decided */
+void trace_vmx_probe_start(struct vcpu *v);
+void trace_vmx_probe(struct vcpu *v, uint32_t reason, uint64_t exit_rip);
 
 /* a vCPU's trace window as a dump describes it */
 struct codepages;

@@ -91,6 +91,9 @@ struct vcpu {
     bool trace_tf_used;       /* sw_trace = tf stepping ran: #DB intercepted from then on */
     struct trace_vcpu *trace; /* this vCPU's trace ring and tracer (NULL until used) */
     bool dumping;             /* a paced serial dump runs on this CPU (trace_dump.c) */
+    bool mtf_probe;           /* MTF armed to learn whether this CPU delivers it (trace_vmx.c) */
+    unsigned probe_tries;
+    uint64_t probe_rip;
     /* CR0/CR4 bits the VMM owns (fixed by VMX): guest sees the read shadows */
     uint64_t cr0_fixed0, cr0_fixed1, cr4_fixed0, cr4_fixed1;
     uint64_t cr0_mask, cr4_mask;

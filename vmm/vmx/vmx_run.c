@@ -68,7 +68,7 @@ bool vcpu_code64(void)
 void vcpu_mtf_update(struct vcpu *v)
 {
     /* sw_trace = tf steps with #DB exits instead (trace_vmx.c) */
-    bool on = v->nmi_stepping || (v->trace_stepping && !trace_vmx_tf());
+    bool on = v->nmi_stepping || (v->trace_stepping && !trace_vmx_tf()) || v->mtf_probe;
     uint32_t proc = vmcs_read32(CPU_BASED_VM_EXEC_CONTROL);
     uint32_t want = on ? proc | CPU_BASED_MONITOR_TRAP_FLAG : proc & ~CPU_BASED_MONITOR_TRAP_FLAG;
     if (want != proc)
