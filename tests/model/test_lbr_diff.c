@@ -442,6 +442,7 @@ enum mutant {
     MUT_XSS_LEAK,        /* IA32_XSS[15] allowed while arch LBR is hidden */
     MUT_LEAF1C_LEAK,     /* CPUID 0x1C not filtered while arch LBR is hidden */
     MUT_NO_HIDE,         /* a hidden stack's MSRs not intercepted */
+    MUT_SETUP_CALLER,    /* the VMM's set-up runs with the caller's DEBUGCTL / LBR_CTL */
     MUT_N
 };
 
@@ -454,6 +455,7 @@ static const char *const mut_name[MUT_N] = {
     "XSS[15] leaks",
     "CPUID 0x1C leaks",
     "hidden stack passes through",
+    "set-up with the caller's DEBUGCTL",
 };
 
 struct twin {
@@ -540,6 +542,39 @@ static void vm_entry(struct twin *t, uint64_t inject_from, uint64_t inject_to)
         m->ctl = t->vmcs_lbr_ctl;
     if (inject_to) /* SDM Vol. 3C 27.6.1: event injection logs a record like a delivery */
         lbrm_branch(m, inject_from, inject_to, LBRM_EVENT, 0, false);
+}
+
+/*
+ * The VMM starts under a caller (firmware, loader) that left LBR on: lbr_vmx_root_enter() keeps
+ * the caller's IA32_DEBUGCTL / IA32_LBR_CTL as the guest's and clears them before the set-up
+ * runs (hundreds of VMM branches in root), lbr_vmx_setup() puts them into the VMCS, VMLAUNCH
+ * loads them.  MUT_SETUP_CALLER is the set-up run with the caller's values in effect.
+ */
+static void vmm_start(struct twin *t)
+{
+    struct lbrm *m = &t->cpu;
+    t->vmcs_debugctl = m->debugctl;
+    t->vmcs_lbr_ctl = m->ctl;
+    if (t->mut != MUT_SETUP_CALLER)
+        m->debugctl = m->ctl = 0;
+    uint64_t before = m->records;
+    for (unsigned i = 0; i < 300; i++) {
+        lbrm_tick(m, 1 + rng(&t->vrng) % 50);
+        lbrm_branch(m, VMM_BASE + rng(&t->vrng) % VMM_SIZE, VMM_BASE + rng(&t->vrng) % VMM_SIZE,
+                    (enum lbrm_br)(rng(&t->vrng) % LBRM_FAR), 0, rng(&t->vrng) & 1);
+    }
+    t->r->vmm_records += m->records - before;
+    if (!t->d.arch) /* hidden arch LBR: nothing loads IA32_LBR_CTL, it stays 0 */
+        m->ctl = 0;
+    vm_entry(t, 0, 0);
+}
+
+/* the caller's LBR enables, set natively before the VMM (or the bare guest) runs */
+static void caller_lbr_on(struct lbrm *m)
+{
+    lbrm_wrmsr(m, 0x1d9, DEBUGCTLMSR_LBR);
+    lbrm_wrmsr(m, 0x14ce,
+               ARCH_LBR_CTL_LBREN | ARCH_LBR_CTL_OS | ARCH_LBR_CTL_USR | ARCH_LBR_CTL_FILTER);
 }
 
 /* exit_msr.c: the LBR hook, then the guest policy (IA32_XSS, or the real MSR in root) */
@@ -712,12 +747,15 @@ static struct outcome run_config(enum cfg_id id, enum mutant mut, unsigned strea
         struct run ra = {0}, rb = {0};
         struct lbrm bare;
         lbrm_init(&bare, &c.ref);
+        caller_lbr_on(&bare);
         for (unsigned i = 0; i < n_ops; i++)
             bare_op(&bare, &prog[i], &ra);
         final_dump_bare(&bare, &ra);
         struct twin t;
         twin_init(&t, &c, mut, s);
         t.r = &rb;
+        caller_lbr_on(&t.cpu);
+        vmm_start(&t);
         for (unsigned i = 0; i < n_ops; i++)
             vmm_op(&t, &prog[i]);
         final_dump_vmm(&t);
@@ -786,7 +824,7 @@ static void test_configs_decide(void **state)
     }
 }
 
-/* every planted defect of the VMM side must make the two runs differ */
+/* every planted defect of the VMM side must make the two runs differ or record a VMM branch */
 static void test_mutants_caught(void **state)
 {
     static const struct {
@@ -798,14 +836,18 @@ static void test_mutants_caught(void **state)
         {MUT_NO_CLEAR_LBRCTL, CFG_ARCH},    {MUT_FMT_HIDDEN, CFG_SKX},
         {MUT_FMT_HIDDEN, CFG_ARCH},         {MUT_XSS_LEAK, CFG_ARCH_NO_VMX},
         {MUT_LEAF1C_LEAK, CFG_ARCH_NO_VMX}, {MUT_NO_HIDE, CFG_NO_DEBUG_CTLS},
+        {MUT_SETUP_CALLER, CFG_SKX},        {MUT_SETUP_CALLER, CFG_ARCH},
     };
     for (unsigned i = 0; i < sizeof(plant) / sizeof(plant[0]); i++) {
         unsigned streams = n_streams < 20 ? n_streams : 20;
         struct outcome o = run_config(plant[i].id, plant[i].m, streams);
-        print_message("mutant %-32s on %-10.10s: %u of %u streams differ; %s\n",
+        print_message("mutant %-32s on %-10.10s: %u of %u streams differ, %lu VMM branches "
+                      "recorded; %s\n",
                       mut_name[plant[i].m], config(plant[i].id).name, o.diverged, o.streams,
-                      o.first);
-        if (!o.diverged)
+                      (unsigned long)o.vmm_records, o.first);
+        /* caught: the guest saw a difference, or a VMM branch was recorded (a record the
+         * guest's later branches overwrote before it looked is still one too many) */
+        if (!o.diverged && !o.vmm_records)
             fail_msg("mutant '%s' not caught", mut_name[plant[i].m]);
     }
 }
