@@ -17,3 +17,12 @@ HOST_TESTS += test_bcache
 test_bcache_SRCS := tests/unit/test_bcache.c vmm/trace/bcache.c vmm/trace/swtrace.c vmm/trace/gwalk.c \
                     vmm/trace/x86_class.c vmm/trace/swpt.c vmm/pt/pt_pkt.c
 test_bcache_LDLIBS := -lZydis -lZycore
+
+# Real programs single-stepped with ptrace, their code behind fake 4-level page tables,
+# replayed into swtrace with the decode cache off and on: equal rings, decoded back by
+# libipt (SKIP where ptrace is not permitted).  Also the bench of mk/48-swtrace-bench.mk.
+HOST_TESTS += test_swtrace_ptrace
+test_swtrace_ptrace_SRCS := tests/unit/test_swtrace_ptrace.c tests/unit/ptrace_probe.c \
+                            vmm/trace/swtrace.c vmm/trace/gwalk.c vmm/trace/bcache.c \
+                            vmm/trace/x86_class.c $(SWPT_SRCS)
+test_swtrace_ptrace_LDLIBS := -lipt

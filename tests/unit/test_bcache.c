@@ -150,7 +150,7 @@ static void test_self_modifying(void **state)
     struct x86_insn in;
     build_tables();
     memset(ram + CODE, 0x90, 4096);
-    bc_init(&bc, true);
+    bc_init(&bc, true, NULL, 0);
 
     assert_true(bc_fetch(&bc, &mem, &paging, LIN + 0x10, X86_CODE64, &in));
     assert_int_equal(in.branch, X86_BR_NONE);
@@ -197,7 +197,7 @@ static void test_remap_same_cr3(void **state)
     build_tables();
     memset(ram + CODE, 0x90, 4096);          /* page 0: nops */
     memset(ram + CODE + 0x5000, 0xc3, 4096); /* page 5: rets */
-    bc_init(&bc, true);
+    bc_init(&bc, true, NULL, 0);
 
     assert_true(bc_fetch(&bc, &mem, &paging, LIN + 0x100, X86_CODE64, &in));
     assert_int_equal(in.branch, X86_BR_NONE);
@@ -251,9 +251,8 @@ static void test_remap_same_cr3(void **state)
 
 /* ---- random code changes, remaps and invalidations against a fresh walk ---- */
 
-static void test_random_against_fresh(void **state)
+static void random_against_fresh(void *table, uint64_t bytes)
 {
-    (void)state;
     static const struct x86_insn inv[] = {
         {.len = 3, .flags = X86_F_INVLPG},
         {.len = 3, .flags = X86_F_MOV_CR | X86_F_MOV_CR3},
@@ -280,7 +279,7 @@ static void test_random_against_fresh(void **state)
         }
     for (unsigned i = 0; i < 48; i++) /* hot addresses, some near page ends */
         lins[i] = LIN + 4096 * (rnd() % 8) + (i % 4 == 0 ? 4096 - 1 - rnd() % 14 : rnd() % 4096);
-    bc_init(&bc, true);
+    bc_init(&bc, true, table, bytes);
     for (unsigned step = 0; step < 400000; step++) {
         unsigned op = rnd() % 100;
         if (op < 5) { /* patch code */
@@ -310,15 +309,29 @@ static void test_random_against_fresh(void **state)
             same_as_fresh(&bc, &p, lin, (rnd() % 8) ? X86_CODE64 : X86_CODE32, "random");
         }
     }
-    print_message("random: %lu insn hits, %lu misses, %lu stale, %lu tlb hits, %lu misses, %lu "
-                  "flushes\n",
-                  (unsigned long)bc.st.insn_hits, (unsigned long)bc.st.insn_misses,
-                  (unsigned long)bc.st.insn_stale, (unsigned long)bc.st.tlb_hits,
-                  (unsigned long)bc.st.tlb_misses, (unsigned long)bc.st.flushes);
+    print_message(
+        "random, %u entries: %lu insn hits, %lu misses, %lu stale, %lu tlb hits, %lu misses, %lu "
+        "flushes\n",
+        bc.insn_mask + 1, (unsigned long)bc.st.insn_hits, (unsigned long)bc.st.insn_misses,
+        (unsigned long)bc.st.insn_stale, (unsigned long)bc.st.tlb_hits,
+        (unsigned long)bc.st.tlb_misses, (unsigned long)bc.st.flushes);
+    assert_int_equal(bc.insn_mask + 1, table ? 512 : BC_INSN_SIZE);
     /* not vacuous: hits, patched entries and flushes all happened */
     assert_true(bc.st.insn_hits > 100000);
     assert_true(bc.st.insn_stale > 1000);
     assert_true(bc.st.flushes > 1000);
+}
+
+static void test_random_against_fresh(void **state)
+{
+    (void)state;
+    random_against_fresh(NULL, 0); /* the 64 entries inside struct bcache */
+    /* a caller's table of 1000 entries and a bit: 512 used, none written past (ASan) */
+    uint64_t bytes = 1000 * sizeof(struct bc_insn_entry) + 7;
+    void *table = malloc(bytes);
+    assert_non_null(table);
+    random_against_fresh(table, bytes);
+    free(table);
 }
 
 /* ---- the same through the stepping logic: packets equal the uncached run's ---- */

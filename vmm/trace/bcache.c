@@ -3,10 +3,19 @@
 #include "trace/bcache.h"
 #include "lib/ptv_string.h"
 
-void bc_init(struct bcache *bc, bool on)
+void bc_init(struct bcache *bc, bool on, void *mem, uint64_t bytes)
 {
+    uint64_t n = BC_INSN_SIZE;
     memset(bc, 0, sizeof(*bc));
     bc->off = !on;
+    bc->insn = bc->own;
+    if (mem && bytes / sizeof(struct bc_insn_entry) > n) {
+        while (n * 2 <= bytes / sizeof(struct bc_insn_entry) && n < (1u << 24))
+            n *= 2;
+        bc->insn = mem;
+        memset(mem, 0, n * sizeof(struct bc_insn_entry));
+    }
+    bc->insn_mask = (uint32_t)(n - 1);
 }
 
 void bc_flush(struct bcache *bc)
@@ -78,10 +87,10 @@ static unsigned read_code(struct bcache *bc, const struct gw_mem *m, const struc
     return done;
 }
 
-static unsigned insn_slot(uint64_t lin)
+static unsigned insn_slot(const struct bcache *bc, uint64_t lin)
 {
     /* consecutive instructions of a 64-byte block never collide; blocks are spread */
-    return (unsigned)(lin ^ (lin >> 6) ^ (lin >> 12)) & (BC_INSN_SIZE - 1);
+    return (unsigned)(lin ^ (lin >> 6) ^ (lin >> 12)) & bc->insn_mask;
 }
 
 bool bc_fetch(struct bcache *bc, const struct gw_mem *m, const struct gw_paging *p, uint64_t lin,
@@ -100,7 +109,7 @@ bool bc_fetch(struct bcache *bc, const struct gw_mem *m, const struct gw_paging 
     got = read_code(bc, m, p, lin, code, sizeof(code));
     if (!got)
         return false;
-    struct bc_insn_entry *e = &bc->insn[insn_slot(lin)];
+    struct bc_insn_entry *e = &bc->insn[insn_slot(bc, lin)];
     if (e->insn.len && e->lin == lin && e->cs == (uint8_t)cs && e->insn.len <= got) {
         unsigned i = 0;
         while (i < e->insn.len && e->bytes[i] == code[i])

@@ -42,8 +42,12 @@
 #include "trace/gwalk.h"
 #include "trace/x86_class.h"
 
-#define BC_TLB_SIZE  32 /* code pages; power of 2 */
-#define BC_INSN_SIZE 64 /* instructions; power of 2 */
+#ifndef BC_TLB_SIZE
+#define BC_TLB_SIZE 32 /* code pages; power of 2 */
+#endif
+#ifndef BC_INSN_SIZE
+#define BC_INSN_SIZE 64 /* instructions kept inside struct bcache; power of 2 */
+#endif
 
 struct bc_tlb_entry {
     uint64_t vpn1; /* (linear >> 12) + 1; 0 = empty */
@@ -69,12 +73,19 @@ struct bcache {
     bool keyed; /* key holds the paging state of the translations */
     struct gw_paging key;
     struct bc_tlb_entry tlb[BC_TLB_SIZE];
-    struct bc_insn_entry insn[BC_INSN_SIZE];
+    struct bc_insn_entry *insn; /* own[], or the caller's larger table (bc_init) */
+    uint32_t insn_mask;         /* entries - 1 */
+    struct bc_insn_entry own[BC_INSN_SIZE];
     struct bc_stats st;
 };
 
-/* empty, on or off (off: bc_fetch is gw_read + x86_classify, as without a cache) */
-void bc_init(struct bcache *bc, bool on);
+/*
+ * Empty, on or off (off: bc_fetch is gw_read + x86_classify, as without a cache).  mem /
+ * bytes: an optional larger instruction table the caller owns (the largest power of 2 of
+ * entries that fits is used, when that is more than BC_INSN_SIZE); NULL / 0: the entries
+ * inside struct bcache.  Nothing is ever allocated.
+ */
+void bc_init(struct bcache *bc, bool on, void *mem, uint64_t bytes);
 
 /* forget every translation (instructions stay: their bytes are checked at each use) */
 void bc_flush(struct bcache *bc);

@@ -116,7 +116,7 @@ void swtrace_start(struct swtrace *t, const struct swpt_cfg *cfg, struct swpt_ri
     t->budget = budget;
     t->budget_used = false;
     t->on = true;
-    bc_init(&t->bc, !t->nocache);
+    bc_init(&t->bc, !t->nocache, t->cache_mem, t->cache_bytes);
     swpt_start(&t->pt, cfg, ring, &c->ctx, c->rip, c->tsc);
     fetch(t, m, c);
 }
@@ -146,6 +146,12 @@ bool swtrace_observe(struct swtrace *t, const struct gw_mem *m, const struct swt
         return false;
     }
     return true;
+}
+
+void swtrace_cache_mem(struct swtrace *t, void *mem, uint64_t bytes)
+{
+    t->cache_mem = mem;
+    t->cache_bytes = mem ? bytes : 0;
 }
 
 void swtrace_stop(struct swtrace *t)

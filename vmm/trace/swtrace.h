@@ -67,8 +67,14 @@ struct swtrace {
      * swtrace_start; nocache (set before swtrace_start; 0 in a zeroed struct) turns it
      * off: the differential tests and the bench compare both */
     bool nocache;
+    void *cache_mem; /* optional larger instruction table (swtrace_cache_mem) */
+    uint64_t cache_bytes;
     struct bcache bc;
 };
+
+/* give the decode cache a larger instruction table (memory the caller keeps for the
+ * tracer's life; used from the next swtrace_start); without it, BC_INSN_SIZE entries */
+void swtrace_cache_mem(struct swtrace *t, void *mem, uint64_t bytes);
 
 /* open a window with the vCPU about to run c->rip; budget 0 = until swtrace_stop */
 void swtrace_start(struct swtrace *t, const struct swpt_cfg *cfg, struct swpt_ring *ring,

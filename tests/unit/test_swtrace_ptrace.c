@@ -1,0 +1,404 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The software tracer's stepping logic (vmm/trace/swtrace.c) over real programs, with
+ * its decode cache (vmm/trace/bcache.c) on and off.  Each program is single-stepped with
+ * PTRACE_SINGLESTEP (ASLR off); every code page it runs is copied at first execution into
+ * a fake guest-physical memory behind 4-level page tables built as it goes, exactly as
+ * the VMM reads guest code through guest paging.  The RIP sequence is then replayed into
+ * swtrace as MTF exits would show it, without the cache, with it, and with it given a
+ * larger table: the rings must be equal byte for byte, and libipt must decode the cached
+ * one back to the stepped instruction sequence.
+ *
+ * --bench [program args...]: the figure of `make bench-swtrace` (mk/48-swtrace-bench.mk):
+ * the replay of one recorded run timed with and without the cache (and the guest memory
+ * reads per step, each of which is an EPT translation in the VMM).  Under callgrind the
+ * replays are the functions replay_nocache, replay_cached (the 64 entries inside struct
+ * swtrace) and replay_cached_big (a 32 KiB table given with swtrace_cache_mem).
+ *
+ * Exit 77 (SKIP) with the reason when ptrace is not permitted here.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/personality.h>
+#include <sys/ptrace.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "trace/swtrace.h"
+#include "unit/ptrace_probe.h"
+#include "unit/swpt_dec.h"
+
+#define PG         4096ull
+#define PHYS_PAGES 16384u /* 64 MiB of fake guest-physical memory */
+#define CR3        0x1000ull
+#define MAX_STEPS  300000u
+
+/* ---- fake guest-physical memory and the page tables ---- */
+
+static uint8_t *phys;
+static uint64_t nphys;
+static uint64_t nreads; /* guest memory reads (each an EPT translation in the VMM) */
+
+static bool phys_read(void *ctx, uint64_t gpa, void *buf, unsigned len)
+{
+    (void)ctx;
+    nreads++;
+    if (gpa >= nphys * PG || len > nphys * PG - gpa)
+        return false;
+    memcpy(buf, phys + gpa, len);
+    return true;
+}
+static const struct gw_mem mem = {.read = phys_read};
+static const struct gw_paging paging = {
+    .cr0 = 0x80000001, .cr3 = CR3, .cr4 = 0x20, .efer = 1 << 10};
+
+static uint64_t page_new(void)
+{
+    if (nphys >= PHYS_PAGES)
+        fail_msg("fake guest memory full");
+    memset(phys + nphys * PG, 0, PG);
+    return nphys++ * PG;
+}
+
+static void phys_reset(void)
+{
+    if (!phys)
+        phys = malloc((size_t)PHYS_PAGES * PG);
+    assert_non_null(phys);
+    nphys = 0;
+    page_new(); /* page 0 unused */
+    assert_true(page_new() == CR3);
+}
+
+/* map the user page at va (copied from the tracee) if it is not yet */
+static bool map_code(uint64_t va, int memfd)
+{
+    uint64_t table = CR3, *e;
+    for (int shift = 39; shift >= 21; shift -= 9) {
+        e = (uint64_t *)(phys + table + 8 * ((va >> shift) & 511));
+        if (!(*e & 1))
+            *e = page_new() | 7;
+        table = *e & ~0xfffull;
+    }
+    e = (uint64_t *)(phys + table + 8 * ((va >> 12) & 511));
+    if (*e & 1)
+        return true;
+    uint64_t gpa = page_new();
+    if (pread(memfd, phys + gpa, PG, (off_t)(va & ~(PG - 1))) != (ssize_t)PG) {
+        nphys--;
+        return false;
+    }
+    *e = gpa | 7;
+    return true;
+}
+
+/* ---- recording ---- */
+
+struct run {
+    const char *name;
+    uint64_t *rip;
+    unsigned n;
+};
+
+static uint64_t get_rip(pid_t pid)
+{
+    struct user_regs_struct r;
+    if (ptrace(PTRACE_GETREGS, pid, NULL, &r) != 0)
+        fail_msg("PTRACE_GETREGS: %s", strerror(errno));
+    return r.rip;
+}
+
+static void record(struct run *r, char *const argv[], unsigned max)
+{
+    int st;
+    char path[64];
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR);
+        dup2(null, 0);
+        dup2(null, 1);
+        dup2(null, 2);
+        personality(ADDR_NO_RANDOMIZE);
+        if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) != 0)
+            _exit(126);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    if (!WIFSTOPPED(st) || WSTOPSIG(st) != SIGTRAP)
+        fail_msg("%s: no exec stop (status %#x)", argv[0], st);
+    ptrace(PTRACE_SETOPTIONS, pid, NULL, (void *)(long)PTRACE_O_EXITKILL);
+    snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+    int memfd = open(path, O_RDONLY);
+    assert_true(memfd >= 0);
+    phys_reset();
+    r->name = argv[0];
+    r->rip = malloc(max * sizeof(uint64_t));
+    assert_non_null(r->rip);
+    r->n = 0;
+    int sig = 0;
+    while (r->n < max) {
+        uint64_t rip = get_rip(pid);
+        r->rip[r->n++] = rip;
+        if (!map_code(rip, memfd))
+            fail_msg("%s: code at %#lx unreadable", argv[0], (unsigned long)rip);
+        if ((rip & (PG - 1)) > PG - X86_MAX_INSN)
+            map_code(rip + PG, memfd); /* may be unmapped: the instruction then ends before */
+        if (ptrace(PTRACE_SINGLESTEP, pid, NULL, (void *)(long)sig) != 0)
+            fail_msg("PTRACE_SINGLESTEP: %s", strerror(errno));
+        assert_int_equal(waitpid(pid, &st, 0), pid);
+        if (WIFEXITED(st) || WIFSIGNALED(st))
+            break;
+        sig = WSTOPSIG(st) == SIGTRAP ? 0 : WSTOPSIG(st);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+    close(memfd);
+}
+
+/* ---- replay ---- */
+
+struct replay {
+    struct swtrace t;
+    struct swpt_ring ring;
+    uint64_t reads;
+    double ns;
+};
+
+static struct bc_insn_entry big_table[1024]; /* 32 KiB: the shim's optional larger table */
+
+static void replay(const struct run *r, bool nocache, bool big, struct replay *o)
+{
+    struct swpt_cfg cfg = {.filter = {.user = true, .kernel = true}, .psb_period = 1u << 14};
+    struct swtrace_cpu c = {.cs_sel = 0x33,
+                            .rsp = 0x10, /* no stack mapped: no event frames */
+                            .ctx = {.cr3 = CR3, .cpl = 3, .cs = X86_CODE64},
+                            .paging = paging};
+    struct timespec t0, t1;
+
+    memset(&o->t, 0, sizeof(o->t));
+    o->t.nocache = nocache;
+    if (big)
+        swtrace_cache_mem(&o->t, big_table, sizeof(big_table));
+    o->ring.head = o->ring.dropped = 0;
+    o->ring.stopped = false;
+    uint64_t reads0 = nreads;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    c.rip = r->rip[0];
+    swtrace_start(&o->t, &cfg, &o->ring, &mem, &c, 0);
+    for (unsigned i = 1; i < r->n; i++) {
+        c.rip = r->rip[i];
+        swtrace_observe(&o->t, &mem, &c, true);
+    }
+    swtrace_stop(&o->t);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    o->reads = nreads - reads0;
+    o->ns = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
+}
+
+/* the two functions callgrind measures (mk/48-swtrace-bench.mk) */
+__attribute__((noinline)) void replay_nocache(const struct run *r, struct replay *o);
+__attribute__((noinline)) void replay_cached(const struct run *r, struct replay *o);
+__attribute__((noinline)) void replay_cached_big(const struct run *r, struct replay *o);
+void replay_nocache(const struct run *r, struct replay *o)
+{
+    replay(r, true, false, o);
+}
+void replay_cached(const struct run *r, struct replay *o)
+{
+    replay(r, false, false, o);
+}
+void replay_cached_big(const struct run *r, struct replay *o)
+{
+    replay(r, false, true, o);
+}
+
+static void replay_init(struct replay *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->ring.size = 32u << 20;
+    o->ring.stop_on_full = true;
+    o->ring.buf = malloc(o->ring.size);
+    assert_non_null(o->ring.buf);
+}
+
+/* ---- the decode of the cached ring equals the stepped sequence ---- */
+
+struct expect {
+    const struct run *r;
+    unsigned pos, n;
+    uint64_t *ip;
+    char err[200];
+};
+
+static int read_cb(uint8_t *buf, size_t size, uint64_t cr3, uint64_t ip, void *ctx)
+{
+    (void)cr3, (void)ctx;
+    unsigned got = 0;
+    gw_read(&mem, &paging, ip, buf, (unsigned)size, &got);
+    return got ? (int)got : -1;
+}
+
+static int insn_cb(uint64_t ip, uint64_t cr3, void *ctx)
+{
+    (void)cr3;
+    struct expect *e = ctx;
+    if (e->pos >= e->n || e->ip[e->pos] != ip) {
+        snprintf(e->err, sizeof(e->err), "decoded #%u %#lx, stepped %#lx", e->pos,
+                 (unsigned long)ip, e->pos < e->n ? (unsigned long)e->ip[e->pos] : 0ul);
+        return 1;
+    }
+    e->pos++;
+    return 0;
+}
+
+static void check_program(char *const argv[])
+{
+    struct run r;
+    struct replay off, on, big;
+    char err[300];
+    struct swpt_dec_stats st;
+
+    record(&r, argv, MAX_STEPS);
+    replay_init(&off);
+    replay_init(&on);
+    replay_init(&big);
+    replay_nocache(&r, &off);
+    replay_cached(&r, &on);
+    replay_cached_big(&r, &big);
+    assert_false(on.ring.stopped);
+    assert_int_equal(on.ring.head, off.ring.head);
+    assert_int_equal(big.ring.head, off.ring.head);
+    if (memcmp(on.ring.buf, off.ring.buf, on.ring.head) != 0)
+        fail_msg("%s: the cached run's packets differ from the uncached run's", argv[0]);
+    if (memcmp(big.ring.buf, off.ring.buf, on.ring.head) != 0)
+        fail_msg("%s: the big-table run's packets differ from the uncached run's", argv[0]);
+    assert_memory_equal(&on.t.st, &off.t.st, sizeof(on.t.st));
+    assert_memory_equal(&big.t.st, &off.t.st, sizeof(on.t.st));
+    assert_int_equal(big.t.bc.insn_mask + 1, 1024);
+    assert_int_equal(on.t.st.lost, 0);
+    assert_int_equal(on.t.st.unreadable, 0);
+
+    /* the instructions that ran: every step but the repeats of a REP string op */
+    struct expect e = {.r = &r, .ip = malloc(r.n * sizeof(uint64_t))};
+    assert_non_null(e.ip);
+    for (unsigned i = 0; i + 1 < r.n; i++) {
+        struct x86_insn in;
+        uint8_t b[X86_MAX_INSN];
+        unsigned got = 0;
+        gw_read(&mem, &paging, r.rip[i], b, sizeof(b), &got);
+        assert_int_equal(x86_classify(b, got, X86_CODE64, &in), 0);
+        if (!(r.rip[i + 1] == r.rip[i] && (in.flags & X86_F_REP)))
+            e.ip[e.n++] = r.rip[i];
+    }
+    if (swpt_decode(on.ring.buf, on.ring.head, read_cb, insn_cb, &e, &st, err, sizeof(err)))
+        fail_msg("%s: %s; %s", argv[0], err, e.err);
+    assert_int_equal(e.pos, e.n);
+    const struct bc_stats *b = &on.t.bc.st;
+    print_message("%-22s %7u steps, %7lu PT bytes: cache %.1f%% (1024 entries: %.1f%%) "
+                  "instruction hits (%lu stale), "
+                  "%.1f%% translation hits, %lu flushes; guest reads/step %.2f -> %.2f; "
+                  "%.0f -> %.0f ns/step\n",
+                  argv[0], r.n, (unsigned long)on.ring.head,
+                  100.0 * (double)b->insn_hits / (double)(b->insn_hits + b->insn_misses),
+                  100.0 * (double)big.t.bc.st.insn_hits /
+                      (double)(big.t.bc.st.insn_hits + big.t.bc.st.insn_misses),
+                  (unsigned long)b->insn_stale,
+                  100.0 * (double)b->tlb_hits / (double)(b->tlb_hits + b->tlb_misses),
+                  (unsigned long)b->flushes, (double)off.reads / r.n, (double)on.reads / r.n,
+                  off.ns / r.n, on.ns / r.n);
+    free(e.ip);
+    free(r.rip);
+    free(on.ring.buf);
+    free(off.ring.buf);
+    free(big.ring.buf);
+}
+
+static void test_sort(void **state)
+{
+    char *const argv[] = {(char *)"/usr/bin/sort", (char *)"/etc/passwd", NULL};
+    (void)state;
+    check_program(argv);
+}
+
+static void test_sha256sum(void **state)
+{
+    char *const argv[] = {(char *)"/usr/bin/sha256sum", (char *)"/etc/hostname", NULL};
+    (void)state;
+    check_program(argv);
+}
+
+static void test_busybox(void **state)
+{
+    char *const argv[] = {(char *)"/bin/busybox", (char *)"ls", (char *)"-l", (char *)"/etc", NULL};
+    (void)state;
+    check_program(argv);
+}
+
+/* the bench: one program, replays repeated, best time of each kept */
+static int bench(char *const argv[])
+{
+    struct run r;
+    struct replay off, on, big;
+    double best_off = 1e30, best_on = 1e30, best_big = 1e30;
+
+    record(&r, argv, MAX_STEPS);
+    replay_init(&off);
+    replay_init(&on);
+    replay_init(&big);
+    for (int k = 0; k < 5; k++) {
+        replay_nocache(&r, &off);
+        replay_cached(&r, &on);
+        replay_cached_big(&r, &big);
+        best_off = off.ns < best_off ? off.ns : best_off;
+        best_on = on.ns < best_on ? on.ns : best_on;
+        best_big = big.ns < best_big ? big.ns : best_big;
+    }
+    if (on.ring.head != off.ring.head || memcmp(on.ring.buf, off.ring.buf, on.ring.head) ||
+        big.ring.head != off.ring.head || memcmp(big.ring.buf, off.ring.buf, on.ring.head)) {
+        printf("bench-swtrace: the cached packets differ from the uncached ones\n");
+        return 1;
+    }
+    const struct bc_stats *b = &on.t.bc.st, *g = &big.t.bc.st;
+    printf("BENCH swtrace steps=%u ns_nocache=%.1f ns_cached=%.1f ns_big=%.1f "
+           "reads_nocache=%.2f reads_cached=%.2f insn_hit=%.1f insn_hit_big=%.1f tlb_hit=%.1f "
+           "prog=%s\n",
+           r.n, best_off / r.n, best_on / r.n, best_big / r.n, (double)off.reads / r.n,
+           (double)on.reads / r.n,
+           100.0 * (double)b->insn_hits / (double)(b->insn_hits + b->insn_misses),
+           100.0 * (double)g->insn_hits / (double)(g->insn_hits + g->insn_misses),
+           100.0 * (double)b->tlb_hits / (double)(b->tlb_hits + b->tlb_misses), argv[0]);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *why = ptrace_unavailable();
+    if (why) {
+        printf("SKIP: ptrace not permitted here: %s\n", why);
+        return 77;
+    }
+    if (argc > 2 && strcmp(argv[1], "--bench") == 0)
+        return bench(argv + 2);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sort),
+        cmocka_unit_test(test_sha256sum),
+        cmocka_unit_test(test_busybox),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
