@@ -397,13 +397,13 @@ static bool set_pt_range(struct ptv_config *cfg, const char *v, size_t n, struct
     return true;
 }
 
-static const char *const vmcall_user_names[] = {"none", "stats"};
+static const char *const vmcall_user_names[] = {"none", "stats", "trace"};
 
 static bool set_vmcall_user(struct ptv_config *cfg, const char *v, size_t n, struct ptv_fmt *err)
 {
     int k = lookup(v, n, vmcall_user_names, COUNT(vmcall_user_names));
     if (k < 0)
-        return fail(err, "expected none or stats", v, n);
+        return fail(err, "expected none, stats or trace", v, n);
     cfg->vmcall_user = (uint32_t)k;
     return true;
 }

@@ -57,7 +57,7 @@ int ptv_config_check(const struct ptv_config *c, const char **why)
         return reject(why, "config: on_crash out of range");
     if (c->start_vmm > 1)
         return reject(why, "config: vmm out of range");
-    if (c->vmcall_user > PTV_VMCALL_USER_STATS)
+    if (c->vmcall_user > PTV_VMCALL_USER_TRACE)
         return reject(why, "config: vmcall_user out of range");
     if (c->trace_sw > PTV_SW_TRACE_TF)
         return reject(why, "config: sw_trace out of range");

@@ -81,6 +81,10 @@ enum ptv_log_level {
 /* vmcall_user: which VMCALLs beyond VERSION a CPL 3 guest program may make */
 #define PTV_VMCALL_USER_NONE  0
 #define PTV_VMCALL_USER_STATS 1
+/* stats + TRACE_START / STOP / STATUS / DUMP (never TRACE_READ: it writes guest-physical
+ * memory), for guest/ptvisor-ctl: any guest process may then start, stop and dump the
+ * VMM's trace of this vCPU (the dump goes to the serial console, not to the process) */
+#define PTV_VMCALL_USER_TRACE 2
 
 struct ptv_config {
     uint16_t serial_port; /* serial_port = 0x3f8 (0 = no serial output) */
@@ -96,7 +100,7 @@ struct ptv_config {
     uint32_t on_no_vmx;      /* enum ptv_on_no_vmx, on_no_vmx = boot */
     uint32_t crash_action;   /* enum ptv_crash_action, on_crash = halt */
     uint32_t start_vmm;      /* vmm = on|off (off: boot natively, for comparisons) */
-    uint32_t vmcall_user; /* PTV_VMCALL_USER_*, vmcall_user = none (stats: EXIT_STATS at CPL 3) */
+    uint32_t vmcall_user; /* PTV_VMCALL_USER_*, vmcall_user = none | stats | trace */
     /* tracing (issue 9) */
     uint32_t trace_sw;   /* PTV_SW_TRACE_*, sw_trace = auto */
     uint32_t trace_wrap; /* trace_wrap = on (circular ring) | off (stop when full) */

@@ -19,7 +19,9 @@ static void atk_cpl3_calls(void)
         {PTV_VMCALL_EXIT_STATS, "EXIT_STATS"},     {PTV_VMCALL_VMM_RANGE, "VMM_RANGE"},
         {PTV_VMCALL_CHECK_CANARY, "CHECK_CANARY"}, {PTV_VMCALL_EPT_BLOCKED, "EPT_BLOCKED"},
         {PTV_VMCALL_VMM_STATS, "VMM_STATS"},       {PTV_VMCALL_SELFCHECK, "SELFCHECK"},
-        {PTV_VMCALL_TRACE_DUMP, "TRACE_DUMP"},     {0x7fff, "unknown 0x7fff"},
+        {PTV_VMCALL_TRACE_DUMP, "TRACE_DUMP"},     {PTV_VMCALL_TRACE_START, "TRACE_START"},
+        {PTV_VMCALL_TRACE_STOP, "TRACE_STOP"},     {PTV_VMCALL_TRACE_STATUS, "TRACE_STATUS"},
+        {PTV_VMCALL_TRACE_READ, "TRACE_READ"},     {0x7fff, "unknown 0x7fff"},
     };
     for (unsigned i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
         struct user_result u;

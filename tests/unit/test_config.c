@@ -181,6 +181,7 @@ static void test_enum_values(void **state)
         {"serial_baud = 115200", offsetof(struct ptv_config, serial_baud), 115200},
         {"sw_trace = off", offsetof(struct ptv_config, trace_sw), PTV_SW_TRACE_OFF},
         {"sw_trace = tf", offsetof(struct ptv_config, trace_sw), PTV_SW_TRACE_TF},
+        {"vmcall_user = trace", offsetof(struct ptv_config, vmcall_user), PTV_VMCALL_USER_TRACE},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct ptv_config cfg;
@@ -264,6 +265,8 @@ static void test_value_errors(void **state)
                  "ptvisor.cfg:1: psb_period: not a power of two between 256 and 1M: '3K'");
     expect_error("trace_boot = 100000001", "ptvisor.cfg:1: trace_boot: not an instruction count "
                                            "up to 100000000 (0 = off): '100000001'");
+    expect_error("vmcall_user = all",
+                 "ptvisor.cfg:1: vmcall_user: expected none, stats or trace: 'all'");
     expect_error("sw_trace = maybe",
                  "ptvisor.cfg:1: sw_trace: expected auto, off, on or tf: 'maybe'");
     expect_error("pt_range = 0x2000-0x1000",

@@ -165,7 +165,7 @@ static void test_config(void **state)
         {F(on_no_vmx), PTV_NO_VMX_HALT + 1, "config: on_no_vmx out of range"},
         {F(crash_action), PTV_CRASH_POWEROFF + 1, "config: on_crash out of range"},
         {F(start_vmm), 2, "config: vmm out of range"},
-        {F(vmcall_user), PTV_VMCALL_USER_STATS + 1, "config: vmcall_user out of range"},
+        {F(vmcall_user), PTV_VMCALL_USER_TRACE + 1, "config: vmcall_user out of range"},
         {F(trace_sw), PTV_SW_TRACE_TF + 1, "config: sw_trace out of range"},
         {F(trace_wrap), 2, "config: trace_wrap out of range"},
         {F(psb_period), 128, "config: psb_period not a power of two in 256..1M"},

@@ -19,11 +19,16 @@
 #include "vmx/trace_vmx.h"
 #include "vmx/trace_dump.h"
 
+/* vmcall_user (include/ptv/config.h): the operator's opt-ins for CPL 3; TRACE_READ never */
 static bool allowed_at_cpl3(uint64_t fn)
 {
     if (fn == PTV_VMCALL_VERSION)
         return true;
-    return fn == PTV_VMCALL_EXIT_STATS && vmm_cfg->vmcall_user == PTV_VMCALL_USER_STATS;
+    if (fn == PTV_VMCALL_EXIT_STATS)
+        return vmm_cfg->vmcall_user >= PTV_VMCALL_USER_STATS;
+    return vmm_cfg->vmcall_user == PTV_VMCALL_USER_TRACE &&
+           (fn == PTV_VMCALL_TRACE_START || fn == PTV_VMCALL_TRACE_STOP ||
+            fn == PTV_VMCALL_TRACE_STATUS || fn == PTV_VMCALL_TRACE_DUMP);
 }
 
 enum exit_action handle_vmcall(struct vcpu *v, const struct vmexit *e)
