@@ -97,6 +97,14 @@ enum vreset_kind { VRESET_INIT_BSP, VRESET_INIT_AP, VRESET_SIPI };
  * MSRs, MTRRs, and x87 FPU state are left unchanged"): x87/SSE/AVX state, XCR0,
  * PAT, MTRRs, APIC base (BSP flag included).  EFER is the exception: 0 here as
  * KVM and Xen do (real mode forces LMA = 0; LME/SCE/NXE cleared with it).
+ * IA32_DEBUGCTL and the LBR state (IA32_LBR_CTL, IA32_LBR_DEPTH, LBR_SELECT, the
+ * stack) are MSRs too: Table 9-1, "All Other MSRs": INIT "Unchanged".  The arch-LBR
+ * chapter clears IA32_LBR_CTL.LBREn on a warm reset (RESET# with power on) and
+ * resets every LBR MSR on a warm reset taken in C6 ("warm init"); neither is an
+ * INIT, so GUEST_IA32_LBR_CTL is left as it is (a KVM review reached the same
+ * reading: LBR_CTL behaves as DEBUGCTL, which INIT preserves).  Deviation:
+ * vmm/vmx/exit_fault.c vcpu_init_event() clears GUEST_IA32_DEBUGCTL on INIT
+ * (KVM clears it on RESET only).
  */
 void vreset_state(struct vreset_state *s, enum vreset_kind kind, uint8_t sipi_vector,
                   uint32_t cpuid1_eax, uint64_t old_cr0);
