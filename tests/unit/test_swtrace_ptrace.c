@@ -42,10 +42,11 @@
 #include "unit/ptrace_probe.h"
 #include "unit/swpt_dec.h"
 
-#define PG         4096ull
-#define PHYS_PAGES 16384u /* 64 MiB of fake guest-physical memory */
-#define CR3        0x1000ull
-#define MAX_STEPS  300000u
+#define PG          4096ull
+#define PHYS_PAGES  16384u /* 64 MiB of fake guest-physical memory */
+#define CR3         0x1000ull
+#define TEST_STEPS  150000u /* per program in the test */
+#define BENCH_STEPS 300000u /* the bench's one program */
 
 /* ---- fake guest-physical memory and the page tables ---- */
 
@@ -274,7 +275,7 @@ static void check_program(char *const argv[])
     char err[300];
     struct swpt_dec_stats st;
 
-    record(&r, argv, MAX_STEPS);
+    record(&r, argv, TEST_STEPS);
     replay_init(&off);
     replay_init(&on);
     replay_init(&big);
@@ -357,7 +358,7 @@ static int bench(char *const argv[])
     struct replay off, on, big;
     double best_off = 1e30, best_on = 1e30, best_big = 1e30;
 
-    record(&r, argv, MAX_STEPS);
+    record(&r, argv, BENCH_STEPS);
     replay_init(&off);
     replay_init(&on);
     replay_init(&big);
