@@ -12,10 +12,10 @@
 SWTRACE_BENCH      := $(BUILD)/host/bench_swtrace
 SWTRACE_BENCH_PROG ?= /usr/bin/sort /etc/passwd
 
-$(SWTRACE_BENCH): $(test_swtrace_ptrace_SRCS)
+$(SWTRACE_BENCH): $(test_swtrace_ptrace_SRCS) $(wildcard vmm/trace/*.h vmm/pt/*.h tests/unit/*.h)
 	@mkdir -p $(@D)
-	$(Q)$(HOST_CC) -std=gnu11 -O2 -g $(WARN) -Iinclude -Ivmm -Itests -DPTV_HOST=1 -o $@ $^ \
-	    -lcmocka -lipt
+	$(Q)$(HOST_CC) -std=gnu11 -O2 -g $(WARN) -Iinclude -Ivmm -Itests -DPTV_HOST=1 -o $@ \
+	    $(filter %.c,$^) -lcmocka -lipt
 
 .PHONY: bench-swtrace
 bench-swtrace: $(SWTRACE_BENCH)
