@@ -270,12 +270,15 @@ static void random_against_fresh(void *table, uint64_t bytes)
     struct gw_paging p = paging;
     uint64_t lins[48];
     build_tables();
-    for (unsigned k = 0; k < 16; k++)
+    /* the code pages, and physical [0, 32 KiB) where the linear addresses land with
+     * paging off (linear = physical, 32 bits) */
+    for (unsigned k = 0; k < 16 + 8; k++)
         for (unsigned o = 0; o < 4096;) {
             const char *s = pieces[rnd() % (sizeof(pieces) / sizeof(pieces[0]))];
             size_t n = strlen(s) ? strlen(s) : 1;
+            uint64_t page = k < 16 ? CODE + 4096 * k : 4096 * (k - 16);
             for (size_t i = 0; i < n && o < 4096; i++)
-                ram[CODE + 4096 * k + o++] = (uint8_t)s[i];
+                ram[page + o++] = (uint8_t)s[i];
         }
     for (unsigned i = 0; i < 48; i++) /* hot addresses, some near page ends */
         lins[i] = LIN + 4096 * (rnd() % 8) + (i % 4 == 0 ? 4096 - 1 - rnd() % 14 : rnd() % 4096);
@@ -304,6 +307,9 @@ static void random_against_fresh(void *table, uint64_t bytes)
         } else if (op < 9) { /* paging mode bit changes and back */
             p.cr4 ^= 0x80;
             same_as_fresh(&bc, &p, lins[rnd() % 48], X86_CODE64, "cr4 change");
+        } else if (op < 10) { /* paging off and on (CR0.PG): other bytes at each address */
+            p.cr0 ^= 0x80000000u;
+            same_as_fresh(&bc, &p, lins[rnd() % 48], X86_CODE32, "cr0 change");
         } else {
             uint64_t lin = lins[rnd() % 48];
             same_as_fresh(&bc, &p, lin, (rnd() % 8) ? X86_CODE64 : X86_CODE32, "random");
