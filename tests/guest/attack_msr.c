@@ -291,6 +291,7 @@ static void atk_vmx_insns(void)
 #define MSR_LBR_DEPTH   0x14cf
 #define MSR_XSS         0xda0
 #define MSR_NONE        0x2fffffffu /* no CPU defines an MSR here */
+#define DEBUGCTL_BTF    (1ull << 1)
 #define LBR_FMT_MASK    0x3full
 #define LBR_FMT_INFO    5 /* 32 entries, FROM/TO/INFO (Skylake class) */
 #define CPUID7_ARCH_LBR (1u << 19)
@@ -444,6 +445,32 @@ static void atk_lbr_debugctl(void)
            "lbr: DEBUGCTL.LBR %#lx -> %#lx, same after 24 exits", old | 1, b1);
 }
 
+/* TF with DEBUGCTL.BTF steps on branches only (SDM Vol. 3B 18.4.3): POPF sets TF, CPUID (an
+ * exit the VMM emulates), NOP, POPF clears TF -- no branch, so no #DB at all.  Without BTF the
+ * same code traps right after CPUID (attack "TF single-step over CPUID"). */
+__attribute__((visibility("hidden"))) void atk_tf_cpuid(void); /* attack_cpu_asm.S */
+
+static void btf_fn(void *arg)
+{
+    atk_tf_cpuid();
+}
+
+static void atk_lbr_btf(void)
+{
+    uint64_t old = 0, back = 0;
+    if (rdmsr_trap(MSR_DEBUGCTL, &old) != TRAP_NONE ||
+        wrmsr_trap(MSR_DEBUGCTL, old | DEBUGCTL_BTF) != TRAP_NONE ||
+        rdmsr_trap(MSR_DEBUGCTL, &back) != TRAP_NONE || !(back & DEBUGCTL_BTF)) {
+        wrmsr_trap(MSR_DEBUGCTL, old);
+        report_skip("lbr: DEBUGCTL.BTF does not stick here (%#lx): TF+BTF untested", back);
+        return;
+    }
+    int v = atk_try(btf_fn, 0);
+    wrmsr_trap(MSR_DEBUGCTL, old);
+    __asm__ volatile("mov %0, %%dr6" ::"r"(0xffff0ff0ull));
+    report(v == ATK_NONE, "lbr: TF+BTF over CPUID (no branch): no #DB (vector %d)", v);
+}
+
 static void atk_lbr_stack(void)
 {
     bool lenient = lbr_lenient();
@@ -547,6 +574,7 @@ const struct attack attacks_msr[] = {
     {"lbr: CPUID arch LBR, leaf 1CH", atk_lbr_cpuid},
     {"lbr: IA32_PERF_CAPABILITIES", atk_lbr_perf_caps},
     {"lbr: IA32_DEBUGCTL", atk_lbr_debugctl},
+    {"lbr: DEBUGCTL.BTF over an exit", atk_lbr_btf},
     {"lbr: model-specific stack MSRs", atk_lbr_stack},
     {"lbr: arch LBR MSRs, XSS[15]", atk_lbr_arch_msrs},
     {0},
