@@ -94,9 +94,10 @@ static void same_as_fresh(struct bcache *bc, const struct gw_paging *p, uint64_t
     bool va = bc_fetch(bc, &mem, p, lin, cs, &a);
     bool vb = fresh(p, lin, cs, &b);
     if (va != vb || (va && memcmp(&a, &b, sizeof(a)) != 0))
-        fail_msg("%s: at %#lx code%d cached %d len %u %s flags %#x, fresh %d len %u %s flags %#x",
+        fail_msg("%s: at %#lx code%d cached %d len %u %s flags %#x rel %d, fresh %d len %u %s "
+                 "flags %#x rel %d",
                  what, (unsigned long)lin, 16 << cs, va, a.len, x86_branch_name(a.branch), a.flags,
-                 vb, b.len, x86_branch_name(b.branch), b.flags);
+                 a.rel, vb, b.len, x86_branch_name(b.branch), b.flags, b.rel);
 }
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
