@@ -122,7 +122,7 @@ static bool cpu_holds(const struct pt_ctrl *c, uint64_t status, uint64_t base, u
 }
 
 /* After an exit that stopped the guest's trace: only these can have moved (SDM 33.2.7). */
-static void read_progress(struct pt_ctrl *c)
+static inline __attribute__((always_inline)) void read_progress(struct pt_ctrl *c)
 {
     c->hw.status = c->cpu.rdmsr(c->cpu.ctx, MSR_IA32_RTIT_STATUS);
     c->hw.output_base = c->cpu.rdmsr(c->cpu.ctx, MSR_IA32_RTIT_OUTPUT_BASE);
@@ -259,26 +259,13 @@ static int run_plan(struct pt_ctrl *c)
     return 0;
 }
 
-void pt_ctrl_before_entry(struct pt_ctrl *c)
+/* Everything but the steady state: plan the switch and run it (kept out of the fast path). */
+static __attribute__((noinline)) void entry_plan(struct pt_ctrl *c)
 {
     uint64_t host_ctl = c->launched ? 0 : PT_HOST_CTL_UNKNOWN;
     const struct pt_plan *pl = &c->plan;
     struct pt_msr_file *f = tf(c);
 
-    if (!c->active)
-        return;
-    /*
-     * Steady state: the last entry loaded the guest's trace, the exit read its progress back,
-     * and nothing changed since (no guest WRMSR, no rebuild, no error).  The CPU holds exactly
-     * what this entry needs (the plan would be empty): enter as is.
-     */
-    if (c->steady && c->hw_ok && !(f->status & (RTIT_STATUS_ERROR | RTIT_STATUS_STOPPED)) &&
-        cpu_holds(c, f->status, c->shadow_mode ? c->hpos_base : f->output_base,
-                  c->shadow_mode ? c->hpos_mask : f->output_mask)) {
-        c->sw.guest_loaded = true;
-        c->traced = true;
-        return;
-    }
     c->steady = false;
     c->want = *f;
     if (!c->hw_ok || (f->status & (RTIT_STATUS_ERROR | RTIT_STATUS_STOPPED)))
@@ -322,6 +309,28 @@ void pt_ctrl_before_entry(struct pt_ctrl *c)
         c->sys.acct.untraced++; /* a full stop-on-full ring, or tracing off after an error */
 }
 
+void pt_ctrl_before_entry(struct pt_ctrl *c)
+{
+    const struct pt_msr_file *f;
+
+    if (!c->active)
+        return;
+    f = tf(c);
+    /*
+     * Steady state: the last entry loaded the guest's trace, the exit read its progress back,
+     * and nothing changed since (no guest WRMSR, no rebuild, no error).  The CPU holds exactly
+     * what this entry needs (the plan would be empty): enter as is.
+     */
+    if (c->steady && c->hw_ok && !(f->status & (RTIT_STATUS_ERROR | RTIT_STATUS_STOPPED)) &&
+        cpu_holds(c, f->status, c->shadow_mode ? c->hpos_base : f->output_base,
+                  c->shadow_mode ? c->hpos_mask : f->output_mask)) {
+        c->sw.guest_loaded = true;
+        c->traced = true;
+        return;
+    }
+    entry_plan(c);
+}
+
 /* System mode, after a traced run: where the CPU's output went on to (never rewritten). */
 static void sys_progress(struct pt_ctrl *c)
 {
@@ -342,6 +351,12 @@ static void sys_progress(struct pt_ctrl *c)
     }
 }
 
+static __attribute__((noinline)) void exit_plan(struct pt_ctrl *c)
+{
+    pt_switch_exit(&c->sw, c->swd, &c->plan);
+    (void)run_plan(c); /* saves and host restores only: no guest-derived WRMSR */
+}
+
 void pt_ctrl_after_exit(struct pt_ctrl *c)
 {
     if (!c->active)
@@ -351,8 +366,7 @@ void pt_ctrl_after_exit(struct pt_ctrl *c)
         read_progress(c); /* steady state: the exit's plan would be exactly this */
         c->sw.guest_loaded = false;
     } else {
-        pt_switch_exit(&c->sw, c->swd, &c->plan);
-        (void)run_plan(c); /* saves and host restores only: no guest-derived WRMSR */
+        exit_plan(c);
     }
     if (!c->traced)
         return;

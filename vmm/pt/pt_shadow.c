@@ -136,6 +136,7 @@ static void set_start(struct filler *f, uint64_t off, uint8_t k)
     if (hoff > (1ull << k))
         hoff = 1ull << k; /* only when Stopped: see pt_shadow_guest_view */
     f->sh->h_base = p->hpa;
+    f->sh->h_page = (uint16_t)f->page;
     f->sh->h_mask = RTIT_MASK_LOWER | ((uint64_t)(p->n - 1) << RTIT_MASK_TABLE_OFFSET_SHIFT) |
                     (hoff << RTIT_MASK_OUTPUT_OFFSET_SHIFT);
     f->start_found = true;

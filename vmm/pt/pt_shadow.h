@@ -97,6 +97,7 @@ struct pt_shadow {
     struct pt_topa_err refusal; /* PT_SHADOW_REFUSED: why */
     bool h_topa;                /* load host RTIT_CTL.ToPA = h_topa */
     uint64_t h_base, h_mask;    /* host OUTPUT_BASE / MASK_PTRS to load */
+    uint16_t h_page;            /* hint: pages[] index of h_base (checked before use) */
     uint16_t ntables;
     uint16_t npages;
     uint64_t table_gpa[PT_TOPA_MAX_TABLES];

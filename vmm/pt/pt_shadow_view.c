@@ -20,8 +20,11 @@ static int table_index(const struct pt_shadow *sh, uint64_t gpa)
     return -1;
 }
 
+/* The host table page at hpa: the hint h_page first (where the trace started), then a search. */
 static const struct pt_shadow_page *page_of(const struct pt_shadow *sh, uint64_t hpa)
 {
+    if (sh->h_page < sh->npages && sh->pages[sh->h_page].hpa == hpa)
+        return &sh->pages[sh->h_page];
     for (uint16_t i = 0; i < sh->npages; i++) {
         if (sh->pages[i].hpa == hpa)
             return &sh->pages[i];
@@ -39,6 +42,14 @@ static uint32_t topa_index(uint64_t mask)
     return (uint32_t)PTV_FIELD(mask, RTIT_MASK_TABLE_OFFSET_SHIFT, 0x1ffffff);
 }
 
+/* Not a position of this shadow (or no shadow): the build-time guest values. */
+static bool foreign(const struct pt_shadow *sh, uint64_t *g_base, uint64_t *g_mask)
+{
+    *g_base = sh->g_base;
+    *g_mask = sh->g_mask;
+    return false;
+}
+
 bool pt_shadow_guest_view(const struct pt_shadow *sh, uint64_t h_base, uint64_t h_mask,
                           uint64_t *g_base, uint64_t *g_mask)
 {
@@ -47,30 +58,29 @@ bool pt_shadow_guest_view(const struct pt_shadow *sh, uint64_t h_base, uint64_t 
     uint32_t idx = topa_index(h_mask);
     uint64_t goff;
 
-    *g_base = sh->g_base;
-    *g_mask = sh->g_mask;
-    switch (sh->mode) {
-    case PT_SHADOW_SINGLE:
+    if (sh->mode != PT_SHADOW_TOPA && sh->mode != PT_SHADOW_SINGLE_AS_TOPA) {
+        if (sh->mode != PT_SHADOW_SINGLE)
+            return foreign(sh, g_base, g_mask);
         /* Same base and mask; only the offset moves (pt-facts B.5). */
+        *g_base = sh->g_base;
         *g_mask = (sh->g_mask & MASK_LOW32) | (h_mask & ~MASK_LOW32);
         return h_base == sh->h_base;
-    case PT_SHADOW_TOPA:
-    case PT_SHADOW_SINGLE_AS_TOPA:
-        break;
-    default:
-        return false;
     }
     /* Nothing written since the build: the guest's own values, exactly. */
-    if (h_base == sh->h_base && h_mask == sh->h_mask)
+    if (h_base == sh->h_base && h_mask == sh->h_mask) {
+        *g_base = sh->g_base;
+        *g_mask = sh->g_mask;
         return true;
+    }
     p = page_of(sh, h_base);
     if (!p || idx >= p->n)
-        return false;
+        return foreign(sh, g_base, g_mask);
     pos = p->map[idx];
     if (pos.gtable >= sh->ntables && sh->mode == PT_SHADOW_TOPA)
-        return false;
+        return foreign(sh, g_base, g_mask);
     goff = pos.goff + topa_offset(h_mask);
     if (sh->mode == PT_SHADOW_SINGLE_AS_TOPA) {
+        *g_base = sh->g_base;
         *g_mask = (sh->g_mask & MASK_LOW32) | (goff << RTIT_MASK_OUTPUT_OFFSET_SHIFT);
         return true;
     }
@@ -188,6 +198,12 @@ enum pt_shadow_status pt_shadow_prepare(struct pt_shadow *sh, struct pt_shadow_s
         sh->g_mask = cfg->output_mask_ptrs | RTIT_MASK_LOWER;
         sh->h_base = h_base;
         sh->h_mask = h_mask;
+        for (uint16_t i = 0; i < sh->npages; i++) {
+            if (sh->pages[i].hpa == h_base) {
+                sh->h_page = i; /* page_of()'s hint */
+                break;
+            }
+        }
         return PT_SHADOW_OK;
     }
     return pt_shadow_build(sh, scr, env, cfg, err);
