@@ -35,14 +35,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     memcpy(&in, data, sizeof(in));
     unsigned maxphy = 32 + in.maxphy % 21;
-    struct retire_state s = {.rip = in.rip, .rflags = in.rflags, .intr = in.intr};
+    uint64_t debugctl = (in.flags & 32) ? DEBUGCTL_BTF : 0;
+    struct retire_state s = {
+        .rip = in.rip, .rflags = in.rflags, .debugctl = debugctl, .intr = in.intr};
     bool code64 = in.flags & 1;
     insn_retire(&s, in.len % 16, code64);
     if (!code64)
         CHECK(s.rip >> 32 == 0);
     CHECK(!(s.rflags & RFLAGS_RF));
     CHECK(!(s.intr & (GUEST_INTR_STATE_STI | GUEST_INTR_STATE_MOV_SS)));
-    CHECK(!!(s.pending_dbg & PENDING_DBG_BS) == !!(in.rflags & RFLAGS_TF));
+    /* single-step on instructions: TF; on branches (BTF): never after an emulated one */
+    CHECK(!!(s.pending_dbg & PENDING_DBG_BS) == (!!(in.rflags & RFLAGS_TF) && !debugctl));
 
     struct cr_ctx c = {.cr0 = in.cr0,
                        .cr3 = in.cr3,
