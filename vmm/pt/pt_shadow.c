@@ -49,7 +49,7 @@ static inline __attribute__((always_inline)) bool next_piece(const struct pt_mem
 {
     struct pt_mem_xlate x;
     uint64_t len, want;
-    uint8_t k = 12;
+    uint8_t k;
 
     pt_xlate(mem, xc, gpa, &x);
     if (x.kind != PT_MEM_GUEST_RAM || (x.hpa & (PT_PAGE_SIZE - 1)))
@@ -68,8 +68,12 @@ static inline __attribute__((always_inline)) bool next_piece(const struct pt_mem
     len = contig_len(mem, xc, gpa, &x, want);
     if (len > rem)
         len = rem;
-    while (k < PT_TOPA_MAX_LOG2SIZE && (2ull << k) <= len && !(x.hpa & ((2ull << k) - 1)))
-        k++;
+    /* the largest 2^k <= len that x.hpa is aligned to, at most 128 MiB (len >= 4 KiB) */
+    k = (uint8_t)(63 - __builtin_clzll(len));
+    if (x.hpa && __builtin_ctzll(x.hpa) < k)
+        k = (uint8_t)__builtin_ctzll(x.hpa);
+    if (k > PT_TOPA_MAX_LOG2SIZE)
+        k = PT_TOPA_MAX_LOG2SIZE;
     *hpa = x.hpa;
     *log2 = k;
     return true;

@@ -143,29 +143,33 @@ read_entry(const struct pt_out_cfg *cfg, const struct pt_mem_ops *mem, struct pt
            uint16_t table, uint32_t e, uint64_t *val, struct pt_topa_err *err)
 {
     uint64_t tgpa = w->tables[table].gpa;
+    uint64_t v;
 
     if (e >= PT_TOPA_ENTRIES_PER_TABLE)
         return fail(err, "no END inside the 4 KiB ToPA table (VMM bound)", tgpa, (int32_t)e);
     if (w->entries_read >= PT_TOPA_MAX_ENTRIES_READ)
         return fail(err, "ToPA walk too long (VMM bound)", tgpa, (int32_t)e);
     w->entries_read++;
-    if (!mem->read64(mem->ctx, tgpa + 8ull * e, val))
+    if (!mem->read64(mem->ctx, tgpa + 8ull * e, &v))
         return fail(err, "ToPA table not readable", tgpa, (int32_t)e);
+    *val = v;
     /* D.1: reserved bits */
-    if (*val & w->rsvd)
+    if (v & w->rsvd)
         return fail(err, "ToPA entry reserved bits set", tgpa, (int32_t)e);
-    if ((*val & TOPA_END) && (*val & (TOPA_INT | TOPA_STOP)))
-        return fail(err, "ToPA END entry with INT or STOP", tgpa, (int32_t)e);
-    if ((*val & TOPA_END) && e == 0)
-        return fail(err, "ToPA END in entry 0", tgpa, 0);
+    if (v & TOPA_END) {
+        if (v & (TOPA_INT | TOPA_STOP))
+            return fail(err, "ToPA END entry with INT or STOP", tgpa, (int32_t)e);
+        if (e == 0)
+            return fail(err, "ToPA END in entry 0", tgpa, 0);
+    }
     if (!cfg->topa_multi) {
-        if (e == 0 && (*val & TOPA_END))
+        if (e == 0 && (v & TOPA_END))
             return fail(err, "single-entry ToPA: entry 0 must be an output region", tgpa, 0);
-        if (e == 1 && !(*val & TOPA_END))
+        if (e == 1 && !(v & TOPA_END))
             return fail(err, "single-entry ToPA: entry 1 must be END", tgpa, 1);
         /* SDM Vol. 3C "ToPA Errors": with single-output-entry ToPA, table entry 1 with a base
          * address not matching the table base is an operational error (pt-facts D.2) */
-        if (e == 1 && (*val & TOPA_BASE_MASK(cfg->maxphyaddr)) != tgpa)
+        if (e == 1 && (v & TOPA_BASE_MASK(cfg->maxphyaddr)) != tgpa)
             return fail(err, "single-entry ToPA: END base does not match the table base", tgpa, 1);
     }
     return PT_TOPA_OK;
@@ -180,31 +184,38 @@ static enum pt_topa_status add_region(const struct pt_out_cfg *cfg, const struct
     uint64_t size = 1ull << log2size;
     uint64_t base = val & w->base_mask;
     enum pt_mem_kind bad;
-    struct pt_topa_region *r;
 
     if (base & (size - 1))
         return fail(err, "ToPA output region not aligned to its size", tgpa, (int32_t)e);
     /* Beyond MAXPHYADDR it cannot reach: base < 2^MAXPHYADDR (base_mask) and aligned to its
      * size, a power of two <= 128 MiB that divides 2^MAXPHYADDR (MAXPHYADDR >= 36). */
-    uint64_t key = base | log2size; /* base is 4 KiB aligned, log2size < 4096 */
-    uint64_t *slot = &w->rcache[((base >> 12) ^ log2size) % PT_TOPA_RCACHE];
     if (size == PT_PAGE_SIZE) {
-        /* one translation (often the last one again, pt_xlate): less than the cache's work */
-        if (!range_is_ram(mem, w, base, size, &bad))
-            return fail(err, kind_reason(bad, false), tgpa, (int32_t)e);
-    } else if (*slot != key) {
-        if (!range_is_ram(mem, w, base, size, &bad))
-            return fail(err, kind_reason(bad, false), tgpa, (int32_t)e);
-        *slot = key;
+        /* one page: range_is_ram()'s one step (often the last translation again, pt_xlate),
+         * less work than the cache of checked regions below */
+        struct pt_mem_xlate x;
+        if (w->xlates >= PT_TOPA_MAX_XLATE)
+            return fail(err, kind_reason(PT_MEM_COUNT, false), tgpa, (int32_t)e);
+        w->xlates++;
+        pt_xlate(mem, &w->xc, base, &x);
+        if (x.kind != PT_MEM_GUEST_RAM)
+            return fail(err, kind_reason(x.kind, false), tgpa, (int32_t)e);
+    } else {
+        uint64_t key = base | log2size; /* base is 4 KiB aligned, log2size < 4096 */
+        uint64_t *slot = &w->rcache[((base >> 12) ^ log2size) % PT_TOPA_RCACHE];
+        if (*slot != key) {
+            if (!range_is_ram(mem, w, base, size, &bad))
+                return fail(err, kind_reason(bad, false), tgpa, (int32_t)e);
+            *slot = key;
+        }
     }
     if (w->nregions >= w->max_regions)
         return fail(err, "too many ToPA output regions (VMM bound)", tgpa, (int32_t)e);
-    r = &w->regions[w->nregions++];
-    r->gpa = base;
-    r->table = table;
-    r->entry = (uint16_t)e;
-    r->log2size = log2size;
-    r->flags = (uint8_t)(val & (TOPA_INT | TOPA_STOP));
+    w->regions[w->nregions++] =
+        (struct pt_topa_region){.gpa = base,
+                                .table = table,
+                                .entry = (uint16_t)e,
+                                .log2size = log2size,
+                                .flags = (uint8_t)(val & (TOPA_INT | TOPA_STOP))};
     return PT_TOPA_OK;
 }
 
@@ -215,6 +226,7 @@ static enum pt_topa_status walk_run(const struct pt_out_cfg *cfg, const struct p
 {
     struct pt_topa_run *run = &w->runs[ri]; /* runs[] is a fixed array: new_run() keeps it */
     uint16_t table = run->table;
+    uint32_t n = 0, nbig = 0; /* regions of this run, those larger than 4 KiB */
     enum pt_topa_status st;
 
     for (uint32_t e = run->first_entry;; e++) {
@@ -223,7 +235,7 @@ static enum pt_topa_status walk_run(const struct pt_out_cfg *cfg, const struct p
         if (ri != 0 && table == start_table && e == start_entry) {
             run->end = PT_RUN_END_MERGE;
             run->next_run = 0;
-            return PT_TOPA_OK;
+            break;
         }
         st = read_entry(cfg, mem, w, table, e, &val, err);
         if (st != PT_TOPA_OK)
@@ -238,18 +250,21 @@ static enum pt_topa_status walk_run(const struct pt_out_cfg *cfg, const struct p
             run->end = PT_RUN_END_LINK;
             run->end_entry = (uint16_t)e;
             run->next_run = (uint16_t)w->tables[next].run0;
-            return PT_TOPA_OK;
+            break;
         }
         st = add_region(cfg, mem, w, table, e, val, err);
         if (st != PT_TOPA_OK)
             return st;
-        run->nregions++;
-        run->nbig += PTV_FIELD(val, TOPA_SIZE_SHIFT, 0xf) != 0;
+        n++;
+        nbig += PTV_FIELD(val, TOPA_SIZE_SHIFT, 0xf) != 0;
         if (val & TOPA_STOP) {
             run->end = PT_RUN_END_STOP;
-            return PT_TOPA_OK;
+            break;
         }
     }
+    run->nregions = n;
+    run->nbig = nbig;
+    return PT_TOPA_OK;
 }
 
 static bool overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
