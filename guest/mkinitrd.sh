@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Build the guest initramfs: busybox-static, /init, ptv-probe; cpio newc + gzip.
 #
-#   guest/mkinitrd.sh OUT.img INIT PTV_PROBE [BUSYBOX]
+#   [EXTRA_BINS="FILE..."] guest/mkinitrd.sh OUT.img INIT PTV_PROBE [BUSYBOX]
+#
+# EXTRA_BINS go to /bin under their own names (ptvisor-ctl, the traced workload).
 #
 # No root needed: the archive has no device nodes (/init mounts devtmpfs).
 # File times are fixed, so the same inputs give the same bytes.
@@ -19,6 +21,9 @@ for applet in sh mount umount echo cat grep sleep poweroff uname dmesg ls; do
 done
 install -m 0755 "$init" "$root/init"
 install -m 0755 "$probe" "$root/bin/ptv-probe"
+for f in ${EXTRA_BINS:-}; do
+    install -m 0755 "$f" "$root/bin/$(basename "$f")"
+done
 find "$root" -exec touch -h -d @0 {} +
 (cd "$root" && find . -mindepth 1 | LC_ALL=C sort |
     cpio --quiet -o -H newc --owner=0:0 --reproducible) | gzip -9 -n >"$out.tmp"

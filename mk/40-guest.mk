@@ -10,6 +10,10 @@ GUEST_OUT    := $(BUILD)/guest
 GUEST_KERNEL := $(GUEST_OUT)/vmlinuz.efi
 GUEST_INITRD := $(GUEST_OUT)/initrd.img
 GUEST_PROBE  := $(GUEST_OUT)/ptv-probe
+GUEST_CTL    := $(GUEST_OUT)/ptvisor-ctl
+# a traced workload with symbols (tests/unit/ptt_work.c: static, no PIE, not stripped), so
+# the host decodes the guest's trace with -e $(GUEST_WORK)
+GUEST_WORK   := $(GUEST_OUT)/ptt-work
 GUEST_CFLAGS := -std=gnu11 -O2 -static -s $(WARN) -Iinclude
 
 .PHONY: guest-image
@@ -23,17 +27,27 @@ $(GUEST_PROBE): guest/ptv-probe.c include/ptv/vmcall.h
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(GUEST_CFLAGS) -o $@ guest/ptv-probe.c
 
-$(GUEST_INITRD): guest/mkinitrd.sh guest/init $(GUEST_PROBE)
+$(GUEST_CTL): guest/ptvisor-ctl.c include/ptv/vmcall.h
 	@mkdir -p $(@D)
-	$(Q)guest/mkinitrd.sh $@ guest/init $(GUEST_PROBE)
+	$(Q)$(CC) $(GUEST_CFLAGS) -o $@ guest/ptvisor-ctl.c
+
+$(GUEST_WORK): tests/unit/ptt_work.c include/ptv/vmcall.h
+	@mkdir -p $(@D)
+	$(Q)$(CC) -std=gnu11 -O1 -g -fno-inline -fno-omit-frame-pointer -static -no-pie $(WARN) \
+	    -DPTT_SELF_TRACE -Iinclude -o $@ $<
+
+$(GUEST_INITRD): guest/mkinitrd.sh guest/init $(GUEST_PROBE) $(GUEST_CTL) $(GUEST_WORK)
+	@mkdir -p $(@D)
+	$(Q)EXTRA_BINS="$(GUEST_CTL) $(GUEST_WORK)" guest/mkinitrd.sh $@ guest/init $(GUEST_PROBE)
 
 ALL_TARGETS += guest-image
 
 # The guest image on its own: ptv-probe on the host, then kernel + initramfs in
 # QEMU TCG started from the UEFI shell (no loader, no VMM).
 .PHONY: test-guest
-test-guest: $(GUEST_KERNEL) $(GUEST_INITRD) $(GUEST_PROBE)
+test-guest: $(GUEST_KERNEL) $(GUEST_INITRD) $(GUEST_PROBE) $(GUEST_CTL)
 	$(Q)tests/step.sh $(BUILD)/results guest:probe-host guest/test-probe-host.sh $(GUEST_PROBE)
+	$(Q)tests/step.sh $(BUILD)/results guest:ctl-host guest/test-ctl-host.sh $(GUEST_CTL)
 	$(Q)tests/step.sh $(BUILD)/results guest:qemu-direct guest/test-direct.sh $(GUEST_KERNEL) \
 	    $(GUEST_INITRD) $(BUILD)/test/guest-direct
 

@@ -27,24 +27,46 @@ $(USB_IMG): tools/mkimage.sh tools/mkesp.sh $(BOOT_EFI) $(VMM_ELF) $(IMG_CFG) $(
 	$(Q)LOADER=$(BOOT_EFI) VMM=$(VMM_ELF) CYL=$(USB_CYL) \
 	    tools/mkimage.sh $@ $(IMG_CFG) $(GUEST_KERNEL) $(GUEST_INITRD)
 
+# `make run` and bochs:linux boot the same image with one change to IMG_CFG: vmcall_user =
+# trace, so the guest's /init can trace a workload with ptvisor-ctl and dump it (the USB
+# image keeps the default: no VMCALL from guest user space but VERSION).
+RUN_CFG := $(BUILD)/img/run.cfg
+RUN_IMG := $(BUILD)/ptvisor-run.img
+
+$(RUN_CFG): $(IMG_CFG) $(BUILD)/img/.cfg-$(subst /,_,$(IMG_CFG))
+	@mkdir -p $(@D)
+	$(Q)sed 's/^vmcall_user = .*/vmcall_user = trace/' $(IMG_CFG) >$@.tmp
+	$(Q)grep -q '^vmcall_user = trace$$' $@.tmp || \
+	    { echo "run.cfg: no 'vmcall_user =' line in $(IMG_CFG) to change"; exit 1; }
+	$(Q)mv $@.tmp $@
+
+$(RUN_IMG): tools/mkimage.sh tools/mkesp.sh $(BOOT_EFI) $(VMM_ELF) $(RUN_CFG) $(GUEST_KERNEL) \
+            $(GUEST_INITRD)
+	$(Q)LOADER=$(BOOT_EFI) VMM=$(VMM_ELF) CYL=$(USB_CYL) \
+	    tools/mkimage.sh $@ $(RUN_CFG) $(GUEST_KERNEL) $(GUEST_INITRD)
+
 usb: $(USB_IMG)
 	@echo "USB image: $(USB_IMG) ($$(du -h --apparent-size $(USB_IMG) | cut -f1))"
 	@echo "Write it to a USB stick (all data on the stick is lost; check the device with lsblk):"
 	@echo "  sudo dd if=$(USB_IMG) of=/dev/sdX bs=4M conv=fsync"
 
-run: $(USB_IMG)
-	$(Q)tools/run.sh $(USB_IMG) auto
+run: $(RUN_IMG) $(PTT_BIN)
+	$(Q)PTT=$(PTT_BIN) WORK_ELF=$(GUEST_WORK) tools/run.sh $(RUN_IMG) auto
 
-run-kvm: $(USB_IMG)
-	$(Q)tools/run.sh $(USB_IMG) kvm
+run-kvm: $(RUN_IMG) $(PTT_BIN)
+	$(Q)PTT=$(PTT_BIN) WORK_ELF=$(GUEST_WORK) tools/run.sh $(RUN_IMG) kvm
 
 # The step records FAIL (not a make error) when the image cannot be built yet.
+# It boots the run image: the guest traces a workload from inside and the VMM dumps it.
 test-bochs-linux:
 	@mkdir -p $(BUILD)
-	$(Q)$(MAKE) --no-print-directory usb-image >$(BUILD)/usb-image.log 2>&1 || \
-	    { tail -n 5 $(BUILD)/usb-image.log; rm -f $(USB_IMG); }
-	$(Q)tests/step.sh $(BUILD)/results bochs:linux tests/system/bochs-linux.sh $(USB_IMG) \
-	    $(BUILD)/test/bochs-linux
+	$(Q)$(MAKE) --no-print-directory run-image $(PTT_BIN) >$(BUILD)/usb-image.log 2>&1 || \
+	    { tail -n 5 $(BUILD)/usb-image.log; rm -f $(RUN_IMG); }
+	$(Q)PTT=$(PTT_BIN) WORK_ELF=$(GUEST_WORK) tests/step.sh $(BUILD)/results bochs:linux \
+	    tests/system/bochs-linux.sh $(RUN_IMG) $(BUILD)/test/bochs-linux
 
-ALL_TARGETS  += usb-image
+.PHONY: run-image
+run-image: $(RUN_IMG)
+
+ALL_TARGETS  += usb-image run-image
 TEST_TARGETS += test-bochs-linux

@@ -119,3 +119,26 @@ else
     echo "run: stopped after $secs s without $stop (rc=$rc, $vehicle); see $serial and $serial.*"
     [ -s "$serial.stdout" ] && { echo "run: emulator said:"; tail -n 5 "$serial.stdout" | sed 's/^/  /'; }
 fi
+
+# The trace the guest took (guest/init: ptvisor-ctl) and the VMM dumped on the console:
+# extracted, summarised and drawn (PTT: the ptvisor-trace binary, WORK_ELF: the workload)
+ptt=${PTT:-}
+if [ -z "$ptt" ] || ! [ -x "$ptt" ]; then
+    exit 0
+fi
+if ! grep -aq '^@PTV1 \|@PTV1 B ' "$serial"; then
+    echo "run: no trace dump in the log (the guest's /init traces with ptvisor-ctl when vmcall_user = trace)"
+    exit 0
+fi
+tdir="$out/trace"
+rm -rf "$tdir"
+echo "run: ptvisor-trace extract $serial -o $tdir"
+"$ptt" extract "$serial" -o "$tdir" -q
+xrc=$?
+[ $xrc = 0 ] || echo "run: extract exit $xrc (2: incomplete but usable; see ptvisor-trace extract --help)"
+[ -d "$tdir" ] || exit 0
+elf=()
+[ -n "${WORK_ELF:-}" ] && [ -f "$WORK_ELF" ] && elf=(-e "$WORK_ELF")
+"$ptt" summary "${elf[@]}" "$tdir" | sed 's/^/  /'
+"$ptt" flamegraph "${elf[@]}" "$tdir" -o "$tdir/flame.svg" &&
+    echo "run: flame graph $tdir/flame.svg (open it in a browser); decode: $ptt decode ${elf[*]} $tdir"

@@ -120,6 +120,36 @@ for i in $(seq 0 $((CPUS - 1))); do
         fail=1
     fi
 done
+# ---- issues 9 and 10: the guest traced ptt-work with ptvisor-ctl, the VMM dumped the window
+# on this console; extract it and decode it with the workload's symbols (PTT, WORK_ELF)
+if grep -aq 'ptvisor-guest: trace skipped' "$serial"; then
+    echo "  FAIL trace: the guest could not use ptvisor-ctl: $(grep -a 'trace skipped' "$serial" | tail -n 1 | tr -d '\r')"
+    fail=1
+elif [ -n "${PTT:-}" ]; then
+    check "guest traced ptt-work from inside" "ptvisor-guest: trace workload result="
+    check "ptvisor-ctl dump -w returned" "ptvisor-guest: trace dump rc=0"
+    rm -rf "$out/trace"
+    if "$PTT" extract "$serial" -o "$out/trace" -q; then
+        echo "  ok   trace: ptvisor-trace extract: a complete dump ($(grep -a '^reason\|^source' "$out/trace/dump.meta" | tr '\n' ' '))"
+    else
+        echo "  FAIL trace: ptvisor-trace extract found no complete dump in $serial"
+        fail=1
+    fi
+    if [ -d "$out/trace" ]; then
+        "$PTT" summary -e "$WORK_ELF" "$out/trace" >"$out/trace/summary.txt" 2>"$out/trace/summary.err"
+        sed 's/^/         /' "$out/trace/summary.txt" | head -n 20
+        for fn in hot_mix sort_rec fib apply; do
+            if grep -q "$fn" "$out/trace/summary.txt"; then
+                echo "  ok   trace: the decoded guest trace runs $fn (symbols of $WORK_ELF)"
+            else
+                echo "  FAIL trace: $fn not in the decoded guest trace ($out/trace/summary.txt)"
+                fail=1
+            fi
+        done
+        "$PTT" flamegraph -e "$WORK_ELF" "$out/trace" -o "$out/trace/flame.svg" 2>/dev/null &&
+            echo "  ok   trace: flame graph $out/trace/flame.svg"
+    fi
+fi
 grep -a '^ptvisor-guest:' "$serial" | tr -d '\r' | sed 's/^/  guest> /'
 if [ $fail != 0 ]; then
     echo "---- last lines of $serial ----"

@@ -1,0 +1,310 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ptvisor-ctl: control the VMM's trace of this guest from inside it (issue 9).  A static
+ * user-space program: its VMCALLs are allowed at CPL 3 only with `vmcall_user = trace` in
+ * ptvisor.cfg (the operator's opt-in; TRACE_READ stays CPL 0 only).  The trace it starts is
+ * the VMM's own (system-mode PT where the CPU has it, else the software tracer), and `dump`
+ * sends it to the serial console, where `ptvisor-trace extract` on the host reads it back.
+ *
+ *   ptvisor-ctl status
+ *   ptvisor-ctl start [-k] [-u] [-r LO-HI] [-b N]
+ *   ptvisor-ctl stop
+ *   ptvisor-ctl dump [-w]
+ *   ptvisor-ctl run [-k] [-u] [-r LO-HI] [-b N] [-d] -- CMD [ARG...]
+ *
+ * Exit status: 0 done, 1 the VMM refused or is not there (one line on stderr says why),
+ * 2 usage.  Every line it prints starts with "ptvisor-ctl: ".
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ptv/vmcall.h"
+
+#define SIGNATURE "ptvisor"
+
+struct regs {
+    uint64_t rax, rbx, rcx, rdx, rsi, rdi, r8, r9;
+};
+
+static struct regs vmcall(struct regs in)
+{
+    register uint64_t r8 __asm__("r8") = in.r8;
+    register uint64_t r9 __asm__("r9") = in.r9;
+    __asm__ volatile("vmcall"
+                     : "+a"(in.rax), "+b"(in.rbx), "+c"(in.rcx), "+d"(in.rdx), "+S"(in.rsi),
+                       "+D"(in.rdi), "+r"(r8), "+r"(r9)
+                     :
+                     : "memory");
+    in.r8 = r8;
+    in.r9 = r9;
+    return in;
+}
+
+static void cpuid(uint32_t leaf, uint32_t *a, uint32_t *b, uint32_t *c, uint32_t *d)
+{
+    __asm__ volatile("cpuid" : "=a"(*a), "=b"(*b), "=c"(*c), "=d"(*d) : "a"(leaf), "c"(0));
+}
+
+/* ptvisor below this system: the hypervisor bit and the signature of leaf 0x40000000 (a
+ * VMCALL without a VMM would raise #UD) */
+static int check_vmm(void)
+{
+    uint32_t a, b, c, d;
+    char sig[13] = {0};
+    cpuid(1, &a, &b, &c, &d);
+    if (!(c >> 31 & 1)) {
+        fprintf(stderr, "ptvisor-ctl: no hypervisor below this system (CPUID.1:ECX[31] = 0)\n");
+        return -1;
+    }
+    cpuid(0x40000000, &a, &b, &c, &d);
+    memcpy(sig, &b, 4);
+    memcpy(sig + 4, &c, 4);
+    memcpy(sig + 8, &d, 4);
+    if (strcmp(sig, SIGNATURE)) {
+        fprintf(stderr, "ptvisor-ctl: the hypervisor below is not ptvisor (signature \"%.12s\")\n",
+                sig);
+        return -1;
+    }
+    struct regs v = vmcall((struct regs){.rax = PTV_VMCALL_VERSION});
+    if (v.rax != PTV_VMCALL_OK || v.rbx < 5) {
+        fprintf(stderr, "ptvisor-ctl: ptvisor's VMCALL ABI %lu has no TRACE_DUMP (5 or later needed)\n",
+                (unsigned long)v.rbx);
+        return -1;
+    }
+    return 0;
+}
+
+static const char *err_name(int64_t rc)
+{
+    switch (rc) {
+    case PTV_VMCALL_EPERM:
+        return "refused at CPL 3: set vmcall_user = trace in ptvisor.cfg";
+    case PTV_VMCALL_EINVAL:
+        return "invalid request (filters, budget, or nothing traced on this CPU yet)";
+    case PTV_VMCALL_EBUSY:
+        return "busy (a window is open, or a dump is going out)";
+    case PTV_VMCALL_ENODEV:
+        return "no trace source on this machine or in this configuration (sw_trace = off?)";
+    case PTV_VMCALL_ENOMEM:
+        return "the VMM pool cannot hold the trace ring (vmm_pool, pt_buffer)";
+    case PTV_VMCALL_ENOSYS:
+        return "unknown call (an older VMM?)";
+    default:
+        return "unknown error";
+    }
+}
+
+static int fail(const char *what, int64_t rc)
+{
+    fprintf(stderr, "ptvisor-ctl: %s: %s (%lld)\n", what, err_name(rc), (long long)rc);
+    return 1;
+}
+
+static void print_status(const struct regs *s)
+{
+    printf("ptvisor-ctl: status %s%s%s%s%s source=%s ring=%lu written=%lu instructions=%lu "
+           "gaps=%lu events=%lu\n",
+           s->rbx & PTV_TRACE_ST_ON ? "on" : "off",
+           s->rbx & PTV_TRACE_ST_WRAPPED ? ",wrapped" : "",
+           s->rbx & PTV_TRACE_ST_STOPPED ? ",stopped" : "",
+           s->rbx & PTV_TRACE_ST_BUDGET ? ",budget" : "",
+           s->rbx & PTV_TRACE_ST_DUMPING ? ",dumping" : "",
+           s->rbx & PTV_TRACE_ST_SOFTWARE ? "software" : "hardware", (unsigned long)s->rcx,
+           (unsigned long)s->rdx, (unsigned long)s->rsi, (unsigned long)s->rdi,
+           (unsigned long)s->r8);
+}
+
+static int status(void)
+{
+    struct regs s = vmcall((struct regs){.rax = PTV_VMCALL_TRACE_STATUS});
+    if (s.rax != PTV_VMCALL_OK)
+        return fail("status", (int64_t)s.rax);
+    print_status(&s);
+    return 0;
+}
+
+struct opts {
+    uint32_t flags;
+    uint64_t lo, hi, budget;
+    int wait, dump;
+};
+
+static int start(const struct opts *o)
+{
+    struct regs r = vmcall((struct regs){.rax = PTV_VMCALL_TRACE_START,
+                                         .rbx = o->flags,
+                                         .rdx = o->lo,
+                                         .rsi = o->hi,
+                                         .r8 = o->budget});
+    if (r.rax != PTV_VMCALL_OK)
+        return fail("start", (int64_t)r.rax);
+    printf("ptvisor-ctl: tracing (%s, ring %lu bytes)\n",
+           r.rbx == PTV_TRACE_SRC_HARDWARE ? "Intel PT" : "software tracer", (unsigned long)r.rcx);
+    return 0;
+}
+
+static int stop(void)
+{
+    struct regs r = vmcall((struct regs){.rax = PTV_VMCALL_TRACE_STOP});
+    if (r.rax != PTV_VMCALL_OK)
+        return fail("stop", (int64_t)r.rax);
+    printf("ptvisor-ctl: stopped: %lu bytes, %lu instructions, %lu gaps, %lu events\n",
+           (unsigned long)r.rbx, (unsigned long)r.rcx, (unsigned long)r.rsi, (unsigned long)r.rdi);
+    return 0;
+}
+
+static int dump(int wait)
+{
+    struct regs r = vmcall((struct regs){.rax = PTV_VMCALL_TRACE_DUMP});
+    if (r.rax != PTV_VMCALL_OK)
+        return fail("dump", (int64_t)r.rax);
+    printf("ptvisor-ctl: dump %lu going out on the serial console\n", (unsigned long)r.rbx);
+    if (!wait)
+        return 0;
+    fflush(stdout);
+    const struct timespec tick = {0, 20 * 1000 * 1000};
+    for (unsigned i = 0;; i++) {
+        struct regs s = vmcall((struct regs){.rax = PTV_VMCALL_TRACE_STATUS});
+        if (s.rax != PTV_VMCALL_OK)
+            return fail("status", (int64_t)s.rax);
+        if (!(s.rbx & PTV_TRACE_ST_DUMPING))
+            break;
+        if (i == 30000) { /* 10 minutes */
+            fprintf(stderr, "ptvisor-ctl: dump %lu still going out after 10 minutes\n",
+                    (unsigned long)r.rbx);
+            return 1;
+        }
+        nanosleep(&tick, NULL);
+    }
+    printf("ptvisor-ctl: dump %lu out\n", (unsigned long)r.rbx);
+    return 0;
+}
+
+static int usage(void)
+{
+    fprintf(stderr,
+            "usage: ptvisor-ctl status\n"
+            "       ptvisor-ctl start [-k] [-u] [-r LO-HI] [-b N]\n"
+            "       ptvisor-ctl stop\n"
+            "       ptvisor-ctl dump [-w]\n"
+            "       ptvisor-ctl run [-k] [-u] [-r LO-HI] [-b N] [-d] -- CMD [ARG...]\n"
+            "  -k  trace the kernel (CPL 0)      -u  trace user space (CPL > 0)\n"
+            "      (neither: the VMM's configured pt_filter)\n"
+            "  -r  only instructions in [LO, HI] (hex)\n"
+            "  -b  close the window after N instructions (software tracer only)\n"
+            "  -w  wait until the dump is out     -d  run: dump when CMD is done (waits)\n"
+            "Needs vmcall_user = trace in ptvisor.cfg.  The dump goes to the serial\n"
+            "console; on the host: ptvisor-trace extract LOG -o DIR.\n");
+    return 2;
+}
+
+static int parse(int argc, char **argv, struct opts *o, int *first)
+{
+    int i;
+    for (i = 2; i < argc; i++) {
+        char *a = argv[i], *end;
+        if (!strcmp(a, "--")) {
+            i++;
+            break;
+        } else if (!strcmp(a, "-k")) {
+            o->flags |= PTV_TRACE_F_KERNEL;
+        } else if (!strcmp(a, "-u")) {
+            o->flags |= PTV_TRACE_F_USER;
+        } else if (!strcmp(a, "-w")) {
+            o->wait = 1;
+        } else if (!strcmp(a, "-d")) {
+            o->dump = 1;
+        } else if (!strcmp(a, "-b") && i + 1 < argc) {
+            errno = 0;
+            o->budget = strtoull(argv[++i], &end, 0);
+            if (errno || *end || !o->budget) {
+                fprintf(stderr, "ptvisor-ctl: -b: not an instruction count: '%s'\n", argv[i]);
+                return -1;
+            }
+        } else if (!strcmp(a, "-r") && i + 1 < argc) {
+            const char *r = argv[++i];
+            errno = 0;
+            o->lo = strtoull(r, &end, 16);
+            if (errno || *end != '-' || (o->hi = strtoull(end + 1, &end, 16), errno || *end) ||
+                o->lo > o->hi) {
+                fprintf(stderr, "ptvisor-ctl: -r: expected LO-HI in hex, LO <= HI: '%s'\n", r);
+                return -1;
+            }
+            o->flags |= PTV_TRACE_F_RANGE;
+        } else {
+            fprintf(stderr, "ptvisor-ctl: unknown option '%s'\n", a);
+            return -1;
+        }
+    }
+    *first = i;
+    return 0;
+}
+
+/* trace CMD: start, fork + exec, wait, stop (and dump): the window holds CMD and, unless
+ * filtered out, whatever else this CPU ran meanwhile */
+static int run(const struct opts *o, char **cmd)
+{
+    fflush(stdout);
+    int rc = start(o);
+    if (rc)
+        return rc;
+    pid_t pid = fork();
+    if (pid == 0) {
+        execvp(cmd[0], cmd);
+        fprintf(stderr, "ptvisor-ctl: %s: %s\n", cmd[0], strerror(errno));
+        _exit(127);
+    }
+    int st = 0;
+    if (pid < 0)
+        fprintf(stderr, "ptvisor-ctl: fork: %s\n", strerror(errno));
+    else
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+            ;
+    rc = stop();
+    if (pid > 0)
+        printf("ptvisor-ctl: %s exited with %d\n", cmd[0],
+               WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+    if (!rc)
+        rc = status();
+    if (!rc && o->dump)
+        rc = dump(1);
+    return pid < 0 ? 1 : rc;
+}
+
+int main(int argc, char **argv)
+{
+    struct opts o = {0};
+    int first;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc < 2)
+        return usage();
+    const char *c = argv[1];
+    if (strcmp(c, "status") && strcmp(c, "start") && strcmp(c, "stop") && strcmp(c, "dump") &&
+        strcmp(c, "run"))
+        return usage();
+    if (parse(argc, argv, &o, &first))
+        return 2;
+    if (!strcmp(c, "run") ? first >= argc : first < argc) {
+        fprintf(stderr, "ptvisor-ctl: %s\n",
+                !strcmp(c, "run") ? "run: no command after --" : "unexpected arguments");
+        return 2;
+    }
+    if (check_vmm())
+        return 1;
+    if (!strcmp(c, "status"))
+        return status();
+    if (!strcmp(c, "start"))
+        return start(&o);
+    if (!strcmp(c, "stop"))
+        return stop();
+    if (!strcmp(c, "dump"))
+        return dump(o.wait);
+    return run(&o, argv + first);
+}
