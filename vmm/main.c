@@ -13,6 +13,7 @@
 #include "handoff.h"
 #include "log.h"
 #include "vmx/trace_vmx.h"
+#include "vmx/lbr_vmx.h"
 #include "paging.h"
 #include "palloc.h"
 #include "panic.h"
@@ -184,7 +185,8 @@ static int vmm_cpu_setup(struct ptv_handoff *h, struct desc_ptr *fw_idt)
     if (!v || !stack || host_desc_init())
         return PTV_ENTRY_NO_MEMORY;
     asm volatile("sidt %0" : "=m"(*fw_idt));
-    host_idt_load(); /* from here on MSR probes survive #GP */
+    host_idt_load();      /* from here on MSR probes survive #GP */
+    lbr_vmx_root_enter(); /* the caller's LBR/BTS settings become the guest's, off in root */
     pc->stack_top = (uint64_t)(uintptr_t)stack + VMM_STACK_PAGES * PAGE_SIZE;
     pc->vcpu = v;
     v->id = pc->id;
@@ -234,6 +236,7 @@ static int vmm_not_started(int st, const struct desc_ptr *fw_idt, uint64_t rflag
     if (fw_idt->base)
         asm volatile("lidt %0" ::"m"(*fw_idt));
     pr_err("vmm", "not started on this CPU (status %d)", st);
+    lbr_vmx_root_leave(); /* the caller's DEBUGCTL / LBR_CTL back */
     percpu_leave();
     if (rflags & X86_EFLAGS_IF)
         asm volatile("sti");

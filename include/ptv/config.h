@@ -70,7 +70,9 @@ enum ptv_log_level {
 /* step with the guest's trap flag and #DB exits instead of MTF: for CPUs that offer MTF
  * without delivering it (Bochs 2.7: cpu/todo "MTF is not implemented yet").  Guest-visible:
  * RFLAGS.TF = 1 in what the window pushes (PUSHF, interrupt frames, SYSCALL's R11), and
- * handlers of events delivered without a VM exit run unstepped (a gap in the trace). */
+ * handlers of events delivered without a VM exit run unstepped (a gap in the trace), an exec()
+ * starts its program with TF = 0 (unstepped until the next VM exit), and DEBUGCTL.BTF is held
+ * off inside a window (BTF would make TF step branches only). */
 #define PTV_SW_TRACE_TF 3
 
 #define PTV_CFG_TRACE_RANGES   4    /* pt_range: at most 4 IP ranges (ADDR0..3) */
@@ -100,7 +102,7 @@ struct ptv_config {
     uint32_t on_no_vmx;      /* enum ptv_on_no_vmx, on_no_vmx = boot */
     uint32_t crash_action;   /* enum ptv_crash_action, on_crash = halt */
     uint32_t start_vmm;      /* vmm = on|off (off: boot natively, for comparisons) */
-    uint32_t vmcall_user; /* PTV_VMCALL_USER_*, vmcall_user = none | stats | trace */
+    uint32_t vmcall_user;    /* PTV_VMCALL_USER_*, vmcall_user = none | stats | trace */
     /* tracing (issue 9) */
     uint32_t trace_sw;   /* PTV_SW_TRACE_*, sw_trace = auto */
     uint32_t trace_wrap; /* trace_wrap = on (circular ring) | off (stop when full) */

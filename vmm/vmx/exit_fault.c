@@ -99,11 +99,11 @@ static void vcpu_load_reset(struct vcpu *v, enum vreset_kind kind, uint8_t vecto
 
 /*
  * What INIT resets beyond the register file that the VMM, not the CPU, holds for
- * the guest: a queued event, pending debug exceptions, IA32_DEBUGCTL (cleared,
- * as KVM does), PT TraceEn (cleared on warm reset, pt-facts B: the other RTIT
- * MSRs are kept where CPUID.14.0:EBX[2] says so, and the engine's view of them
- * with it).  MSRs INIT leaves alone (PAT, PERF_GLOBAL_CTRL, MTRRs, APIC base)
- * stay as they were, as on hardware (SDM Vol. 3A 9.1.1, table 9-1).
+ * the guest: a queued event, pending debug exceptions, PT TraceEn (cleared on warm
+ * reset, pt-facts B: the other RTIT MSRs are kept where CPUID.14.0:EBX[2] says so,
+ * and the engine's view of them with it).  MSRs INIT leaves alone (IA32_DEBUGCTL,
+ * IA32_LBR_CTL, PAT, PERF_GLOBAL_CTRL, MTRRs, APIC base) stay as they were, as on
+ * hardware (SDM Vol. 3A 9.1.1, table 9-1: "all other MSRs" unchanged by INIT).
  */
 static void vcpu_init_event(struct vcpu *v)
 {
@@ -115,7 +115,6 @@ static void vcpu_init_event(struct vcpu *v)
     }
     vmcs_write32(VM_ENTRY_INTR_INFO_FIELD, 0);
     vmcs_writel(GUEST_PENDING_DBG_EXCEPTIONS, 0);
-    vmcs_write64(GUEST_IA32_DEBUGCTL, 0);
     struct pt_msr_result res;
     uint64_t ctl;
     if (pt_ctrl_rdmsr(&v->pt, MSR_IA32_RTIT_CTL, &ctl, &res) == PT_MSR_OK &&

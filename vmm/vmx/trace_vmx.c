@@ -224,10 +224,19 @@ bool trace_vmx_tf(void)
            (vmm_cfg->trace_sw == PTV_SW_TRACE_AUTO && mtf_delivered == 0);
 }
 
+#define DEBUGCTL_BTF (1ull << 1)
+
 static void tf_arm(struct vcpu *v)
 {
     if (!trace_vmx_tf())
         return;
+    /* with DEBUGCTL.BTF the trap flag single-steps on branches only (SDM Vol. 3B 18.4.3):
+     * off while the window steps, the guest's value back at its end (stepping_off) */
+    uint64_t dc = vmcs_read64(GUEST_IA32_DEBUGCTL);
+    if (dc & DEBUGCTL_BTF) {
+        v->trace_btf = true;
+        vmcs_write64(GUEST_IA32_DEBUGCTL, dc & ~DEBUGCTL_BTF);
+    }
     uint64_t fl = vmcs_readl(GUEST_RFLAGS);
     if (!(fl & RFLAGS_TF))
         vmcs_writel(GUEST_RFLAGS, fl | RFLAGS_TF);
@@ -241,6 +250,10 @@ static void stepping_off(struct vcpu *v)
     v->trace_stepping = false;
     if (trace_vmx_tf())
         vmcs_writel(GUEST_RFLAGS, vmcs_readl(GUEST_RFLAGS) & ~RFLAGS_TF);
+    if (v->trace_btf) {
+        v->trace_btf = false;
+        vmcs_write64(GUEST_IA32_DEBUGCTL, vmcs_read64(GUEST_IA32_DEBUGCTL) | DEBUGCTL_BTF);
+    }
     vcpu_mtf_update(v);
 }
 
