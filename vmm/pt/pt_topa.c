@@ -189,24 +189,22 @@ static enum pt_topa_status add_region(const struct pt_out_cfg *cfg, const struct
         return fail(err, "ToPA output region not aligned to its size", tgpa, (int32_t)e);
     /* Beyond MAXPHYADDR it cannot reach: base < 2^MAXPHYADDR (base_mask) and aligned to its
      * size, a power of two <= 128 MiB that divides 2^MAXPHYADDR (MAXPHYADDR >= 36). */
-    if (size == PT_PAGE_SIZE) {
-        /* one page: range_is_ram()'s one step (often the last translation again, pt_xlate),
-         * less work than the cache of checked regions below */
-        struct pt_mem_xlate x;
-        if (w->xlates >= PT_TOPA_MAX_XLATE)
-            return fail(err, kind_reason(PT_MEM_COUNT, false), tgpa, (int32_t)e);
-        w->xlates++;
-        pt_xlate(mem, &w->xc, base, &x);
-        if (x.kind != PT_MEM_GUEST_RAM)
-            return fail(err, kind_reason(x.kind, false), tgpa, (int32_t)e);
-    } else {
-        uint64_t key = base | log2size; /* base is 4 KiB aligned, log2size < 4096 */
-        uint64_t *slot = &w->rcache[((base >> 12) ^ log2size) % PT_TOPA_RCACHE];
-        if (*slot != key) {
-            if (!range_is_ram(mem, w, base, size, &bad))
-                return fail(err, kind_reason(bad, false), tgpa, (int32_t)e);
-            *slot = key;
+    uint64_t key = base | log2size; /* base is 4 KiB aligned, log2size < 4096 */
+    uint64_t *slot = &w->rcache[((base >> 12) ^ log2size) % PT_TOPA_RCACHE];
+    if (*slot != key) {
+        if (size == PT_PAGE_SIZE) {
+            /* range_is_ram()'s one step for one page (often the last translation again) */
+            struct pt_mem_xlate x;
+            if (w->xlates >= PT_TOPA_MAX_XLATE)
+                return fail(err, kind_reason(PT_MEM_COUNT, false), tgpa, (int32_t)e);
+            w->xlates++;
+            pt_xlate(mem, &w->xc, base, &x);
+            if (x.kind != PT_MEM_GUEST_RAM)
+                return fail(err, kind_reason(x.kind, false), tgpa, (int32_t)e);
+        } else if (!range_is_ram(mem, w, base, size, &bad)) {
+            return fail(err, kind_reason(bad, false), tgpa, (int32_t)e);
         }
+        *slot = key;
     }
     if (w->nregions >= w->max_regions)
         return fail(err, "too many ToPA output regions (VMM bound)", tgpa, (int32_t)e);
