@@ -36,6 +36,12 @@ $(GUEST_WORK): tests/unit/ptt_work.c include/ptv/vmcall.h
 	$(Q)$(CC) -std=gnu11 -O1 -g -fno-inline -fno-omit-frame-pointer -static -no-pie $(WARN) \
 	    -DPTT_SELF_TRACE -Iinclude -o $@ $<
 
+# the native side of bochs:linux's trace differential: GUEST_WORK's window stepped here
+NATIVE_STEPS := $(BUILD)/host/native_steps
+$(NATIVE_STEPS): tests/unit/native_steps.c include/ptv/vmcall.h
+	@mkdir -p $(@D)
+	$(Q)$(HOST_CC) -std=gnu11 -O2 -g $(WARN) -Iinclude -o $@ $<
+
 $(GUEST_INITRD): guest/mkinitrd.sh guest/init $(GUEST_PROBE) $(GUEST_CTL) $(GUEST_WORK)
 	@mkdir -p $(@D)
 	$(Q)EXTRA_BINS="$(GUEST_CTL) $(GUEST_WORK)" guest/mkinitrd.sh $@ guest/init $(GUEST_PROBE)

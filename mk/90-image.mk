@@ -60,9 +60,10 @@ run-kvm: $(RUN_IMG) $(PTT_BIN)
 # It boots the run image: the guest traces a workload from inside and the VMM dumps it.
 test-bochs-linux:
 	@mkdir -p $(BUILD)
-	$(Q)$(MAKE) --no-print-directory run-image $(PTT_BIN) >$(BUILD)/usb-image.log 2>&1 || \
+	$(Q)$(MAKE) --no-print-directory run-image $(PTT_BIN) $(NATIVE_STEPS) >$(BUILD)/usb-image.log 2>&1 || \
 	    { tail -n 5 $(BUILD)/usb-image.log; rm -f $(RUN_IMG); }
-	$(Q)PTT=$(PTT_BIN) WORK_ELF=$(GUEST_WORK) tests/step.sh $(BUILD)/results bochs:linux \
+	$(Q)PTT=$(PTT_BIN) WORK_ELF=$(GUEST_WORK) NATIVE_STEPS=$(NATIVE_STEPS) \
+	    tests/step.sh $(BUILD)/results bochs:linux \
 	    tests/system/bochs-linux.sh $(RUN_IMG) $(BUILD)/test/bochs-linux
 
 .PHONY: run-image

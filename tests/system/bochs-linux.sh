@@ -148,6 +148,26 @@ elif [ -n "${PTT:-}" ]; then
         done
         "$PTT" flamegraph -e "$WORK_ELF" "$out/trace" -o "$out/trace/flame.svg" 2>/dev/null &&
             echo "  ok   trace: flame graph $out/trace/flame.svg"
+        # the differential: the guest's trace, decoded from the dump alone (its code
+        # snapshots, no ELF), instruction by instruction == the same program stepped natively
+        # here with ptrace (NATIVE_STEPS answers its VMCALLs as ptvisor does)
+        if [ -n "${NATIVE_STEPS:-}" ]; then
+            "$NATIVE_STEPS" "$WORK_ELF" >"$out/trace/native.ips" 2>"$out/trace/native.err"
+            nrc=$?
+            "$PTT" decode -q "$out/trace" 2>/dev/null | awk '{ sub(/^0x/, "", $2); print $2 }' \
+                >"$out/trace/guest.ips"
+            n_native=$(wc -l <"$out/trace/native.ips") n_guest=$(wc -l <"$out/trace/guest.ips")
+            if [ $nrc = 77 ]; then
+                echo "  SKIP trace vs native: ptrace refused on this host ($(cat "$out/trace/native.err"))"
+            elif [ $nrc = 0 ] && [ "$n_native" -gt 1000 ] &&
+                cmp -s "$out/trace/native.ips" "$out/trace/guest.ips"; then
+                echo "  ok   trace: the guest's decoded trace == its native run, $n_native instructions in order"
+            else
+                first=$(cmp "$out/trace/native.ips" "$out/trace/guest.ips" 2>&1 | head -n 1)
+                echo "  FAIL trace vs native: guest $n_guest, native $n_native instructions (rc $nrc); $first"
+                fail=1
+            fi
+        fi
     fi
 fi
 grep -a '^ptvisor-guest:' "$serial" | tr -d '\r' | sed 's/^/  guest> /'

@@ -138,7 +138,7 @@ static unsigned sorted_pages(const struct codepages *cp, const struct cp_entry *
 
 /* the snapshots of v's window from *nsnap on: pages whose bytes still match what ran */
 static void plan_snapshots(struct vcpu *v, const struct trace_window *w, unsigned *nsnap,
-                           uint64_t *changed)
+                           uint64_t *changed, uint64_t *gone)
 {
     const unsigned first = *nsnap; /* this section's snapshots start here */
     static const struct cp_entry *pages[1024];
@@ -146,8 +146,11 @@ static void plan_snapshots(struct vcpu *v, const struct trace_window *w, unsigne
     unsigned n = sorted_pages(w->code, pages, 1024);
     for (unsigned i = 0; i < n; i++) {
         const struct cp_entry *e = pages[i];
-        if (!e->seen || !trace_vmx_code_read(v, e->cr3, e->va, page, CP_PAGE) ||
-            frame_crc32(0, page, CP_PAGE) != e->crc) {
+        if (!e->seen || !trace_vmx_code_read(v, e->cr3, e->va, page, CP_PAGE)) {
+            (*gone)++; /* unreadable now (an exited process) and not among the copies */
+            continue;
+        }
+        if (frame_crc32(0, page, CP_PAGE) != e->crc) {
             (*changed)++; /* never send bytes that did not run: the host reports them missing */
             continue;
         }
@@ -158,7 +161,7 @@ static void plan_snapshots(struct vcpu *v, const struct trace_window *w, unsigne
             continue;
         }
         if (*nsnap == FRAME_MAX_SNAPS) {
-            (*changed)++;
+            (*gone)++;
             continue;
         }
         snaps[(*nsnap)++] = (struct frame_snap){.va = e->va, .cr3 = cr3, .len = CP_PAGE};
@@ -177,7 +180,7 @@ static unsigned add_cr3(unsigned n, uint64_t cr3)
 
 /* section i: v's window */
 static void plan_section(unsigned i, struct vcpu *v, enum frame_reason why, unsigned ncpus,
-                         unsigned *nsnap, unsigned *ncr3, uint64_t *changed)
+                         unsigned *nsnap, unsigned *ncr3, uint64_t *changed, uint64_t *gone)
 {
     struct trace_window w;
     struct dump_sect *s = &sects[i];
@@ -192,7 +195,7 @@ static void plan_section(unsigned i, struct vcpu *v, enum frame_reason why, unsi
         for (unsigned r = 0; r < w.nranges && r < FRAME_MAX_RANGES; r++)
             ranges[i][r] = (struct frame_range){w.range[r].lo, w.range[r].hi};
         s->b.nranges = w.nranges < FRAME_MAX_RANGES ? w.nranges : FRAME_MAX_RANGES;
-        plan_snapshots(v, &w, nsnap, changed);
+        plan_snapshots(v, &w, nsnap, changed, gone);
         if (w.code) {
             for (uint32_t k = 0; k < w.code->cap; k++) {
                 const struct cp_entry *e = cp_slot(w.code, k);
@@ -230,7 +233,7 @@ static int plan(struct vcpu **list, unsigned n, enum frame_reason why)
     const struct dump_ops ops = {.read = read_stream};
     const struct frame_out out = {.line = line_out};
     unsigned nsnap = 0, ncr3 = 0;
-    uint64_t changed = 0, bytes = 0;
+    uint64_t changed = 0, gone = 0, bytes = 0;
 
     if (!boot_id) {
         boot_id = (uint32_t)rdtsc() | 1;
@@ -240,7 +243,7 @@ static int plan(struct vcpu **list, unsigned n, enum frame_reason why)
     }
     dumps++;
     for (unsigned i = 0; i < n; i++)
-        plan_section(i, list[i], why, n, &nsnap, &ncr3, &changed);
+        plan_section(i, list[i], why, n, &nsnap, &ncr3, &changed, &gone);
     if (dump_start(&job, sects, n, &ops, &out)) {
         pr_warn("dump", "dump %u refused: %s", dumps, job.err);
         return -1;
@@ -253,12 +256,14 @@ static int plan(struct vcpu **list, unsigned n, enum frame_reason why)
     started = rdtsc();
     blocked = 0;
     /* wire bytes ~ 0.6 per PT byte (docs/serial-protocol.md): a progress line to wait by */
-    pr_info("dump", "dump %u (%s): %u CPU(s), %lu bytes (%u code snapshots%s), ~%lu s at %u baud",
+    pr_info("dump",
+            "dump %u (%s): %u CPU(s), %lu bytes (%u code snapshots; code pages not sent: %lu "
+            "changed since they ran, %lu gone), ~%lu s at %u baud",
             dumps,
             why == FRAME_REASON_CRASH  ? "crash"
             : why == FRAME_REASON_BOOT ? "boot"
                                        : "vmcall",
-            n, bytes, nsnap, changed ? ", some code pages changed since they ran: not sent" : "",
+            n, bytes, nsnap, changed, gone,
             bytes * 6 / 10 / (vmm_cfg->serial_baud / 10 ? vmm_cfg->serial_baud / 10 : 1) + 1,
             vmm_cfg->serial_baud);
     return 0;

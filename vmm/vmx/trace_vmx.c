@@ -40,11 +40,28 @@ struct trace_vcpu {
     bool nomem_said;
     bool boot_window; /* this window is trace_boot's: dump_on = boot dumps it when it closes */
     bool cache_sized; /* the decode cache got its larger table (or the pool had none) */
+    struct code_store *code; /* the bytes of the first code pages the window ran */
     uint64_t windows;
     /* the code pages the window ran (the dump's snapshots) and the paging they ran under */
     struct codepages cp;
     struct gw_paging paging;
 };
+
+/*
+ * The bytes of the first CODE_COPIES code pages a window runs, copied when they first run:
+ * a dump sends these (the bytes that ran) even after the process exited or the page changed;
+ * the other pages are read at dump time and sent only if their CRC still matches.
+ */
+#define CODE_COPIES 64
+struct code_store {
+    struct {
+        uint64_t cr3, va; /* cp_key()'s: CP_CR3_ANY for kernel pages */
+    } key[CODE_COPIES];
+    unsigned n;
+    uint8_t scratch[CP_PAGE] __attribute__((aligned(4096))); /* this vCPU's page reads */
+    uint8_t page[CODE_COPIES][CP_PAGE];
+};
+#define CODE_PAGES ((sizeof(struct code_store) + PAGE_SIZE - 1) / PAGE_SIZE)
 
 #define CP_SLOTS 1024 /* code pages a window remembers: 768 (codepages.h keeps it 3/4 full) */
 #define CP_PAGES ((CP_SLOTS * sizeof(struct cp_entry) + PAGE_SIZE - 1) / PAGE_SIZE)
@@ -203,6 +220,12 @@ static int ring_alloc(struct vcpu *v)
             swtrace_cache_mem(&t->sw, bc, 8 * PAGE_SIZE);
         t->cache_sized = true;
     }
+    if (!t->code && !(t->code = palloc_pages(CODE_PAGES, &pa))) {
+        if (!t->nomem_said)
+            pr_warn("trace", "no room for the code-page copies in the VMM pool (vmm_pool)");
+        t->nomem_said = true;
+        return PTV_VMCALL_ENOMEM;
+    }
     if (!t->cp.e) {
         struct cp_entry *e = palloc_pages(CP_PAGES, &pa);
         if (!e) {
@@ -331,6 +354,7 @@ static int sw_start(struct vcpu *v, uint32_t flags, uint64_t cr3, uint64_t lo, u
     t->ring.stop_on_full = !vmm_cfg->trace_wrap;
     t->boot_window = false;
     cp_reset(&t->cp);
+    t->code->n = 0;
     t->pending_start = true; /* starts after this VMCALL (trace_vmx_before_entry) */
     v->trace_stepping = true;
     if (trace_vmx_tf() && !v->trace_tf_used) {
@@ -405,11 +429,18 @@ static void note_code(struct vcpu *v, struct trace_vcpu *t, const struct swtrace
     t->paging = c->paging;
     for (uint64_t va = lin; va <= lin + 15; va = (va | (CP_PAGE - 1)) + 1) {
         if (cp_note(&t->cp, c->ctx.cr3, va) == 1) {
-            static uint8_t page[CP_PAGE]; /* one CPU at a time here: the set belongs to v */
+            struct code_store *cs = t->code;
+            uint8_t *page = cs->n < CODE_COPIES ? cs->page[cs->n] : cs->scratch;
             uint64_t kcr3, kva;
             cp_key(c->ctx.cr3, va, &kcr3, &kva);
-            if (trace_vmx_code_read(v, c->ctx.cr3, kva, page, CP_PAGE))
-                cp_set_crc(&t->cp, c->ctx.cr3, va, frame_crc32(0, page, CP_PAGE));
+            if (!trace_vmx_code_read(v, c->ctx.cr3, kva, page, CP_PAGE))
+                continue;
+            cp_set_crc(&t->cp, c->ctx.cr3, va, frame_crc32(0, page, CP_PAGE));
+            if (page != cs->scratch) {
+                cs->key[cs->n].cr3 = kcr3;
+                cs->key[cs->n].va = kva;
+                cs->n++;
+            }
         }
     }
 }
@@ -640,8 +671,16 @@ bool trace_vmx_code_read(struct vcpu *v, uint64_t cr3, uint64_t va, void *buf, u
     const struct trace_vcpu *t = v->trace;
     struct gw_mem m = {.ctx = v, .read = read_gpa};
     unsigned got;
+    uint64_t kcr3, kva;
     if (!t)
         return false;
+    cp_key(cr3 == CP_CR3_ANY ? t->paging.cr3 : cr3, va, &kcr3, &kva);
+    for (unsigned i = 0; t->code && i < t->code->n; i++) /* the bytes as they ran */
+        if (t->code->key[i].va == kva && t->code->key[i].cr3 == kcr3 &&
+            (va & (CP_PAGE - 1)) + len <= CP_PAGE) {
+            memcpy(buf, t->code->page[i] + (va & (CP_PAGE - 1)), len);
+            return true;
+        }
     struct gw_paging p = t->paging;
     if (cr3 != CP_CR3_ANY)
         p.cr3 = cr3;
