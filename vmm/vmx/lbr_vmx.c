@@ -6,6 +6,7 @@
  */
 #include "vmx/lbr_vmx.h"
 #include "lbr/lbr_policy.h"
+#include "lbr/lbr_report.h"
 #include "vmx/vcpu.h"
 #include "vmx/vmx_cpu.h"
 #include "vmx/vmcs.h"
@@ -187,6 +188,24 @@ uint64_t lbr_vmx_guest_debugctl(void)
     /* without the debug controls the guest runs with the 0 every exit leaves (SDM Vol. 3C
      * 28.5.1) and the field is the VMM's copy: none of its bits is in effect */
     return lbr_dec.debugctl_virtual ? 0 : vmcs_read64(GUEST_IA32_DEBUGCTL);
+}
+
+static bool crash_rdmsr(void *ctx, uint32_t msr, uint64_t *val)
+{
+    (void)ctx;
+    return !rdmsr_safe(msr, val);
+}
+
+/* Read after the exit that stopped the guest: IA32_DEBUGCTL (and IA32_LBR_CTL where shown) are
+ * 0 in root, so the stack MSRs still hold the guest's last records (lbr_report.c); the VMREADs
+ * may fail (no current VMCS in a panic at set-up) and say so instead of panicking again. */
+size_t lbr_vmx_crash_text(char *buf, size_t cap)
+{
+    struct lbr_crash_view v = {.rdmsr = crash_rdmsr};
+    v.debugctl_ok = !__vmread(GUEST_IA32_DEBUGCTL, &v.debugctl);
+    if (lbr_decided && lbr_dec.arch)
+        v.lbr_ctl_ok = !__vmread(GUEST_IA32_LBR_CTL, &v.lbr_ctl);
+    return lbr_crash_text(lbr_decided ? &lbr_dec : NULL, &v, buf, cap);
 }
 
 uint64_t lbr_vmx_xss(uint64_t host_xss)

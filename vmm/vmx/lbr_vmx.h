@@ -9,6 +9,7 @@
 #define PTV_VMX_LBR_VMX_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct vcpu;
@@ -42,6 +43,13 @@ uint64_t lbr_vmx_guest_debugctl(void);
 /* PTV_SELFCHECK_DEBUGCTL, in root: false if nothing could be read, else *holds = no LBR, BTS
  * or BTF in root (IA32_DEBUGCTL 0 and, where the CPU has arch LBR, IA32_LBR_CTL 0). */
 bool lbr_vmx_root_check(bool *holds);
+
+/*
+ * The crash report's LBR part (vmm/lbr/lbr_report.c): this CPU's guest LBR stack as the last VM
+ * exit froze it, as whole lines of text into buf (at most cap bytes with the NUL); returns the
+ * bytes written.  In root, with this CPU's VMCS current (GUEST_IA32_DEBUGCTL, _LBR_CTL).
+ */
+size_t lbr_vmx_crash_text(char *buf, size_t cap);
 
 /* The IA32_XSS bits a guest may set, from the CPU's: arch LBR state only when shown. */
 uint64_t lbr_vmx_xss(uint64_t host_xss);
