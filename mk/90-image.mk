@@ -27,17 +27,22 @@ $(USB_IMG): tools/mkimage.sh tools/mkesp.sh $(BOOT_EFI) $(VMM_ELF) $(IMG_CFG) $(
 	$(Q)LOADER=$(BOOT_EFI) VMM=$(VMM_ELF) CYL=$(USB_CYL) \
 	    tools/mkimage.sh $@ $(IMG_CFG) $(GUEST_KERNEL) $(GUEST_INITRD)
 
-# `make run` and bochs:linux boot the same image with one change to IMG_CFG: vmcall_user =
-# trace, so the guest's /init can trace a workload with ptvisor-ctl and dump it (the USB
-# image keeps the default: no VMCALL from guest user space but VERSION).
+# `make run` and bochs:linux boot the same image with three changes to IMG_CFG: the kernel's
+# first RUN_TRACE_BOOT instructions from the loader's hand-off are traced and dumped
+# (trace_boot, dump_on = ...,boot), and vmcall_user = trace lets the guest's /init trace a
+# workload with ptvisor-ctl (the USB image keeps the defaults).
 RUN_CFG := $(BUILD)/img/run.cfg
+RUN_TRACE_BOOT ?= 100000
 RUN_IMG := $(BUILD)/ptvisor-run.img
 
 $(RUN_CFG): $(IMG_CFG) $(BUILD)/img/.cfg-$(subst /,_,$(IMG_CFG))
 	@mkdir -p $(@D)
-	$(Q)sed 's/^vmcall_user = .*/vmcall_user = trace/' $(IMG_CFG) >$@.tmp
-	$(Q)grep -q '^vmcall_user = trace$$' $@.tmp || \
-	    { echo "run.cfg: no 'vmcall_user =' line in $(IMG_CFG) to change"; exit 1; }
+	$(Q)sed -e 's/^vmcall_user = .*/vmcall_user = trace/' \
+	    -e 's/^trace_boot = .*/trace_boot = $(RUN_TRACE_BOOT)/' \
+	    -e 's/^dump_on = .*/dump_on = crash,vmcall,boot/' $(IMG_CFG) >$@.tmp
+	$(Q)for k in 'vmcall_user = trace' 'trace_boot = $(RUN_TRACE_BOOT)' 'dump_on = crash,vmcall,boot'; do \
+	    grep -qx "$$k" $@.tmp || { echo "run.cfg: no '$${k%% =*} =' line in $(IMG_CFG) to change"; exit 1; }; \
+	done
 	$(Q)mv $@.tmp $@
 
 $(RUN_IMG): tools/mkimage.sh tools/mkesp.sh $(BOOT_EFI) $(VMM_ELF) $(RUN_CFG) $(GUEST_KERNEL) \
@@ -62,7 +67,7 @@ test-bochs-linux:
 	@mkdir -p $(BUILD)
 	$(Q)$(MAKE) --no-print-directory run-image $(PTT_BIN) $(NATIVE_STEPS) >$(BUILD)/usb-image.log 2>&1 || \
 	    { tail -n 5 $(BUILD)/usb-image.log; rm -f $(RUN_IMG); }
-	$(Q)PTT=$(PTT_BIN) WORK_ELF=$(GUEST_WORK) NATIVE_STEPS=$(NATIVE_STEPS) \
+	$(Q)PTT=$(PTT_BIN) WORK_ELF=$(GUEST_WORK) NATIVE_STEPS=$(NATIVE_STEPS) TRACE_BOOT=$(RUN_TRACE_BOOT) \
 	    tests/step.sh $(BUILD)/results bochs:linux \
 	    tests/system/bochs-linux.sh $(RUN_IMG) $(BUILD)/test/bochs-linux
 

@@ -130,15 +130,23 @@ if ! grep -aq '^@PTV1 \|@PTV1 B ' "$serial"; then
     echo "run: no trace dump in the log (the guest's /init traces with ptvisor-ctl when vmcall_user = trace)"
     exit 0
 fi
-tdir="$out/trace"
-rm -rf "$tdir"
-echo "run: ptvisor-trace extract $serial -o $tdir"
-"$ptt" extract "$serial" -o "$tdir" -q
-xrc=$?
-[ $xrc = 0 ] || echo "run: extract exit $xrc (2: incomplete but usable; see ptvisor-trace extract --help)"
-[ -d "$tdir" ] || exit 0
-elf=()
-[ -n "${WORK_ELF:-}" ] && [ -f "$WORK_ELF" ] && elf=(-e "$WORK_ELF")
-"$ptt" summary "${elf[@]}" "$tdir" | sed 's/^/  /'
-"$ptt" flamegraph "${elf[@]}" "$tdir" -o "$tdir/flame.svg" &&
-    echo "run: flame graph $tdir/flame.svg (open it in a browser); decode: $ptt decode ${elf[*]} $tdir"
+# every dump in the log: the boot window (trace_boot, dump_on = boot) and the guest's own
+rm -rf "$out"/trace "$out"/trace-*
+last=
+while read -r _ id _ _ reason _; do
+    tdir="$out/trace-$id-$reason"
+    "$ptt" extract "$serial" --dump "$id" -o "$tdir" -q 2>"$tdir.extract.txt"
+    xrc=$?
+    [ $xrc = 0 ] || echo "run: dump $id: extract exit $xrc (2: incomplete but usable): $tdir.extract.txt"
+    [ -d "$tdir" ] || continue
+    elf=()
+    [ "$reason" != boot ] && [ -n "${WORK_ELF:-}" ] && [ -f "$WORK_ELF" ] && elf=(-e "$WORK_ELF")
+    echo "run: dump $id ($reason) -> $tdir"
+    "$ptt" summary "${elf[@]}" "$tdir" >"$tdir/summary.txt" 2>&1
+    awk '/^(trace bytes|instructions|branches|gaps) / { print } /^top/ { t = 9 } t && t-- { print }' \
+        "$tdir/summary.txt" | sed 's/^/  /'
+    "$ptt" flamegraph "${elf[@]}" "$tdir" -o "$tdir/flame.svg" 2>/dev/null &&
+        echo "run: flame graph $tdir/flame.svg (open it in a browser); decode: $ptt decode ${elf[*]} $tdir"
+    last=$tdir
+done < <("$ptt" extract "$serial" --list 2>/dev/null)
+[ -n "$last" ] && ln -sfn "$(basename "$last")" "$out/trace" && echo "run: $out/trace -> $last"

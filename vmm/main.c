@@ -96,7 +96,7 @@ static void percpu_leave(void)
 static uint64_t vcpu_loop(void *arg)
 {
     struct vcpu *v = arg;
-    if (this_cpu()->bsp) /* sw_trace = auto learns how to step; trace_boot = N opens then */
+    if (this_cpu()->bsp) /* sw_trace = auto learns how to step (trace_boot: at the hand-off) */
         trace_vmx_probe_start(v);
     for (;;) {
         struct vmexit e;

@@ -142,6 +142,14 @@
  */
 #define PTV_VMCALL_TRACE_READ 13
 
+/*
+ * BOOT_HANDOFF (ABI 5, CPL 0): the loader starts the guest OS right after this call
+ * (boot/chain.c, before StartImage).  trace_boot = N opens its window here, on the calling
+ * vCPU: the guest OS's first N instructions from its loader's hand-off.  Once per boot;
+ * later calls answer EBUSY.
+ */
+#define PTV_VMCALL_BOOT_HANDOFF 14
+
 /* a CPU re-delivered an INIT at every VM entry (Bochs 2.7): an AP that took an
  * INIT cannot run again; tests that restart APs cannot pass on this machine */
 #define PTV_SMP_INIT_REDELIVERED (1u << 0)

@@ -148,6 +148,30 @@ elif [ -n "${PTT:-}" ]; then
         done
         "$PTT" flamegraph -e "$WORK_ELF" "$out/trace" -o "$out/trace/flame.svg" 2>/dev/null &&
             echo "  ok   trace: flame graph $out/trace/flame.svg"
+        # the kernel's boot from the loader's hand-off (trace_boot = TRACE_BOOT, dump_on = boot)
+        bid=$("$PTT" extract "$serial" --list 2>/dev/null | awk '$5 == "boot" { print $2 }' | tail -n 1)
+        if [ -n "${TRACE_BOOT:-}" ] && [ "$TRACE_BOOT" != 0 ]; then
+            rm -rf "$out/boot-trace"
+            if [ -z "$bid" ]; then
+                echo "  FAIL boot trace: no dump with reason boot in the log (trace_boot = $TRACE_BOOT)"
+                fail=1
+            elif ! "$PTT" extract "$serial" --dump "$bid" -o "$out/boot-trace" -q 2>"$out/boot-extract.txt"; then
+                echo "  FAIL boot trace: dump $bid not complete"
+                fail=1
+            else
+                "$PTT" summary "$out/boot-trace" >"$out/boot-trace/summary.txt" 2>&1
+                n=$(awk '$1 == "instructions" && $2 ~ /^[0-9]+$/ { print $2; exit }' "$out/boot-trace/summary.txt")
+                derr=$(awk '$1 == "decode" && $2 == "errors" { print $3 }' "$out/boot-trace/summary.txt")
+                gaps=$(awk '$1 == "gaps" { print $2 }' "$out/boot-trace/summary.txt")
+                if [ "${n:-0}" -ge $((TRACE_BOOT * 9 / 10)) ] && [ "${derr:-1}" = 0 ]; then
+                    echo "  ok   boot trace: the kernel's first $TRACE_BOOT instructions from the hand-off," \
+                        "$n decoded, 0 decode errors, ${gaps:-?} gaps (events under trap-flag stepping)"
+                else
+                    echo "  FAIL boot trace: ${n:-no} instructions decoded of $TRACE_BOOT, decode errors ${derr:-?}"
+                    fail=1
+                fi
+            fi
+        fi
         # the differential: the guest's trace, decoded from the dump alone (its code
         # snapshots, no ELF), instruction by instruction == the same program stepped natively
         # here with ptrace (NATIVE_STEPS answers its VMCALLs as ptvisor does)

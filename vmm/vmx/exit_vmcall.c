@@ -146,6 +146,9 @@ enum exit_action handle_vmcall(struct vcpu *v, const struct vmexit *e)
             r[GPR_RBX] = id;
         }
         break;
+    case PTV_VMCALL_BOOT_HANDOFF:
+        ret = trace_vmx_handoff(v);
+        break;
     case PTV_VMCALL_TRACE_READ: /* out: copied, oldest offset kept, bytes written in all */
         ret = trace_vmx_read(v, r[GPR_RBX], r[GPR_RCX], r[GPR_RDX], &r[GPR_RBX], &r[GPR_RCX],
                              &r[GPR_RDX]);

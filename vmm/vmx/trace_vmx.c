@@ -164,9 +164,11 @@ bool trace_vmx_available(const char **why)
 void trace_vmx_probe_start(struct vcpu *v)
 {
     if (vmm_cfg->trace_sw != PTV_SW_TRACE_AUTO || !have_mtf()) {
-        if (vmm_cfg->trace_sw == PTV_SW_TRACE_AUTO)
+        if (vmm_cfg->trace_sw == PTV_SW_TRACE_AUTO) {
             mtf_delivered = 0; /* no MTF at all: the trap flag is the only way */
-        trace_vmx_boot(v);
+            pr_info("trace", "this CPU has no monitor trap flag: the software tracer steps with "
+                             "the trap flag (sw_trace = auto)");
+        }
         return;
     }
     v->mtf_probe = true;
@@ -191,7 +193,23 @@ void trace_vmx_probe(struct vcpu *v, uint32_t reason, uint64_t exit_rip)
                 "this CPU offers the monitor trap flag but delivered no MTF exit (%s at "
                 "%#lx): the software tracer steps with the trap flag (sw_trace = auto)",
                 vmx_exit_reason_name(reason), exit_rip);
-    trace_vmx_boot(v); /* trace_boot = N opens now, stepped the way the probe found */
+    if (v->boot_pending) { /* the loader handed off while the probe ran */
+        v->boot_pending = false;
+        trace_vmx_boot(v);
+    }
+}
+
+/* BOOT_HANDOFF: the loader starts the guest OS next; trace_boot = N opens its window here */
+int trace_vmx_handoff(struct vcpu *v)
+{
+    static bool done;
+    if (__atomic_exchange_n(&done, true, __ATOMIC_SEQ_CST))
+        return PTV_VMCALL_EBUSY;
+    if (v->mtf_probe)
+        v->boot_pending = true; /* opens when the probe has decided how to step */
+    else
+        trace_vmx_boot(v);
+    return 0;
 }
 
 /* the tracer's state once per vCPU, the ring (contiguous pool pages) until it fits: a guest
@@ -607,11 +625,11 @@ int trace_vmx_read(struct vcpu *v, uint64_t gpa, uint64_t len, uint64_t off, uin
 }
 
 /*
- * trace_boot = N: the boot CPU's first N guest instructions (the firmware's return from the
- * loader onwards), before the guest could ask for anything.  Software: a window with a
- * budget of N and the configured filters.  Hardware counts no instructions: the system trace
- * starts at the first entry and the ring keeps the first (trace_wrap = off) or the last
- * ring-full of it.
+ * trace_boot = N: the guest OS's first N instructions from its loader's hand-off
+ * (BOOT_HANDOFF, right before StartImage), before the guest could ask for anything.  Software: a
+ * window with a budget of N and the configured filters.  Hardware counts no instructions: the
+ * system trace starts at the first entry and the ring keeps the first (trace_wrap = off) or the
+ * last ring-full of it.
  */
 void trace_vmx_boot(struct vcpu *v)
 {
@@ -624,8 +642,13 @@ void trace_vmx_boot(struct vcpu *v)
     else if (src == PTV_TRACE_SRC_SOFTWARE)
         v->trace->boot_window = true;
     if (!rc)
-        pr_info("trace", "trace_boot: tracing the first %lu guest instructions (%s)",
-                vmm_cfg->trace_boot, src == PTV_TRACE_SRC_HARDWARE ? "PT" : "software");
+        pr_info("trace",
+                "trace_boot: tracing the guest OS's first %lu instructions from the "
+                "loader's hand-off (%s)",
+                vmm_cfg->trace_boot,
+                src == PTV_TRACE_SRC_HARDWARE ? "Intel PT"
+                : trace_vmx_tf()              ? "software tracer, trap-flag steps"
+                                              : "software tracer, MTF steps");
 }
 
 /* --- what a dump reads (vmx/trace_dump.c) --- */

@@ -39,9 +39,11 @@ bool trace_vmx_db_exit(struct vcpu *v, uint64_t qual);
 
 /* trace_boot = N: start the boot window */
 void trace_vmx_boot(struct vcpu *v);
+/* BOOT_HANDOFF from the loader: 0, or PTV_VMCALL_EBUSY after the first */
+int trace_vmx_handoff(struct vcpu *v);
 
 /* sw_trace = auto: measure whether MTF exits come (the BSP, before its first entry), then at
- * each exit while v->mtf_probe (after its handler); trace_boot's window opens once decided */
+ * each exit while v->mtf_probe (after its handler) */
 void trace_vmx_probe_start(struct vcpu *v);
 void trace_vmx_probe(struct vcpu *v, uint32_t reason, uint64_t exit_rip);
 

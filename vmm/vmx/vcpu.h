@@ -93,6 +93,7 @@ struct vcpu {
     struct trace_vcpu *trace; /* this vCPU's trace ring and tracer (NULL until used) */
     bool dumping;             /* a paced serial dump runs on this CPU (trace_dump.c) */
     bool mtf_probe;           /* MTF armed to learn whether this CPU delivers it (trace_vmx.c) */
+    bool boot_pending;        /* the loader handed off during the probe: trace_boot opens after */
     unsigned probe_tries;
     uint64_t probe_rip;
     /* CR0/CR4 bits the VMM owns (fixed by VMX): guest sees the read shadows */
