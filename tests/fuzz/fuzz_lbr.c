@@ -12,12 +12,17 @@
  *   - a refused access changes nothing, the decision never changes, a non-LBR MSR is never
  *     claimed;
  *   - the decision is coherent: LBR shown only with its VMX switching, arch LBR's CPUID, XSS
- *     and controls only when shown, a printable NUL-terminated reason.
+ *     and controls only when shown, a printable NUL-terminated reason;
+ *   - the crash report's LBR text (lbr_crash_text) of a stack filled with random values, into a
+ *     buffer of random size: printable whole lines, NUL-terminated inside cap, nothing written
+ *     past it, the length returned, a prefix of the uncut text (plus the cut line), a bounded
+ *     number of lines, and only the MSRs of the stack the guest was shown read.
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "lbr/lbr_policy.h"
+#include "lbr/lbr_report.h"
 #include "model/lbr_model.h"
 
 #define CHECK(c)                                                                                   \
@@ -80,6 +85,111 @@ static uint32_t pick_msr(const struct in_op *o)
     if (m == 0x680 || m == 0x6c0 || m == 0xdc0 || m >= 0x1200)
         m += (o->pick >> 4) % 80; /* inside, at the edge of, and past each range */
     return m;
+}
+
+/* --- the crash report's text --- */
+
+struct rd_ctx {
+    struct lbrm *m;
+    const struct lbr_decision *d;
+    unsigned reads;
+};
+
+/* only the control / stack MSRs of what the guest was shown, and GLOBAL_STATUS */
+static bool report_msr_ok(const struct lbr_decision *d, uint32_t msr)
+{
+    if (msr == LBRM_MSR_GLOBAL_STATUS)
+        return d->legacy || d->arch;
+    const struct lbr_layout *l = d->lay;
+    if (d->legacy && (msr == MSR_LBR_SELECT || msr == MSR_LBR_TOS || msr - l->from < l->nr ||
+                      msr - l->to < l->nr || (l->info && msr - l->info < l->nr)))
+        return true;
+    return d->arch && (msr == MSR_ARCH_LBR_DEPTH || msr - MSR_ARCH_LBR_FROM_0 < 64 ||
+                       msr - MSR_ARCH_LBR_TO_0 < 64 || msr - MSR_ARCH_LBR_INFO_0 < 64);
+}
+
+static bool report_rd(void *ctx, uint32_t msr, uint64_t *val)
+{
+    struct rd_ctx *c = ctx;
+    CHECK(report_msr_ok(c->d, msr));
+    c->reads++;
+    return lbrm_rdmsr(c->m, msr, val) == 0;
+}
+
+static uint64_t xs(uint64_t *s)
+{
+    *s ^= *s << 13, *s ^= *s >> 7, *s ^= *s << 17;
+    return *s;
+}
+
+static void check_report(const struct lbr_decision *d, const struct lbrm_cpu *mc, uint64_t seed,
+                         unsigned cap_pick)
+{
+    static struct lbrm m;
+    static char full[16384], buf[16384 + 64];
+    uint64_t s = seed | 1;
+    lbrm_init(&m, mc);
+    if (d->arch && (d->leaf1c[0] & 0xff)) { /* a depth CPUID allows, then random entries */
+        unsigned b;
+        do
+            b = xs(&s) % 8;
+        while (!(d->leaf1c[0] & (1u << b)));
+        CHECK(lbrm_wrmsr(&m, MSR_ARCH_LBR_DEPTH, 8 * (b + 1)) == 0);
+    }
+    for (unsigned i = 0; i < 64; i++) { /* some entries 0 (empty), some random */
+        uint64_t r = xs(&s), z = r & 3 ? xs(&s) : 0;
+        if (mc->legacy && i < mc->nr) {
+            lbrm_wrmsr(&m, mc->from + i, z);
+            lbrm_wrmsr(&m, mc->to + i, z ? xs(&s) : 0);
+            if (mc->info)
+                lbrm_wrmsr(&m, mc->info + i, z ? xs(&s) : 0);
+        }
+        lbrm_wrmsr(&m, MSR_ARCH_LBR_FROM_0 + i, z);
+        lbrm_wrmsr(&m, MSR_ARCH_LBR_TO_0 + i, xs(&s) & (z ? ~0ull : 0));
+        lbrm_wrmsr(&m, MSR_ARCH_LBR_INFO_0 + i, xs(&s));
+    }
+    if (mc->legacy)
+        lbrm_wrmsr(&m, MSR_LBR_TOS, xs(&s) % mc->nr);
+    struct rd_ctx c = {.m = &m, .d = d};
+    struct lbr_crash_view v = {.debugctl_ok = seed & 1,
+                               .debugctl = xs(&s),
+                               .lbr_ctl_ok = seed & 2,
+                               .lbr_ctl = xs(&s),
+                               .rdmsr = report_rd,
+                               .ctx = &c};
+    size_t n = lbr_crash_text(d, &v, full, sizeof(full));
+    CHECK(n < sizeof(full) && full[n] == 0 && strlen(full) == n);
+    if (!d->legacy && !d->arch)
+        CHECK(c.reads == 0 && strchr(full, '\n') == full + n - 1);
+    unsigned lines = 0;
+    for (size_t i = 0; i < n; i++) {
+        CHECK(full[i] == '\n' || (full[i] >= 0x20 && full[i] < 0x7f));
+        lines += full[i] == '\n';
+    }
+    CHECK(n && full[n - 1] == '\n');
+    CHECK(lines <= (d->legacy ? 6u + d->lay->nr : 0) + (d->arch ? 6u + 64 : 0) + 1);
+
+    /* the same into a small buffer */
+    size_t cap = cap_pick % (n + 2);
+    memset(buf, 0xa5, cap + 64);
+    size_t k = lbr_crash_text(d, &v, buf, cap);
+    for (size_t i = cap; i < cap + 64; i++)
+        CHECK((unsigned char)buf[i] == 0xa5);
+    if (!cap) {
+        CHECK(k == 0);
+        return;
+    }
+    CHECK(k < cap && buf[k] == 0 && strlen(buf) == k);
+    if (cap > n) {
+        CHECK(k == n && memcmp(buf, full, n) == 0);
+        return;
+    }
+    size_t cut = strlen(LBR_REPORT_CUT), p = k;
+    if (k >= cut && memcmp(buf + k - cut, LBR_REPORT_CUT, cut) == 0)
+        p = k - cut;
+    CHECK(memcmp(buf, full, p) == 0 && (p == 0 || buf[p - 1] == '\n'));
+    const char *next = strchr(full + p, '\n'); /* the first line left out did not fit */
+    CHECK(next && (size_t)(next - full) + 2 > cap);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -226,6 +336,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
     CHECK(memcmp(&d, &d0, sizeof(d)) == 0);
+
+    /* the crash report's text of this decision over a random stack */
+    struct lbrm_cpu rc = mc;
+    rc.arch = d.arch_present;
+    rc.has_debugctl = true;
+    rc.pmu_version = h.pmu_version;
+    check_report(&d, &rc, ih.perf_caps ^ ih.xss ^ (uint64_t)ih.l1c[2] << 32,
+                 ih.exit_ctls ^ ih.entry_a1);
 
     /* the value rules, on the last operand */
     if (lay) {
