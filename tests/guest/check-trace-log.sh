@@ -37,6 +37,15 @@ if [ -x "$ptt" ]; then
     "$ptt" extract "$serial" --dump "${vid:-1}" -o "$dumps/vmcall" -q ||
         fail "extract of the TRACE_DUMP (dump ${vid:-?}) not complete"
     "$ptt" extract "$serial" -o "$dumps/crash" -q || fail "extract of the crash dump not complete"
+    # the dump still going out when the guest crashed: abandoned (cut), the crash dump after it whole
+    fid=$(sed -n 's/.*TRACE-INFLIGHT 0 \([0-9]*\).*/\1/p' "$clean" | tail -n 1)
+    list=$("$ptt" extract "$serial" --list 2>/dev/null)
+    if [ -n "$fid" ] && echo "$list" | grep -qE "^dump $fid .* incomplete\$" &&
+        echo "$list" | tail -n 1 | grep -qE "^dump $((fid + 1)) .* crash .* complete\$"; then
+        echo "PASS: the dump in flight at the crash (dump $fid) is cut, the crash dump after it complete"
+    else
+        fail "dump in flight at the crash (${fid:-no TRACE-INFLIGHT line}) not cut, or no complete crash dump after it"
+    fi
     grep -a '\[dump\]\|dump [0-9]* ' "$serial" | grep -a 'done:' | head -n 3
 else
     fail "no ptvisor-trace at $ptt"

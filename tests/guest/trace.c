@@ -204,14 +204,32 @@ static void dump_out(void)
     /* dump_stall = 1us in trace.cfg: one line per slice, so the dump is still going out */
     report((int64_t)again.rax == PTV_VMCALL_EBUSY,
            "a second TRACE_DUMP while one goes out: EBUSY (%ld)", (int64_t)again.rax);
-    unsigned polls = 0, lines = 0;
+    unsigned polls = 0, lines = 0, busy = 0, started = 0, other = 0;
+    struct vc6 log0 = call(PTV_VMCALL_VMM_STATS, 0, 0, 0, 0, 0);
     for (; polls < 200000; polls++) {
         struct vc6 st = call(PTV_VMCALL_TRACE_STATUS, 0, 0, 0, 0, 0);
         if (!(st.rbx & PTV_TRACE_ST_DUMPING))
             break;
         if (polls % 3 == 0)
             test_printf("TRACE-GUESTLINE %u while the dump goes out\n", lines++);
+        /* hostile: a storm of TRACE_DUMPs while one goes out */
+        for (unsigned k = 0; k < 20 && polls < 50; k++) {
+            int64_t d = (int64_t)call(PTV_VMCALL_TRACE_DUMP, 0, 0, 0, 0, 0).rax;
+            busy += d == PTV_VMCALL_EBUSY;
+            started += d == PTV_VMCALL_OK; /* the previous one was out: a new one starts */
+            other += d != PTV_VMCALL_EBUSY && d != PTV_VMCALL_OK;
+        }
     }
+    struct vc6 log1 = call(PTV_VMCALL_VMM_STATS, 0, 0, 0, 0, 0);
+    /* two VMM lines per dump (its start and its end), nothing per refused call */
+    report(busy >= 20 && other == 0 && log1.rdx - log0.rdx <= 2 * (started + 1) + 1,
+           "%u TRACE_DUMPs while a dump went out: EBUSY (%u started after one ended), %lu VMM "
+           "log lines meanwhile",
+           busy, started, log1.rdx - log0.rdx);
+    /* a dump that was started meanwhile (after the first finished) must end too */
+    for (unsigned k = 0; k < 200000; k++)
+        if (!(call(PTV_VMCALL_TRACE_STATUS, 0, 0, 0, 0, 0).rbx & PTV_TRACE_ST_DUMPING))
+            break;
     struct vc6 x1 = call(PTV_VMCALL_EXIT_STATS, 52, 0, 0, 0, 0);
     /* one frame line per slice and a slice per exit: ~30 lines need ~30 exits; without the
      * pacing the whole dump would go out at the first one */
@@ -323,7 +341,10 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
     report(r.rbx == 0, "SELFCHECK after the windows: all invariants hold (%#lx)", r.rbx);
     __asm__ volatile("pushq %0; popfq" ::"r"(flags) : "memory", "cc");
     unsigned failed = report_summary();
-    /* 6. the crash: an IDT that holds no gate, then a breakpoint: #GP, #DF, triple fault */
+    /* 6. the crash, with a dump still going out (one line per slice): the crash dump takes
+     * over; then an IDT that holds no gate and a breakpoint: #GP, #DF, triple fault */
+    struct vc6 inflight = call(PTV_VMCALL_TRACE_DUMP, 0, 0, 0, 0, 0);
+    test_printf("TRACE-INFLIGHT %ld %lu\n", (int64_t)inflight.rax, inflight.rbx);
     test_printf("TRACE-CRASH the guest triple-faults now: the VMM's crash dump follows\n");
     static const struct {
         uint16_t limit;
