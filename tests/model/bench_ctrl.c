@@ -40,6 +40,26 @@ static void nop_lists(void *c, const struct vmx_msr_entry *e, unsigned ne,
 {
 }
 
+/* "count": the EPT-view callbacks the engine makes (run natively; the wrappers cost instructions)
+ */
+static struct pt_mem_ops real;
+static unsigned long n_translate, n_read64, n_read_hpa64;
+static void c_translate(void *ctx, uint64_t gpa, struct pt_mem_xlate *out)
+{
+    n_translate++;
+    real.translate(ctx, gpa, out);
+}
+static bool c_read64(void *ctx, uint64_t gpa, uint64_t *val)
+{
+    n_read64++;
+    return real.read64(ctx, gpa, val);
+}
+static bool c_read_hpa64(void *ctx, uint64_t hpa, uint64_t *val)
+{
+    n_read_hpa64++;
+    return real.read_hpa64(ctx, hpa, val);
+}
+
 static void ring(struct fake_world *fw, unsigned n, unsigned code, uint64_t region_step)
 {
     unsigned per = 511, ntab = (n + per - 1) / per;
@@ -59,7 +79,16 @@ int main(int argc, char **argv)
     unsigned n = argc > 2 ? (unsigned)atoi(argv[2]) : 1000;
     bool gpa = !strcmp(what, "exits-gpa");
     struct fake_world *fw = fw_new(strcmp(what, "enable-perf") ? 1 : 0);
+    const char *opt = argc > 3 ? argv[3] : "";
     fw_fast_translate(fw); /* count the engine, not the fake EPT's page loop */
+    fw_offer_read_hpa64(fw, strstr(opt, "hpa")); /* "hpa": as if pt_vmx.c offered read_hpa64 */
+    real = fw->mem;
+    if (strstr(opt, "count")) {
+        fw->mem.translate = c_translate;
+        fw->mem.read64 = c_read64;
+        if (real.read_hpa64)
+            fw->mem.read_hpa64 = c_read_hpa64;
+    }
     struct pt_caps host = {.cpuid7_ebx = 1u << 25,
                            .leaf14 = {{1, 0xf, 0x7, 0}, {(0x249u << 16) | 2, 0x3f1fff, 0, 0}},
                            .vmx_misc = 1ull << 14,
@@ -124,5 +153,8 @@ int main(int argc, char **argv)
     printf("%s: %u TraceEn 0->1, %lu builds, %lu refusals (%s)\n", what, n,
            (unsigned long)c.stats.builds, (unsigned long)c.stats.refusals,
            c.err.reason ? c.err.reason : "-");
+    if (strstr(opt, "count"))
+        printf("callbacks per TraceEn 0->1: translate %lu read64 %lu read_hpa64 %lu\n",
+               n_translate / n, n_read64 / n, n_read_hpa64 / n);
     return 0;
 }

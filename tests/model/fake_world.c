@@ -61,6 +61,16 @@ static bool read64(void *ctx, uint64_t gpa, uint64_t *val)
     return true;
 }
 
+static bool read_hpa64(void *ctx, uint64_t hpa, uint64_t *val)
+{
+    struct fake_world *fw = ctx;
+
+    if (!fw_hpa_is_guest_ram(hpa) || (hpa & 7))
+        return false; /* the engine may only read where a translation to guest RAM led */
+    memcpy(val, fw->hmem + hpa, 8);
+    return true;
+}
+
 static bool set_wp(void *ctx, uint64_t gpa_page, bool protect)
 {
     struct fake_world *fw = ctx;
@@ -149,6 +159,11 @@ struct fake_world *fw_new(int scramble)
         (struct pt_mem_ops){.ctx = fw, .translate = translate, .read64 = read64, .set_wp = set_wp};
     fw->alloc = (struct pt_page_alloc){.ctx = fw, .alloc = pool_alloc, .free = pool_free};
     return fw;
+}
+
+void fw_offer_read_hpa64(struct fake_world *fw, bool on)
+{
+    fw->mem.read_hpa64 = on ? read_hpa64 : NULL;
 }
 
 void fw_fast_translate(struct fake_world *fw)

@@ -89,5 +89,8 @@ void fw_swap_pages(struct fake_world *fw, uint32_t g1, uint32_t g2);
  * protected_by_vmm may change afterwards (fw_swap_pages goes back to FW_XLATE_MAX).
  */
 void fw_fast_translate(struct fake_world *fw);
+/* Offer pt_mem_ops.read_hpa64 (the walker reads ToPA entries by host address) or not (NULL,
+ * the default, as vmm.elf's pt_vmx.c today). */
+void fw_offer_read_hpa64(struct fake_world *fw, bool on);
 
 #endif

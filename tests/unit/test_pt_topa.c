@@ -32,6 +32,14 @@ static int setup(void **state)
     return 0;
 }
 
+/* the same tests with the entries read by host address (pt_mem_ops.read_hpa64) */
+static int setup_hpa(void **state)
+{
+    setup(state);
+    fw_offer_read_hpa64(fw, true);
+    return 0;
+}
+
 static int teardown(void **state)
 {
     fw_free(fw);
@@ -287,6 +295,17 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bounds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cycle_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_single_range, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_valid_circular, setup_hpa, teardown),
+        cmocka_unit_test_setup_teardown(test_end_to_itself_and_merge, setup_hpa, teardown),
+        cmocka_unit_test_setup_teardown(test_current_entry_is_end, setup_hpa, teardown),
+        cmocka_unit_test_setup_teardown(test_entries_after_stop_not_read, setup_hpa, teardown),
+        cmocka_unit_test_setup_teardown(test_register_errors, setup_hpa, teardown),
+        cmocka_unit_test_setup_teardown(test_entry_errors, setup_hpa, teardown),
+        cmocka_unit_test_setup_teardown(test_memory_kinds, setup_hpa, teardown),
+        cmocka_unit_test_setup_teardown(test_single_entry_layout, setup_hpa, teardown),
+        cmocka_unit_test_setup_teardown(test_bounds, setup_hpa, teardown),
+        cmocka_unit_test_setup_teardown(test_cycle_bounded, setup_hpa, teardown),
+        cmocka_unit_test_setup_teardown(test_single_range, setup_hpa, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -63,6 +63,13 @@ struct pt_mem_ops {
      * protects a page once and unprotects it once.
      */
     bool (*set_wp)(void *ctx, uint64_t gpa_page, bool protect);
+    /*
+     * Optional (NULL: the walker reads ToPA entries with read64).  Read 8 bytes at the
+     * host-physical hpa, inside a guest-RAM page a translate() of the same walk returned: the
+     * walker translates a guest ToPA table page once and reads its entries through this,
+     * instead of one translation per entry inside read64.  false if hpa cannot be read.
+     */
+    bool (*read_hpa64)(void *ctx, uint64_t hpa, uint64_t *val);
 };
 
 /*

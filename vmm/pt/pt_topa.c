@@ -101,6 +101,7 @@ static enum pt_topa_status add_table(const struct pt_out_cfg *cfg, const struct 
                                      struct pt_topa_err *err)
 {
     enum pt_mem_kind bad;
+    struct pt_mem_xlate x;
 
     for (uint16_t i = 0; i < w->ntables; i++) {
         if (w->tables[i].gpa == gpa) {
@@ -114,7 +115,10 @@ static enum pt_topa_status add_table(const struct pt_out_cfg *cfg, const struct 
         return fail(err, "ToPA table beyond MAXPHYADDR", gpa, -1);
     if (!range_is_ram(mem, w, gpa, PT_PAGE_SIZE, &bad))
         return fail(err, kind_reason(bad, true), gpa, -1);
+    pt_xlate(mem, &w->xc, gpa, &x); /* the translation range_is_ram() just made (no EPT walk) */
     w->tables[w->ntables].gpa = gpa;
+    w->tables[w->ntables].hpa = x.hpa;
+    w->tables[w->ntables].rd = mem->read_hpa64 ? x.hpa : gpa;
     w->tables[w->ntables].run0 = -1;
     *idx = w->ntables++;
     return PT_TOPA_OK;
@@ -150,7 +154,7 @@ read_entry(const struct pt_out_cfg *cfg, const struct pt_mem_ops *mem, struct pt
     if (w->entries_read >= PT_TOPA_MAX_ENTRIES_READ)
         return fail(err, "ToPA walk too long (VMM bound)", tgpa, (int32_t)e);
     w->entries_read++;
-    if (!mem->read64(mem->ctx, tgpa + 8ull * e, &v))
+    if (!w->read(mem->ctx, w->tables[table].rd + 8ull * e, &v))
         return fail(err, "ToPA table not readable", tgpa, (int32_t)e);
     *val = v;
     /* D.1: reserved bits */
@@ -381,6 +385,7 @@ enum pt_topa_status pt_out_walk(const struct pt_out_cfg *cfg, const struct pt_me
     w->xlates = 0;
     w->start_offset = 0;
     w->xc.len = 0;
+    w->read = mem->read_hpa64 ? mem->read_hpa64 : mem->read64;
     for (unsigned i = 0; i < PT_TOPA_RCACHE; i++)
         w->rcache[i] = 0; /* base 0 | log2size 0 is never a region key (log2size >= 12) */
     err->reason = NULL;

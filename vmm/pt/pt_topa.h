@@ -64,6 +64,8 @@ struct pt_topa_region {
 
 struct pt_topa_table {
     uint64_t gpa;
+    uint64_t hpa; /* its translation */
+    uint64_t rd;  /* where walk->read reads entry 0: hpa (read_hpa64) or gpa (read64) */
     int16_t run0; /* run that starts at entry 0, -1 if no END leads here */
 };
 
@@ -105,6 +107,7 @@ struct pt_topa_walk {
     uint64_t rcache[PT_TOPA_RCACHE]; /* base | log2size of regions found to be guest RAM */
     struct pt_xlate_cache xc;        /* the last translation (pt_mem.h), reset by each walk */
     uint64_t rsvd, base_mask;        /* entry reserved bits, entry base bits (MAXPHYADDR) */
+    bool (*read)(void *ctx, uint64_t addr, uint64_t *val); /* read_hpa64 if offered, else read64 */
     struct pt_topa_table tables[PT_TOPA_MAX_TABLES];
     struct pt_topa_run runs[PT_TOPA_MAX_RUNS];
 };
