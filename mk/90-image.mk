@@ -67,7 +67,7 @@ test-bochs-linux:
 	@mkdir -p $(BUILD)
 	$(Q)$(MAKE) --no-print-directory run-image $(PTT_BIN) $(NATIVE_STEPS) >$(BUILD)/usb-image.log 2>&1 || \
 	    { tail -n 5 $(BUILD)/usb-image.log; rm -f $(RUN_IMG); }
-	$(Q)PTT=$(PTT_BIN) WORK_ELF=$(GUEST_WORK) NATIVE_STEPS=$(NATIVE_STEPS) TRACE_BOOT=$(RUN_TRACE_BOOT) \
+	$(Q)PTT=$(PTT_BIN) WORK_ELF=$(GUEST_WORK) NATIVE_STEPS=$(NATIVE_STEPS) TRACE_BOOT=$(RUN_TRACE_BOOT) PERF=perf \
 	    tests/step.sh $(BUILD)/results bochs:linux \
 	    tests/system/bochs-linux.sh $(RUN_IMG) $(BUILD)/test/bochs-linux
 

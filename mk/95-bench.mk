@@ -34,3 +34,16 @@ bench-smp: $(GUEST_OUT)/smp.efi $(BUILD)/boot/BOOTX64.EFI $(BUILD)/vmm/vmm.elf
 	    awk '{ printf "VM exits per second on an idle AP: %s   (goal 0)\n", $$1 }'
 
 BENCH_TARGETS += bench-smp
+
+# bench-trace: issues 9 and 10 figures from one Bochs boot of the run image (bochs:linux's checks
+# included): the software tracer's cost per traced instruction (ptt-work untraced vs in a window,
+# guest TSC = instructions in Bochs), the Linux guest's trace and dump sizes.
+.PHONY: bench-trace
+bench-trace: run-image $(PTT_BIN) $(NATIVE_STEPS)
+	$(Q)PTT=$(PTT_BIN) WORK_ELF=$(GUEST_WORK) NATIVE_STEPS=$(NATIVE_STEPS) TRACE_BOOT=$(RUN_TRACE_BOOT) \
+	    tests/system/bochs-linux.sh $(RUN_IMG) $(BUILD)/bench/trace >$(BUILD)/bench-trace.log 2>&1 || true
+	$(Q)sed -n 's/.*INFO bench tracer_ticks_per_instruction=\([0-9]*\) \(.*\)/software tracer: \1 guest ticks per traced instruction \2   (goal <= 250)/p' \
+	    $(BUILD)/bench-trace.log | tail -n 1
+	$(Q)grep -a 'window closed\|dump [0-9]* done' $(BUILD)/bench/trace/serial.log | sed 's/^/  /' || true
+
+BENCH_TARGETS += bench-trace

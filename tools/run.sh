@@ -147,6 +147,9 @@ while read -r _ id _ _ reason _; do
         "$tdir/summary.txt" | sed 's/^/  /'
     "$ptt" flamegraph "${elf[@]}" "$tdir" -o "$tdir/flame.svg" 2>/dev/null &&
         echo "run: flame graph $tdir/flame.svg (open it in a browser); decode: $ptt decode ${elf[*]} $tdir"
+    "$ptt" perf "${elf[@]}" "$tdir" -o "$tdir/perf.data" -q 2>/dev/null &&
+        echo "run: perf.data $tdir/perf.data: perf script -i $tdir/perf.data --itrace=i1i"
+    echo "run: PT streams: $(ls "$tdir"/cpu*.pt 2>/dev/null | tr '\n' ' ')"
     last=$tdir
 done < <("$ptt" extract "$serial" --list 2>/dev/null)
 [ -n "$last" ] && ln -sfn "$(basename "$last")" "$out/trace" && echo "run: $out/trace -> $last"

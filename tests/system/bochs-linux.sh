@@ -186,6 +186,25 @@ elif [ -n "${PTT:-}" ]; then
             elif [ $nrc = 0 ] && [ "$n_native" -gt 1000 ] &&
                 cmp -s "$out/trace/native.ips" "$out/trace/guest.ips"; then
                 echo "  ok   trace: the guest's decoded trace == its native run, $n_native instructions in order"
+                # perf's own Intel PT decoder on the exported perf.data: the same sequence
+                if [ -n "${PERF:-}" ] && command -v "$PERF" >/dev/null; then
+                    mkdir -p "$out/trace/perf-home"
+                    if "$PTT" perf "$out/trace" -o "$out/trace/perf.data" -q &&
+                        HOME="$out/trace/perf-home" DEBUGINFOD_URLS= "$PERF" script -i "$out/trace/perf.data" \
+                            --itrace=i1i -F ip 2>"$out/trace/perf.err" | awk '{ print $1 }' >"$out/trace/perf.ips" &&
+                        cmp -s "$out/trace/native.ips" "$out/trace/perf.ips"; then
+                        echo "  ok   trace: perf script (perf's own PT decoder) on the exported perf.data == the native run, $n_native instructions"
+                    else
+                        echo "  FAIL trace: perf script on $out/trace/perf.data differs from the native run" \
+                            "($(wc -l <"$out/trace/perf.ips" 2>/dev/null) instructions; $(head -n 1 "$out/trace/perf.err" 2>/dev/null))"
+                        fail=1
+                    fi
+                fi
+                # the tracer's cost: the same work untraced and traced, guest TSC (Bochs: instructions)
+                plain=$(guest_val plain_ticks) traced=$(guest_val traced_ticks)
+                [ -n "$plain" ] && [ -n "$traced" ] &&
+                    echo "  INFO bench tracer_ticks_per_instruction=$(( (traced - plain) / n_native ))" \
+                        "(work untraced $plain ticks, traced $traced ticks, $n_native instructions)"
             else
                 first=$(cmp "$out/trace/native.ips" "$out/trace/guest.ips" 2>&1 | head -n 1)
                 echo "  FAIL trace vs native: guest $n_guest, native $n_native instructions (rc $nrc); $first"

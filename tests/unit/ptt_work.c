@@ -17,7 +17,14 @@
 #include <unistd.h>
 
 #ifdef PTT_SELF_TRACE
+#include <string.h>
 #include "ptv/vmcall.h"
+static uint64_t rdtsc(void)
+{
+    uint32_t lo, hi;
+    __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+    return (uint64_t)hi << 32 | lo;
+}
 static void self_trace(uint64_t fn) /* no filter but CPL 3, no range, no budget */
 {
     uint64_t rax = fn, rbx = PTV_TRACE_F_USER, rcx = 0, rdx = 0, rsi = 0, rdi = 0;
@@ -44,6 +51,7 @@ unsigned fib(unsigned n);
 uint32_t op_add(uint32_t a, uint32_t b);
 uint32_t op_xor(uint32_t a, uint32_t b);
 uint32_t apply(const uint32_t *a, int n);
+uint32_t work(void);
 
 uint32_t data[N];
 
@@ -119,21 +127,49 @@ __attribute__((noinline)) uint32_t apply(const uint32_t *a, int n)
     return r;
 }
 
-int main(void)
+/* the work: data, sort, checksums (what a window traces) */
+__attribute__((noinline)) uint32_t work(void)
 {
-    uint32_t x = 12345, r;
-    char out[9];
+    uint32_t x = 12345;
 
-    self_trace(PTV_VMCALL_TRACE_START);
     for (int i = 0; i < N; i++) {
         x = x * 1103515245u + 12345u;
         data[i] = x >> 8;
     }
     sort_rec(data, 0, N - 1);
-    r = checksum(data, N) ^ checksum(data, N / 2) ^ fib(13) ^ apply(data, N);
+    return checksum(data, N) ^ checksum(data, N / 2) ^ fib(13) ^ apply(data, N);
+}
+
+static unsigned put_hex(char *out, uint64_t v, unsigned digits)
+{
+    for (unsigned i = 0; i < digits; i++)
+        out[i] = "0123456789abcdef"[(v >> (4 * (digits - 1 - i))) & 15];
+    return digits;
+}
+
+int main(void)
+{
+    char out[64];
+    unsigned n = 0;
+
+#ifdef PTT_SELF_TRACE
+    /* the same work untraced, then in a window: the tracer's cost per instruction (in Bochs
+     * the guest's TSC counts instructions) */
+    uint64_t t0 = rdtsc();
+    work();
+    uint64_t t1 = rdtsc();
+    self_trace(PTV_VMCALL_TRACE_START);
+    uint32_t r = work();
     self_trace(PTV_VMCALL_TRACE_STOP);
-    for (int i = 0; i < 8; i++)
-        out[i] = "0123456789abcdef"[(r >> (28 - 4 * i)) & 15];
-    out[8] = '\n';
-    return write(1, out, sizeof(out)) == (ssize_t)sizeof(out) ? 0 : 1;
+    uint64_t t2 = rdtsc();
+    n += put_hex(out, r, 8);
+    memcpy(out + n, " ticks ", 7), n += 7;
+    n += put_hex(out + n, t1 - t0, 16);
+    out[n++] = ' ';
+    n += put_hex(out + n, t2 - t1, 16);
+#else
+    n += put_hex(out, work(), 8);
+#endif
+    out[n++] = '\n';
+    return write(1, out, n) == (ssize_t)n ? 0 : 1;
 }

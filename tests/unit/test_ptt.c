@@ -507,11 +507,11 @@ static void test_stacks(void **state)
     }
     assert_int_equal(sum, T.insns);
     const char *chains[] = {
-        "__libc_start_call_main;main;sort_rec;sort_rec;sort_rec;partition ",
-        "__libc_start_call_main;main;checksum;hot_mix ",
-        "__libc_start_call_main;main;apply;op_xor ",
-        "__libc_start_call_main;main;apply;op_add ",
-        "__libc_start_call_main;main;fib;fib;fib;fib;fib;fib ",
+        "__libc_start_call_main;main;work;sort_rec;sort_rec;sort_rec;partition ",
+        "__libc_start_call_main;main;work;checksum;hot_mix ",
+        "__libc_start_call_main;main;work;apply;op_xor ",
+        "__libc_start_call_main;main;work;apply;op_add ",
+        "__libc_start_call_main;main;work;fib;fib;fib;fib;fib;fib ",
         "\n_start;__libc_start_main;__libc_start_call_main;main ",
     };
     for (unsigned i = 0; i < 6; i++)
