@@ -234,6 +234,8 @@ static void check_dumps(const char *vdir, const char *cdir)
     bool tf = crash && memmem(crash, n, "guest stopped: TRIPLE_FAULT", 27);
     verdict(tf, "crash dump: crash.txt holds the report of the triple fault (%zu bytes)",
             crash ? n : 0);
+    verdict(crash && memmem(crash, n, "---- last exits", 15) && memmem(crash, n, "guest LBR", 9),
+            "crash dump: the report has the recent exits and the guest's LBR section");
     free(crash);
     uint8_t *meta = slurp(cdir, "dump.meta", &n);
     verdict(meta && memmem(meta, n, "reason crash", 12) && memmem(meta, n, "complete yes", 12),

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Crash reports: the guest registers, the VMCS by field name, the ring of recent exits and
- * the exit statistics, written as text into a buffer, so the same report goes to the console
- * (plain lines) and into the serial dump's crash stream (vmx/trace_dump.c), where
+ * Crash reports: the guest registers, the VMCS by field name, the ring of recent exits, the
+ * exit statistics and the guest's LBR stack, written as text into a buffer, so the same report goes
+ * to the console (plain lines) and into the serial dump's crash stream (vmx/trace_dump.c), where
  * `ptvisor-trace extract` finds it as crash.txt.
  */
 #include "vmx/vmx_cpu.h"
 #include "vmx/vmcs.h"
 #include "vmx/trace_dump.h"
+#include "vmx/lbr_vmx.h"
 #include "dev/uart_console.h"
 #include "vmm.h"
 #include "cpu.h"
@@ -85,6 +86,8 @@ size_t crash_report(struct vcpu *v, const char *why, char *buf, size_t cap)
             rp(&r, "  %-3s %016lx\n", names[i], v->regs.gpr[i]);
     report_vmcs(&r);
     report_exits(&r, v);
+    if (!r.cut) /* this CPU's guest LBR stack, frozen since the exit (vmm/lbr/lbr_report.c) */
+        r.len += lbr_vmx_crash_text(r.p + r.len, r.cap - r.len);
     if (r.cut && r.len + 32 <= cap) {
         memcpy(r.p + r.len, "(report cut: buffer full)\n", 26);
         r.len += 26;
