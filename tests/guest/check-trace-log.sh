@@ -47,6 +47,32 @@ if [ -x "$ptt" ]; then
         fail "dump in flight at the crash (${fid:-no TRACE-INFLIGHT line}) not cut, or no complete crash dump after it"
     fi
     grep -a '\[dump\]\|dump [0-9]* ' "$serial" | grep -a 'done:' | head -n 3
+    # the same log damaged as serial captures get damaged: each damage reported, nothing wrong kept
+    if [ -n "$vid" ]; then
+        b=$(grep -an "^@PTV1 B $vid 0 " "$serial" | head -n 1 | cut -d: -f1)
+        e=$(grep -an "^@PTV1 E $vid 0 " "$serial" | head -n 1 | cut -d: -f1)
+        d=$(grep -an "^@PTV1 D $vid 0 " "$serial" | sed -n 3p | cut -d: -f1)
+        head -n $((e - 3)) "$serial" >"$dumps/cut.log"
+        "$ptt" extract "$dumps/cut.log" --dump "$vid" -o "$dumps/cut" 2>"$dumps/cut.err"
+        rc=$?
+        [ $rc = 2 ] && grep -q 'no END' "$dumps/cut.err" &&
+            echo "PASS: a log cut inside dump $vid: extract says no END, exit 2 (usable, incomplete)" ||
+            fail "a log cut inside dump $vid: extract exit $rc, no 'no END' report"
+        awk -v n="$d" 'NR == n { c = substr($0, 60, 1); $0 = substr($0, 1, 59) (c == "0" ? "1" : "0") substr($0, 61) } { print }' \
+            "$serial" >"$dumps/bad.log"
+        "$ptt" extract "$dumps/bad.log" --dump "$vid" -o "$dumps/bad" 2>"$dumps/bad.err"
+        rc=$?
+        [ $rc = 2 ] && grep -q "^line $d: bad frame line: line CRC32 mismatch" "$dumps/bad.err" &&
+            echo "PASS: one damaged frame (line $d): reported by its line, its block missing, exit 2" ||
+            fail "a damaged frame on line $d: extract exit $rc, not reported by its line"
+        { cat "$serial"; sed -n "${b},${e}p" "$serial"; } >"$dumps/dup.log"
+        if "$ptt" extract "$dumps/dup.log" --dump "$vid" -o "$dumps/dup" -q 2>/dev/null &&
+            cmp -s "$dumps/dup/cpu0.pt" "$dumps/vmcall/cpu0.pt"; then
+            echo "PASS: dump $vid's frames twice in the log: complete, the same bytes"
+        else
+            fail "dump $vid's frames twice: not complete or other bytes"
+        fi
+    fi
 else
     fail "no ptvisor-trace at $ptt"
 fi
