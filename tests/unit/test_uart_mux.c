@@ -271,6 +271,47 @@ static void test_attack_loop_reads_no_vmm_byte(void **state)
     assert_int_equal(f.mcr, 0x03);
 }
 
+/* bytes arriving on the line, read by the guest from RBR one by one */
+static void line_rx(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        f.rx[f.rx_len++] = (uint8_t)s[i];
+        assert_int_equal(gin(UART_RX), (uint8_t)s[i]); /* the guest still gets every byte */
+    }
+}
+
+/* the host's dump request (UART_DUMP_REQUEST) is seen in what the guest reads, and only there */
+static void test_dump_request(void **state)
+{
+    (void)state;
+    setup();
+    gout(UART_LCR, 0x03);
+    line_rx("ls\r", 3);
+    assert_int_equal(m.dump_requests, 0);
+    line_rx(UART_DUMP_REQUEST, UART_DUMP_REQUEST_LEN);
+    assert_int_equal(m.dump_requests, 1);
+    line_rx("\033[97x88~", 9); /* broken inside: nothing */
+    line_rx("\033[978", 6);     /* cut, then a new start: the ESC restarts it */
+    line_rx(UART_DUMP_REQUEST UART_DUMP_REQUEST, 2 * UART_DUMP_REQUEST_LEN);
+    assert_int_equal(m.dump_requests, 3);
+    /* with DLAB set offset 0 is the divisor latch, not RBR */
+    gout(UART_LCR, 0x83);
+    for (unsigned i = 0; i < UART_DUMP_REQUEST_LEN; i++) {
+        f.dll = (uint8_t)UART_DUMP_REQUEST[i];
+        gin(UART_RX);
+    }
+    gout(UART_LCR, 0x03);
+    assert_int_equal(m.dump_requests, 3);
+    /* a guest cannot forge it through its own (virtual) loopback */
+    gout(UART_MCR, UART_MCR_LOOP | 0x03);
+    for (unsigned i = 0; i < UART_DUMP_REQUEST_LEN; i++) {
+        gout(UART_TX, (uint8_t)UART_DUMP_REQUEST[i]);
+        assert_int_equal(gin(UART_RX), (uint8_t)UART_DUMP_REQUEST[i]);
+    }
+    gout(UART_MCR, 0x03);
+    assert_int_equal(m.dump_requests, 3);
+}
+
 /* a guest line written in pieces around VMM lines comes out whole */
 static void test_partial_guest_line_stays_whole(void **state)
 {
@@ -395,6 +436,7 @@ int main(void)
         cmocka_unit_test(test_hold_deadline),
         cmocka_unit_test(test_vmm_line_with_dlab_set),
         cmocka_unit_test(test_vmm_long_and_partial_lines),
+        cmocka_unit_test(test_dump_request),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

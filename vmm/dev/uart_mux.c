@@ -300,12 +300,31 @@ void uart_mux_out(struct uart_mux *m, unsigned off, uint8_t val, uint64_t now)
     }
 }
 
+/* a byte the guest read from the real RBR: the host's dump request completes here */
+static void watch_request(struct uart_mux *m, uint8_t v)
+{
+    static const char req[] = UART_DUMP_REQUEST;
+    _Static_assert(sizeof(req) - 1 == UART_DUMP_REQUEST_LEN, "request length");
+    if (v == (uint8_t)req[m->req_pos])
+        m->req_pos++;
+    else
+        m->req_pos = v == (uint8_t)req[0]; /* the sequence has no inner repeat of its start */
+    if (m->req_pos == UART_DUMP_REQUEST_LEN) {
+        m->req_pos = 0;
+        m->dump_requests++;
+    }
+}
+
 uint8_t uart_mux_in(struct uart_mux *m, unsigned off, uint64_t now)
 {
     service(m, now);
     off &= UART_NR_PORTS - 1;
-    if (!m->loop)
-        return hw_in(m, off);
+    if (!m->loop) {
+        uint8_t v = hw_in(m, off);
+        if (off == UART_RX && !(m->lcr & UART_LCR_DLAB))
+            watch_request(m, v);
+        return v;
+    }
     uint8_t v;
     switch (off) {
     case UART_RX:

@@ -84,9 +84,14 @@
 #define UART_MSR_DCD    0x80
 #define UART_MSR_DELTAS 0x0f
 
-#define UART_MUX_FIFO     16   /* 16550A receive FIFO */
-#define UART_MUX_LINE_MAX 256  /* a longer VMM line is cut into pieces of this size */
-#define UART_MUX_RING     4096 /* VMM bytes waiting for the guest's line to end */
+#define UART_MUX_FIFO 16 /* 16550A receive FIFO */
+/* a trace dump asked for from the host side of the serial line: these bytes, read by the
+ * guest from RBR in this order (the guest still receives them; a terminal's shell ignores
+ * this unbound function-key sequence).  Send it with: printf '\033[9788~' > /dev/ttyUSB0 */
+#define UART_DUMP_REQUEST     "\033[9788~"
+#define UART_DUMP_REQUEST_LEN 7
+#define UART_MUX_LINE_MAX     256  /* a longer VMM line is cut into pieces of this size */
+#define UART_MUX_RING         4096 /* VMM bytes waiting for the guest's line to end */
 
 /* ports the mux wants trapped (bit i = base + i) */
 #define UART_TRAP_NORMAL ((1u << UART_TX) | (1u << UART_LCR) | (1u << UART_MCR))
@@ -122,6 +127,10 @@ struct uart_mux {
 
     /* the guest's console line: a byte other than '\n' went out since the last '\n' */
     bool guest_open;
+
+    /* received bytes matched against UART_DUMP_REQUEST so far; requests seen in all */
+    uint8_t req_pos;
+    uint64_t dump_requests;
 
     /* VMM lines */
     char cur[UART_MUX_LINE_MAX];

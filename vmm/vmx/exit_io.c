@@ -9,6 +9,7 @@
  */
 #include "vmx/vcpu.h"
 #include "vmx/exits.h"
+#include "vmx/trace_dump.h"
 #include "vmx/vmx_cpu.h"
 #include "vmx/vmcs.h"
 #include "cpu.h"
@@ -93,8 +94,10 @@ enum exit_action handle_io_instruction(struct vcpu *v, const struct vmexit *e)
         else
             outb(p, (uint8_t)(out >> (8 * i)));
     }
-    if (in) /* AL/AX merge; a 32-bit IN zero-extends into RAX (as KVM does) */
+    if (in) { /* AL/AX merge; a 32-bit IN zero-extends into RAX (as KVM does) */
         *rax = size == 4 ? got : (*rax & ~((1ull << (8 * size)) - 1)) | got;
+        trace_dump_serial(v); /* the bytes it read may complete the host's dump request */
+    }
     io_traps_update(v);
     return EXIT_RESUME_SKIP_INSN;
 }

@@ -294,17 +294,34 @@ static void timer(struct vcpu *v, bool on)
     (void)v;
 }
 
-int trace_dump_start(struct vcpu *v, enum frame_reason why)
+/* v and, with all, every other vCPU that traced (v first); the count */
+static unsigned gather(struct vcpu *v, bool all, struct vcpu **list)
 {
     struct trace_window w;
-    if (!trace_vmx_window(v, &w))
-        return PTV_VMCALL_EINVAL; /* nothing traced on this CPU */
+    unsigned n = 0;
+    if (trace_vmx_window(v, &w))
+        list[n++] = v;
+    for (unsigned i = 0; all && i < PTV_MAX_CPUS; i++) {
+        struct vcpu *o = percpu_area[i].vcpu;
+        if (o && o != v && trace_vmx_window(o, &w))
+            list[n++] = o;
+    }
+    return n;
+}
+
+/* a paced dump, going out from v's entries */
+static int start_paced(struct vcpu *v, enum frame_reason why, bool all)
+{
+    static struct vcpu *list[PTV_MAX_CPUS];
     if (!spin_trylock(&lock))
         return PTV_VMCALL_EBUSY;
     int rc = 0;
+    unsigned n = gather(v, all, list);
     if (!dump_done(&job) && job.sect)
         rc = PTV_VMCALL_EBUSY; /* one dump at a time */
-    else if (plan(&v, 1, why))
+    else if (!n)
+        rc = PTV_VMCALL_EINVAL; /* nothing traced */
+    else if (plan(list, n, why))
         rc = PTV_VMCALL_EINVAL;
     else {
         v->dumping = true;
@@ -312,6 +329,25 @@ int trace_dump_start(struct vcpu *v, enum frame_reason why)
     }
     spin_unlock(&lock);
     return rc;
+}
+
+int trace_dump_start(struct vcpu *v, enum frame_reason why)
+{
+    return start_paced(v, why, false);
+}
+
+void trace_dump_serial(struct vcpu *v)
+{
+    static uint64_t taken;
+    static unsigned long said;
+    uint64_t n = console_dump_requests();
+    if (n == __atomic_load_n(&taken, __ATOMIC_RELAXED))
+        return;
+    __atomic_store_n(&taken, n, __ATOMIC_RELAXED);
+    int rc = start_paced(v, FRAME_REASON_SERIAL, true); /* every CPU that traced */
+    if (rc && log_ratelimit(&said))
+        pr_info("dump", "dump asked for over the serial line: %s",
+                rc == PTV_VMCALL_EBUSY ? "a dump is going out already" : "nothing traced yet");
 }
 
 int trace_dump_request(struct vcpu *v, uint32_t *id)

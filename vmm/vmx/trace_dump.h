@@ -20,6 +20,10 @@ struct vcpu;
 int trace_dump_start(struct vcpu *v, enum frame_reason why);
 int trace_dump_request(struct vcpu *v, uint32_t *id);
 
+/* after a guest read of the UART: the host asked for a dump over the serial line
+ * (UART_DUMP_REQUEST, dev/uart_mux.h) since the last look: every CPU's window, paced on v */
+void trace_dump_serial(struct vcpu *v);
+
 /* true while a dump started by this vCPU is still going out */
 bool trace_dump_busy(const struct vcpu *v);
 
