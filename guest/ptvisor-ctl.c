@@ -30,20 +30,22 @@
 #define SIGNATURE "ptvisor"
 
 struct regs {
-    uint64_t rax, rbx, rcx, rdx, rsi, rdi, r8, r9;
+    uint64_t rax, rbx, rcx, rdx, rsi, rdi, r8, r9, r10;
 };
 
 static struct regs vmcall(struct regs in)
 {
     register uint64_t r8 __asm__("r8") = in.r8;
     register uint64_t r9 __asm__("r9") = in.r9;
+    register uint64_t r10 __asm__("r10") = in.r10;
     __asm__ volatile("vmcall"
                      : "+a"(in.rax), "+b"(in.rbx), "+c"(in.rcx), "+d"(in.rdx), "+S"(in.rsi),
-                       "+D"(in.rdi), "+r"(r8), "+r"(r9)
+                       "+D"(in.rdi), "+r"(r8), "+r"(r9), "+r"(r10)
                      :
                      : "memory");
     in.r8 = r8;
     in.r9 = r9;
+    in.r10 = r10;
     return in;
 }
 
@@ -74,7 +76,8 @@ static int check_vmm(void)
     }
     struct regs v = vmcall((struct regs){.rax = PTV_VMCALL_VERSION});
     if (v.rax != PTV_VMCALL_OK || v.rbx < 5) {
-        fprintf(stderr, "ptvisor-ctl: ptvisor's VMCALL ABI %lu has no TRACE_DUMP (5 or later needed)\n",
+        fprintf(stderr,
+                "ptvisor-ctl: ptvisor's VMCALL ABI %lu has no TRACE_DUMP (5 or later needed)\n",
                 (unsigned long)v.rbx);
         return -1;
     }
@@ -111,8 +114,7 @@ static void print_status(const struct regs *s)
 {
     printf("ptvisor-ctl: status %s%s%s%s%s source=%s ring=%lu written=%lu instructions=%lu "
            "gaps=%lu events=%lu\n",
-           s->rbx & PTV_TRACE_ST_ON ? "on" : "off",
-           s->rbx & PTV_TRACE_ST_WRAPPED ? ",wrapped" : "",
+           s->rbx & PTV_TRACE_ST_ON ? "on" : "off", s->rbx & PTV_TRACE_ST_WRAPPED ? ",wrapped" : "",
            s->rbx & PTV_TRACE_ST_STOPPED ? ",stopped" : "",
            s->rbx & PTV_TRACE_ST_BUDGET ? ",budget" : "",
            s->rbx & PTV_TRACE_ST_DUMPING ? ",dumping" : "",
@@ -189,19 +191,18 @@ static int dump(int wait)
 
 static int usage(void)
 {
-    fprintf(stderr,
-            "usage: ptvisor-ctl status\n"
-            "       ptvisor-ctl start [-k] [-u] [-r LO-HI] [-b N]\n"
-            "       ptvisor-ctl stop\n"
-            "       ptvisor-ctl dump [-w]\n"
-            "       ptvisor-ctl run [-k] [-u] [-r LO-HI] [-b N] [-d] -- CMD [ARG...]\n"
-            "  -k  trace the kernel (CPL 0)      -u  trace user space (CPL > 0)\n"
-            "      (neither: the VMM's configured pt_filter)\n"
-            "  -r  only instructions in [LO, HI] (hex)\n"
-            "  -b  close the window after N instructions (software tracer only)\n"
-            "  -w  wait until the dump is out     -d  run: dump when CMD is done (waits)\n"
-            "Needs vmcall_user = trace in ptvisor.cfg.  The dump goes to the serial\n"
-            "console; on the host: ptvisor-trace extract LOG -o DIR.\n");
+    fprintf(stderr, "usage: ptvisor-ctl status\n"
+                    "       ptvisor-ctl start [-k] [-u] [-r LO-HI] [-b N]\n"
+                    "       ptvisor-ctl stop\n"
+                    "       ptvisor-ctl dump [-w]\n"
+                    "       ptvisor-ctl run [-k] [-u] [-r LO-HI] [-b N] [-d] -- CMD [ARG...]\n"
+                    "  -k  trace the kernel (CPL 0)      -u  trace user space (CPL > 0)\n"
+                    "      (neither: the VMM's configured pt_filter)\n"
+                    "  -r  only instructions in [LO, HI] (hex)\n"
+                    "  -b  close the window after N instructions (software tracer only)\n"
+                    "  -w  wait until the dump is out     -d  run: dump when CMD is done (waits)\n"
+                    "Needs vmcall_user = trace in ptvisor.cfg.  The dump goes to the serial\n"
+                    "console; on the host: ptvisor-trace extract LOG -o DIR.\n");
     return 2;
 }
 

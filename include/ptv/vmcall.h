@@ -125,7 +125,8 @@
  * RDX = PTV_TRACE_ST_* flags, RSI = gaps (OVF), RDI = events (FUP+TIP) */
 #define PTV_VMCALL_TRACE_STOP 11
 /* TRACE_STATUS: out RBX = PTV_TRACE_ST_*, RCX = ring size, RDX = bytes written in all,
- * RSI = instructions stepped, RDI = gaps (OVF), R8 = events, R9 = code reads failed */
+ * RSI = instructions stepped, RDI = gaps (OVF), R8 = events, R9 = code reads failed,
+ * R10 = serial dumps started since boot (ABI 5; any trigger, any CPU) */
 #define PTV_VMCALL_TRACE_STATUS 12
 #define PTV_TRACE_ST_ON         (1u << 0) /* a window is open */
 #define PTV_TRACE_ST_WRAPPED    (1u << 1) /* the ring wrapped: the oldest bytes are gone */

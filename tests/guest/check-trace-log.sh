@@ -37,6 +37,13 @@ if [ -x "$ptt" ]; then
     "$ptt" extract "$serial" --dump "${vid:-1}" -o "$dumps/vmcall" -q ||
         fail "extract of the TRACE_DUMP (dump ${vid:-?}) not complete"
     "$ptt" extract "$serial" -o "$dumps/crash" -q || fail "extract of the crash dump not complete"
+    # the dump the host asked for over the serial line (bochs.sh typed ESC [9788~)
+    sid=$(sed -n 's/.*TRACE-SERIAL-DUMPED \([0-9]*\).*/\1/p' "$clean" | tail -n 1)
+    if [ -n "$sid" ] && "$ptt" extract "$serial" --list 2>/dev/null | grep -qE "^dump $sid .* serial .* complete\$"; then
+        echo "PASS: the dump the host asked for over the serial line (dump $sid) is complete"
+    else
+        fail "no complete dump with reason serial (${sid:-no TRACE-SERIAL-DUMPED line})"
+    fi
     # the dump still going out when the guest crashed: abandoned (cut), the crash dump after it whole
     fid=$(sed -n 's/.*TRACE-INFLIGHT 0 \([0-9]*\).*/\1/p' "$clean" | tail -n 1)
     list=$("$ptt" extract "$serial" --list 2>/dev/null)

@@ -105,18 +105,20 @@ static __attribute__((noinline)) int workload(int n)
 /* ---- VMCALLs ---- */
 
 struct vc6 {
-    uint64_t rax, rbx, rcx, rdx, rsi, rdi, r8, r9;
+    uint64_t rax, rbx, rcx, rdx, rsi, rdi, r8, r9, r10;
 };
 
 static void vc(struct vc6 *r)
 {
     register uint64_t r8 __asm__("r8") = r->r8;
     register uint64_t r9 __asm__("r9") = r->r9;
+    register uint64_t r10 __asm__("r10") = r->r10;
     __asm__ volatile("vmcall"
                      : "+a"(r->rax), "+b"(r->rbx), "+c"(r->rcx), "+d"(r->rdx), "+S"(r->rsi),
-                       "+D"(r->rdi), "+r"(r8), "+r"(r9)::"memory");
+                       "+D"(r->rdi), "+r"(r8), "+r"(r9), "+r"(r10)::"memory");
     r->r8 = r8;
     r->r9 = r9;
+    r->r10 = r10;
 }
 
 static struct vc6 call(uint64_t fn, uint64_t rbx, uint64_t rcx, uint64_t rdx, uint64_t rsi,
@@ -240,9 +242,33 @@ static void dump_out(void)
     test_printf("TRACE-DUMPED %lu\n", r.rbx);
 }
 
+/* the host asks for a dump over the serial line (tests/system/bochs-trace.sh sends ESC [9788~
+ * when it sees TRACE-WAIT-INPUT): the firmware's console reads the bytes from the UART, the VMM
+ * sees them go by and starts a dump of every CPU that traced */
+static EFI_SYSTEM_TABLE *sys;
+
+static void serial_request(void)
+{
+    uint64_t before = call(PTV_VMCALL_TRACE_STATUS, 0, 0, 0, 0, 0).r10;
+    test_printf("TRACE-WAIT-INPUT the host may ask for a dump now\n");
+    uint64_t polls = 0, now = before;
+    for (uint64_t t0 = rdtsc(); rdtsc() - t0 < 1000000000ull && now == before; polls++) {
+        EFI_INPUT_KEY key;
+        uefi_call_wrapper(sys->ConIn->ReadKeyStroke, 2, sys->ConIn, &key); /* drives the reads */
+        now = call(PTV_VMCALL_TRACE_STATUS, 0, 0, 0, 0, 0).r10;
+    }
+    report(now == before + 1,
+           "a dump asked for from the host over the serial line: dump %lu (%lu polls)", now, polls);
+    for (unsigned k = 0; k < 2000000; k++)
+        if (!(call(PTV_VMCALL_TRACE_STATUS, 0, 0, 0, 0, 0).rbx & PTV_TRACE_ST_DUMPING))
+            break;
+    test_printf("TRACE-SERIAL-DUMPED %lu\n", now);
+}
+
 EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 {
     test_init(image, systab);
+    sys = systab;
     test_printf("trace: the software tracer seen from inside\n");
     struct vc6 v = call(PTV_VMCALL_VERSION, 0, 0, 0, 0, 0);
     if (v.rax != PTV_VMCALL_OK || v.rbx != PTV_VMCALL_ABI_VERSION) {
@@ -313,6 +339,7 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 
     /* 4. the serial dump of window 2 */
     dump_out();
+    serial_request();
 
     /* 5. budget and refusals */
     trace_mtf_run(workload, arg, PTV_TRACE_F_KERNEL, 100, &rc);

@@ -15,6 +15,8 @@ TIMEOUT=${TIMEOUT:-90}
 # trace.efi ends with a triple fault: the crash dump is the last thing in the log
 STOP_RE='crash dump complete|VMM halted|ptvisor: guest .* returned'
 export CPUS=1
+# a host on the other end of the serial line asks for a dump (ESC [9788~) when trace.efi waits
+export SERIAL_SEND_ON='TRACE-WAIT-INPUT' SERIAL_SEND='\033[9788~'
 
 . "$here/tests/system/guest-boot.sh"
 export BOCHS_MODEL=${BOCHS_MODEL:-tigerlake} # corei7_skylake_x offers no MTF

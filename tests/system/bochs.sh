@@ -17,6 +17,14 @@ if [ ! -f "$fw" ]; then
     cat /usr/share/OVMF/OVMF_VARS.fd /usr/share/OVMF/OVMF_CODE.fd >"$fw"
     [ "$(stat -c %s "$fw")" = 2097152 ] || { echo "bochs.sh: OVMF 2 MiB build not found"; exit 2; }
 fi
+# SERIAL_SEND_ON=REGEX SERIAL_SEND=BYTES (printf %b escapes): the serial port becomes a socket
+# (Bochs listens, this script reads it into the log) so that BYTES can be sent to the guest
+# once REGEX appears in the log -- a host typing on the serial line.
+com="mode=file, dev=$serial"
+if [ -n "${SERIAL_SEND_ON:-}" ]; then
+    port=$((20000 + $$ % 20000))
+    com="mode=socket-server, dev=127.0.0.1:$port"
+fi
 rc="$serial.bochsrc"
 cat >"$rc" <<RC
 megs: 512
@@ -28,7 +36,7 @@ ata0: enabled=1, ioaddr1=0x1f0, ioaddr2=0x3f0, irq=14
 ata0-master: type=disk, path=$img, mode=flat, cylinders=$cyl, heads=16, spt=63
 boot: disk
 clock: sync=none, time0=local
-com1: enabled=1, mode=file, dev=$serial
+com1: enabled=1, $com
 display_library: rfb, options="timeout=0"
 log: $serial.bochs
 panic: action=report
@@ -40,10 +48,28 @@ rm -f "$img.lock" "$serial"
 : >"$serial"
 bochs -q -f "$rc" -rc "$serial.cont" </dev/null >"$serial.stdout" 2>&1 &
 pid=$!
+sent=
+if [ -n "${SERIAL_SEND_ON:-}" ]; then
+    for _ in $(seq 1 60); do # Bochs waits for its one client before it runs
+        { exec 3<>"/dev/tcp/127.0.0.1/$port"; } 2>/dev/null && break
+        sleep 0.5
+    done
+    if ! { true >&3; } 2>/dev/null; then
+        echo "bochs.sh: no connection to Bochs' serial socket on port $port"
+        kill -KILL $pid 2>/dev/null
+        exit 2
+    fi
+    cat <&3 >>"$serial" &
+    reader=$!
+fi
 deadline=$(( $(date +%s) + timeout ))
 result=124
 while kill -0 $pid 2>/dev/null; do
     if [ -n "$stop" ] && grep -aqE "$stop" "$serial" 2>/dev/null; then result=0; break; fi
+    if [ -n "${SERIAL_SEND_ON:-}" ] && [ -z "$sent" ] && grep -aqE "$SERIAL_SEND_ON" "$serial"; then
+        printf '%b' "$SERIAL_SEND" >&3
+        sent=1
+    fi
     if [ "$(date +%s)" -ge "$deadline" ]; then break; fi
     sleep 1
 done
@@ -53,6 +79,11 @@ if kill -0 $pid 2>/dev/null; then
     kill -KILL $pid 2>/dev/null
 fi
 wait $pid 2>/dev/null
+if [ -n "${reader:-}" ]; then
+    sleep 0.5
+    kill $reader 2>/dev/null
+    exec 3>&-
+fi
 rm -f "$img.lock"
 if [ -z "$stop" ]; then result=0; elif grep -aqE "$stop" "$serial"; then result=0; fi
 exit $result

@@ -133,6 +133,7 @@ enum exit_action handle_vmcall(struct vcpu *v, const struct vmexit *e)
         r[GPR_RDI] = st.gaps;
         r[GPR_R8] = st.events;
         r[GPR_R9] = st.unreadable;
+        r[GPR_R10] = trace_dump_count();
         break;
     }
     case PTV_VMCALL_TRACE_DUMP: /* out: RBX = the dump's number; it goes out after this call */

@@ -357,6 +357,11 @@ int trace_dump_request(struct vcpu *v, uint32_t *id)
     return rc;
 }
 
+uint32_t trace_dump_count(void)
+{
+    return __atomic_load_n(&dumps, __ATOMIC_RELAXED);
+}
+
 bool trace_dump_busy(const struct vcpu *v)
 {
     return v->dumping;

@@ -24,6 +24,9 @@ int trace_dump_request(struct vcpu *v, uint32_t *id);
  * (UART_DUMP_REQUEST, dev/uart_mux.h) since the last look: every CPU's window, paced on v */
 void trace_dump_serial(struct vcpu *v);
 
+/* dumps started since boot (any trigger, any CPU) */
+uint32_t trace_dump_count(void);
+
 /* true while a dump started by this vCPU is still going out */
 bool trace_dump_busy(const struct vcpu *v);
 
