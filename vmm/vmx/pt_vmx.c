@@ -92,6 +92,18 @@ static bool mem_read64(void *ctx, uint64_t gpa, uint64_t *val)
     return true;
 }
 
+/* a ToPA entry by host address, inside a guest-RAM page the same walk translated (pt_mem.h):
+ * no EPT walk per entry.  The same race window as mem_read64; an EPT change marks the shadow
+ * for a rebuild anyway */
+static bool mem_read_hpa64(void *ctx, uint64_t hpa, uint64_t *val)
+{
+    (void)ctx;
+    if (hpa & 7)
+        return false;
+    *val = *(volatile uint64_t *)(uintptr_t)hpa;
+    return true;
+}
+
 static bool mem_set_wp(void *ctx, uint64_t gpa_page, bool protect)
 {
     struct vcpu *v = ctx;
@@ -145,7 +157,11 @@ int pt_vmx_setup(struct vcpu *v)
     uint64_t entry_pa, exit_pa;
 
     own->mem = (struct pt_mem_ops){
-        .ctx = v, .translate = mem_translate, .read64 = mem_read64, .set_wp = mem_set_wp};
+        .ctx = v,
+        .translate = mem_translate,
+        .read64 = mem_read64,
+        .set_wp = mem_set_wp,
+        .read_hpa64 = mem_read_hpa64};
     if (pt_decision.mode == PT_ENGINE_HOST_GUEST_SHADOW) {
         m.sh = palloc_pages(PAGES_OF(sizeof(struct pt_shadow)), NULL);
         m.scr = palloc_pages(PAGES_OF(sizeof(struct pt_shadow_scratch)), NULL);
