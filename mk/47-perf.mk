@@ -28,3 +28,10 @@ FUZZERS += fuzz_perfdata
 fuzz_perfdata_SRCS   := tests/fuzz/fuzz_perfdata.c $(PTT_LIB_SRCS)
 fuzz_perfdata_CFLAGS := -Itools/ptvisor-trace
 fuzz_perfdata_LDLIBS := $(PTT_LDLIBS)
+
+# bench-decode: ptvisor-trace decode against perf script on the same trace (a ptrace-stepped real
+# program), instructions per second of each (tests/system/bench-decode.sh)
+.PHONY: bench-decode
+bench-decode: $(PTT_BIN) $(BUILD)/host/ptt_mkdump
+	$(Q)tests/system/bench-decode.sh $(PTT_BIN) $(BUILD)/host/ptt_mkdump
+BENCH_TARGETS += bench-decode
