@@ -19,6 +19,7 @@
 #define MSR_EFER                 0xc0000080
 #define MSR_FS_BASE              0xc0000100
 #define MSR_GS_BASE              0xc0000101
+#define MSR_LSTAR                0xc0000082 /* SYSCALL target: the guest's (the VMM never uses it) */
 #define EFER_LME                 (1ull << 8)
 #define EFER_LMA                 (1ull << 10)
 

@@ -965,6 +965,62 @@ static void test_system_map(void **state)
     free(map);
 }
 
+/* a KASLR'd kernel whose base the VMM did not know: the guest's LSTAR (dump.meta
+ * syscall_entry) against the map's entry_SYSCALL_64 gives the offset, without --kaslr */
+static void test_kaslr_from_lstar(void **state)
+{
+    const uint64_t shift = 0x200000; /* the "link" addresses are the run addresses - shift */
+    char *b = xasprintf("%s/lstar", tmp), *nmout = xasprintf("%s/nm.txt", tmp);
+    char *map = xasprintf("%s/System.map.lstar", tmp), *err, *text, *opts, line[512];
+    struct decoded d;
+    int rc;
+
+    (void)state;
+    NEED_DUMP();
+    assert_int_equal(sh(nmout, NULL, "nm -n --defined-only %s", work), 0);
+    FILE *in = fopen(nmout, "r"), *out = fopen(map, "w");
+    assert_non_null(in);
+    assert_non_null(out);
+    while (fgets(line, sizeof(line), in)) {
+        unsigned long long a;
+        char type, name[400];
+        if (sscanf(line, "%llx %c %399s", &a, &type, name) == 3 && a >= shift)
+            fprintf(out, "%016llx %c %s\n", a - shift, type, name);
+    }
+    uint64_t entry = nm_addr("fib"); /* where the guest's LSTAR points, in this test */
+    fprintf(out, "%016llx T entry_SYSCALL_64\n", (unsigned long long)(entry - shift));
+    fclose(in);
+    fclose(out);
+    copy_dump(dump1, b);
+    char *meta = xasprintf("%s/dump.meta", b);
+    FILE *m = fopen(meta, "a");
+    assert_non_null(m);
+    fprintf(m, "syscall_entry 0x%llx\n", (unsigned long long)entry);
+    fclose(m);
+    opts = xasprintf("-m %s", map);
+    text = decode(b, opts, &d, &err, &rc);
+    assert_int_equal(rc, 0);
+    uint64_t a = nm_addr("partition"), z = nm_addr("sort_rec");
+    size_t seen = 0;
+    for (size_t i = 0; i < d.n; i++)
+        if (d.ip[i] >= a && d.ip[i] < z) {
+            char want[100];
+            snprintf(want, sizeof(want), "partition+0x%llx ([kernel.kallsyms])",
+                     (unsigned long long)(d.ip[i] - a));
+            assert_string_equal(d.sym[i], want);
+            seen++;
+        }
+    assert_true(seen > 1000);
+    decoded_free(&d);
+    free(text);
+    free(err);
+    free(opts);
+    free(meta);
+    free(map);
+    free(nmout);
+    free(b);
+}
+
 /* two CPUs (0 and 2) with the same trace: each decoded on its own, in CPU order; --cpu,
  * summary's columns, --per-cpu stacks; a snapshot listed twice is said once */
 static void test_two_cpus(void **state)
@@ -1115,13 +1171,21 @@ static void test_help(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_help),         cmocka_unit_test(test_decode_truth),
-        cmocka_unit_test(test_decode_cr3),   cmocka_unit_test(test_branches),
-        cmocka_unit_test(test_stacks),       cmocka_unit_test(test_flamegraph),
-        cmocka_unit_test(test_summary),      cmocka_unit_test(test_bad_inputs),
-        cmocka_unit_test(test_corrupt_byte), cmocka_unit_test(test_hole),
-        cmocka_unit_test(test_elf_code),     cmocka_unit_test(test_system_map),
-        cmocka_unit_test(test_serial_log),   cmocka_unit_test(test_two_cpus),
+        cmocka_unit_test(test_help),
+        cmocka_unit_test(test_decode_truth),
+        cmocka_unit_test(test_decode_cr3),
+        cmocka_unit_test(test_branches),
+        cmocka_unit_test(test_stacks),
+        cmocka_unit_test(test_flamegraph),
+        cmocka_unit_test(test_summary),
+        cmocka_unit_test(test_bad_inputs),
+        cmocka_unit_test(test_corrupt_byte),
+        cmocka_unit_test(test_hole),
+        cmocka_unit_test(test_elf_code),
+        cmocka_unit_test(test_system_map),
+        cmocka_unit_test(test_kaslr_from_lstar),
+        cmocka_unit_test(test_serial_log),
+        cmocka_unit_test(test_two_cpus),
     };
     ssize_t n = readlink("/proc/self/exe", bin_dir, sizeof(bin_dir) - 1);
     const char *base = getenv("TMPDIR");

@@ -208,9 +208,9 @@ static void tok_copy(char *dst, size_t size, struct tok t)
 int ptt_parse_dump_meta(const char *text, size_t len, struct ptt_dump *d, uint64_t frames[3],
                         char *err, size_t errlen)
 {
-    static const char *const keys[] = {"protocol",  "dump",       "reason",        "source",
-                                       "cpus",      "tsc_hz",     "kernel_base",   "complete",
-                                       "frames_ok", "frames_bad", "frames_missing"};
+    static const char *const keys[] = {
+        "protocol",    "dump",     "reason",    "source",     "cpus",           "tsc_hz",
+        "kernel_base", "complete", "frames_ok", "frames_bad", "frames_missing", "syscall_entry"};
     bool seen[sizeof(keys) / sizeof(keys[0])] = {0};
     struct lines L = {text, len, 0, 0};
     struct tok k, v;
@@ -269,6 +269,10 @@ int ptt_parse_dump_meta(const char *text, size_t len, struct ptt_dump *d, uint64
                 d->complete = 0;
             else
                 return fail(err, errlen, L.no, "complete: not yes or no");
+            break;
+        case 11:
+            if (parse_hex(v, true, &d->syscall_entry))
+                return fail(err, errlen, L.no, "syscall_entry: not 0x and 1 to 16 hex digits");
             break;
         default:
             if (parse_dec(v, &fr[i - 8]))

@@ -511,6 +511,12 @@ int frame_meta_parse(const char *const *body, unsigned n, struct frame_meta *m, 
                 whyf(why, whylen, "BEGIN field %s has a bad value", meta_keys[key]);
                 return -1;
             }
+        } else if (tok_is(&k, "lstar")) {
+            if (m->syscall_entry || !num(&v, UINT64_MAX, &x) || !x) {
+                whyf(why, whylen, "BEGIN lstar is not a nonzero number (or given twice)");
+                return -1;
+            }
+            m->syscall_entry = x;
         } else if (tok_is(&k, "range")) {
             const char *dash = memchr(v.s, '-', v.n);
             struct tok lo = {v.s, dash ? (size_t)(dash - v.s) : 0};

@@ -68,6 +68,7 @@ struct frame_meta { /* a BEGIN record */
     enum frame_source source;
     uint32_t filter;
     uint64_t filter_cr3, ring, overflows, tsc_hz, kernel_base, trace_len, crash_len;
+    uint64_t syscall_entry; /* optional key lstar= (0: not given) */
     bool wrapped;
     unsigned nranges, ncr3, nsnap;
     struct frame_range range[FRAME_MAX_RANGES];

@@ -1256,6 +1256,8 @@ int fx_write(const struct fx *x, unsigned i, const char *dir, char *why, size_t 
                 "\ncpus_expected %u\n",
                 frame_reason_name(m->reason), frame_source_name(m->source), m->tsc_hz,
                 m->kernel_base, m->ncpus);
+    if (m && m->syscall_entry)
+        fprintf(f, "syscall_entry 0x%" PRIx64 "\n", m->syscall_entry);
     fprintf(f,
             "cpus %zu\ncomplete %s\nframes_ok %" PRIu64 "\nframes_bad %" PRIu64
             "\nframes_missing %" PRIu64 "\n",

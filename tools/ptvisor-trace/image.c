@@ -21,6 +21,9 @@
 
 #include "image.h"
 
+/* where a 64-bit Linux kernel points IA32_LSTAR */
+#define SYSCALL_ENTRY_SYM "entry_SYSCALL_64"
+
 /* ---- messages ---- */
 
 int ptt_fail(const char *cmd, const char *fmt, ...)
@@ -576,17 +579,22 @@ static int build_elfs(struct ptt_image *im, const struct ptt_dump *d, const stru
         ptt_syms_set_bias(&im->syms, (unsigned)dso, bias);
     }
     if (o->kernel) {
+        uint64_t entry;
         if ((f = file_map(im, o->kernel, err, errlen)) < 0)
             return -1;
         if (elf_segs(im, (unsigned)f, false, 0, &info, err, errlen) != 0)
             return -1;
+        if ((dso = ptt_syms_add_elf(&im->syms, o->kernel, o->kernel, err, errlen)) < 0)
+            return -1;
         if (!have_kaslr && d->kernel_base) {
             kaslr = d->kernel_base - info.text;
             have_kaslr = true;
+        } else if (!have_kaslr && d->syscall_entry &&
+                   ptt_syms_addr_of(&im->syms, (unsigned)dso, SYSCALL_ENTRY_SYM, &entry) == 0) {
+            kaslr = d->syscall_entry - entry; /* the guest's LSTAR is its entry_SYSCALL_64 */
+            have_kaslr = true;
         }
         if (elf_segs(im, (unsigned)f, true, kaslr, &info, err, errlen) != 0)
-            return -1;
-        if ((dso = ptt_syms_add_elf(&im->syms, o->kernel, o->kernel, err, errlen)) < 0)
             return -1;
         ptt_syms_set_bias(&im->syms, (unsigned)dso, kaslr);
     }
@@ -596,6 +604,11 @@ static int build_elfs(struct ptt_image *im, const struct ptt_dump *d, const stru
         if ((dso = ptt_syms_add_map(&im->syms, o->map[i],
                                     o->kernel ? o->kernel : "[kernel.kallsyms]", err, errlen)) < 0)
             return -1;
+        if (!have_kaslr && !d->kernel_base && d->syscall_entry &&
+            ptt_syms_addr_of(&im->syms, (unsigned)dso, SYSCALL_ENTRY_SYM, &text) == 0) {
+            kaslr = d->syscall_entry - text; /* the guest's LSTAR is its entry_SYSCALL_64 */
+            have_kaslr = true;
+        }
         if (!have_kaslr && d->kernel_base) {
             if (ptt_syms_addr_of(&im->syms, (unsigned)dso, "_text", &text) == 0) {
                 kaslr = d->kernel_base - text;

@@ -23,6 +23,9 @@
  *                        cpus N            CPUs with a trace in this dump
  *                        tsc_hz N          0 when unknown
  *                        kernel_base 0xX   guest kernel text base as the VMM saw it (0: unknown)
+ *                        syscall_entry 0xX the guest's IA32_LSTAR when the VMM read it (optional):
+ *                                          with -k/-m, its distance to entry_SYSCALL_64 is the
+ *                                          KASLR offset where kernel_base is unknown
  *                        complete yes|no   END seen and every frame accounted for
  *                        frames_ok N, frames_bad N, frames_missing N
  *   DIR/cpuN.pt        the PT bytes of CPU N, oldest first (the VMM starts a wrapped ring's
@@ -80,7 +83,7 @@ struct ptt_dump {
     char *dir;
     unsigned protocol, dump_id;
     char reason[16], source[16];
-    uint64_t tsc_hz, kernel_base;
+    uint64_t tsc_hz, kernel_base, syscall_entry;
     int complete;
     struct ptt_cpu cpu[PTT_MAX_CPUS];
     unsigned ncpu;

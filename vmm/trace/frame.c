@@ -244,6 +244,9 @@ static size_t begin_tok(const struct frame_enc *e, const void *arg, unsigned i, 
         t[n++] = ',';
         return n + put_hex(t + n, s->len);
     }
+    i -= b->nsnap;
+    if (i == 0 && b->syscall_entry) /* optional, last: version-1 readers ignore it */
+        return kv(t, "lstar=", b->syscall_entry);
     return 0;
 }
 

@@ -94,9 +94,11 @@ struct frame_begin {
     uint64_t ring_size;
     bool wrapped;
     uint64_t overflows;
-    uint64_t tsc_hz;      /* 0: unknown */
-    uint64_t kernel_base; /* guest kernel text base as the VMM saw it, 0: unknown */
-    const uint64_t *cr3s; /* CR3s seen in the window */
+    uint64_t tsc_hz;        /* 0: unknown */
+    uint64_t kernel_base;   /* guest kernel text base as the VMM saw it, 0: unknown */
+    uint64_t syscall_entry; /* the guest's IA32_LSTAR (its 64-bit SYSCALL entry), 0: unknown:
+                             * with the kernel's symbols it gives the KASLR offset */
+    const uint64_t *cr3s;   /* CR3s seen in the window */
     unsigned ncr3;
     const struct frame_snap *snaps; /* code snapshots, stream FRAME_STREAM_SNAP(i) */
     unsigned nsnap;

@@ -219,6 +219,9 @@ static void plan_section(unsigned i, struct vcpu *v, enum frame_reason why, unsi
     s->b.wrapped = w.wrapped;
     s->b.overflows = w.gaps;
     s->b.tsc_hz = tsc_hz;
+    uint64_t lstar; /* the guest's SYSCALL entry: with vmlinux it gives KASLR's offset */
+    if (!rdmsr_safe(MSR_LSTAR, &lstar))
+        s->b.syscall_entry = lstar;
     s->b.cr3s = cr3s + cr30;
     s->b.ncr3 = *ncr3 - cr30;
     s->b.snaps = snaps + snap0;
