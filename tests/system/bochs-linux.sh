@@ -34,6 +34,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 LAUNCHED='[cpu0 vmx] launched'
 # Stop at the end marker, or early when the guest kernel panics or the VMM halts.
 STOP='PTVISOR-GUEST-DONE|Kernel panic - not syncing|\[cpu[0-9]+ vmm\] error: halted|crash dump complete'
+# EXPECT_PANIC=1: the image's /init panics the kernel on purpose at its end (ptv.panic=1): wait
+# for the VMM's panic dump instead, and check it
+if [ "${EXPECT_PANIC:-0}" = 1 ]; then
+    STOP='panic dump complete|\[cpu[0-9]+ vmm\] error: halted|crash dump complete'
+fi
 [ -f "$img" ] || { echo "bochs-linux: $img missing (the loader, VMM or guest did not build)"; exit 1; }
 size=$(stat -c %s "$img")
 cyl=$((size / 516096))
@@ -62,7 +67,11 @@ check "VMM launched" "$LAUNCHED"
 check "guest /init reached" "PTVISOR-GUEST-READY"
 check "guest sees ptvisor in CPUID" 'ptvisor-guest: hypervisor=1 signature="ptvisor"'
 check "CPL 3 CPUID at EIP 0xfffffffe wraps to 0 (issue 7)" "ptvisor-guest: rip-wrap ok rip=0"
-check "guest ran to the end" "PTVISOR-GUEST-DONE"
+if [ "${EXPECT_PANIC:-0}" = 1 ]; then
+    check "guest ran to the end (then panics on purpose)" "ptvisor-guest: panicking now"
+else
+    check "guest ran to the end" "PTVISOR-GUEST-DONE"
+fi
 if grep -aqF 're-delivers INIT at every VM entry' "$serial"; then
     echo "  note $CPUS CPUs: this emulator re-delivers INIT to VMX guests (Bochs 2.7): APs cannot" \
         "be restarted under the VMM, see the header of this script"
@@ -129,7 +138,8 @@ elif [ -n "${PTT:-}" ]; then
     check "guest traced ptt-work from inside" "ptvisor-guest: trace workload result="
     check "ptvisor-ctl dump -w returned" "ptvisor-guest: trace dump rc=0"
     rm -rf "$out/trace"
-    if "$PTT" extract "$serial" -o "$out/trace" -q; then
+    wid=$(tr -d '\r' <"$serial" | sed -n 's/^ptvisor-ctl: dump \([0-9]*\) going out.*/\1/p' | head -n 1)
+    if "$PTT" extract "$serial" --dump "${wid:-0}" -o "$out/trace" -q; then
         echo "  ok   trace: ptvisor-trace extract: a complete dump ($(grep -a '^reason\|^source' "$out/trace/dump.meta" | tr '\n' ' '))"
     else
         echo "  FAIL trace: ptvisor-trace extract found no complete dump in $serial"
@@ -211,6 +221,20 @@ elif [ -n "${PTT:-}" ]; then
                 fail=1
             fi
         fi
+    fi
+fi
+# ---- a kernel panic (ptv.panic=1): the VMM saw the panic line and sent its crash report and
+# every CPU's window before the guest reset itself (panic=-1)
+if [ "${EXPECT_PANIC:-0}" = 1 ] && [ -n "${PTT:-}" ]; then
+    cid=$("$PTT" extract "$serial" --list 2>/dev/null | awk '$5 == "crash" { print $2 }' | tail -n 1)
+    rm -rf "$out/panic"
+    if [ -n "$cid" ] && "$PTT" extract "$serial" --dump "$cid" -o "$out/panic" -q 2>/dev/null &&
+        grep -q 'guest kernel panic' "$out/panic/crash.txt" && grep -q 'guest LBR' "$out/panic/crash.txt"; then
+        echo "  ok   kernel panic: the VMM's crash dump $cid is complete, crash.txt names the panic" \
+            "($(wc -c <"$out/panic/crash.txt") bytes, LBR section), $(ls "$out/panic"/cpu*.pt | wc -l) CPU window(s)"
+    else
+        echo "  FAIL kernel panic: no complete crash dump with the panic's report (dump ${cid:-none})"
+        fail=1
     fi
 fi
 grep -a '^ptvisor-guest:' "$serial" | tr -d '\r' | sed 's/^/  guest> /'

@@ -312,6 +312,29 @@ static void test_dump_request(void **state)
     assert_int_equal(m.dump_requests, 3);
 }
 
+/* Linux's panic line in what the guest transmits, and only there */
+static void test_guest_panic_line(void **state)
+{
+    (void)state;
+    setup();
+    gout(UART_LCR, 0x03);
+    guest_puts("[    1.234] Kernel panic - not synced? no\n");
+    guest_puts("Kernel pan");
+    assert_int_equal(m.guest_panics, 0);
+    guest_puts("KKernel panic - not syncing: sysrq triggered crash\n"); /* K restarts it */
+    assert_int_equal(m.guest_panics, 1);
+    assert_non_null(strstr(wire(), "Kernel panic - not syncing: sysrq")); /* still sent */
+    gout(UART_MCR, UART_MCR_LOOP | 0x03); /* its own loopback is not the console */
+    for (const char *p = UART_GUEST_PANIC; *p; p++) {
+        gout(UART_TX, (uint8_t)*p);
+        gin(UART_RX);
+    }
+    gout(UART_MCR, 0x03);
+    assert_int_equal(m.guest_panics, 1);
+    guest_puts("[    9.9] " UART_GUEST_PANIC ": again\n");
+    assert_int_equal(m.guest_panics, 2); /* counted; the VMM dumps once per boot */
+}
+
 /* a guest line written in pieces around VMM lines comes out whole */
 static void test_partial_guest_line_stays_whole(void **state)
 {
@@ -437,6 +460,7 @@ int main(void)
         cmocka_unit_test(test_vmm_line_with_dlab_set),
         cmocka_unit_test(test_vmm_long_and_partial_lines),
         cmocka_unit_test(test_dump_request),
+        cmocka_unit_test(test_guest_panic_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -140,6 +140,11 @@ void console_guest_out(unsigned off, uint8_t val)
     mux_leave();
 }
 
+uint64_t console_guest_panics(void)
+{
+    return __atomic_load_n(&mux.guest_panics, __ATOMIC_RELAXED);
+}
+
 uint64_t console_dump_requests(void)
 {
     return __atomic_load_n(&mux.dump_requests, __ATOMIC_RELAXED);

@@ -28,6 +28,8 @@ extern volatile unsigned console_traps;
 uint8_t console_guest_in(unsigned off);
 void console_guest_out(unsigned off, uint8_t val);
 
+/* Linux panic lines the guest printed so far (UART_GUEST_PANIC) */
+uint64_t console_guest_panics(void);
 /* the host's dump requests seen on the line so far (UART_DUMP_REQUEST) */
 uint64_t console_dump_requests(void);
 /* figures: VMM lines dropped so far, guest lines ended early by the overflow policy */

@@ -255,6 +255,20 @@ static uint8_t loop_iir(struct uart_mux *m)
 
 /* ---- guest accesses ---- */
 
+/* one more byte against a pattern whose first byte occurs nowhere else in it (so a mismatch
+ * restarts at 0, or at 1 on that first byte); true when the pattern completes */
+static bool match(uint8_t *pos, const char *pat, unsigned len, uint8_t v)
+{
+    if (v == (uint8_t)pat[*pos])
+        ++*pos;
+    else
+        *pos = v == (uint8_t)pat[0];
+    if (*pos < len)
+        return false;
+    *pos = 0;
+    return true;
+}
+
 void uart_mux_out(struct uart_mux *m, unsigned off, uint8_t val, uint64_t now)
 {
     service(m, now);
@@ -266,8 +280,12 @@ void uart_mux_out(struct uart_mux *m, unsigned off, uint8_t val, uint64_t now)
         } else if (m->loop) {
             loop_receive(m, val);
         } else {
+            static const char panic[] = UART_GUEST_PANIC;
+            _Static_assert(sizeof(panic) - 1 == UART_GUEST_PANIC_LEN, "panic line length");
             hw_out(m, off, val);
             m->guest_bytes++;
+            if (match(&m->panic_pos, panic, UART_GUEST_PANIC_LEN, val))
+                m->guest_panics++;
             m->guest_open = val != '\n';
             if (!m->guest_open && m->ring_lines)
                 flush_ring(m);
@@ -305,14 +323,8 @@ static void watch_request(struct uart_mux *m, uint8_t v)
 {
     static const char req[] = UART_DUMP_REQUEST;
     _Static_assert(sizeof(req) - 1 == UART_DUMP_REQUEST_LEN, "request length");
-    if (v == (uint8_t)req[m->req_pos])
-        m->req_pos++;
-    else
-        m->req_pos = v == (uint8_t)req[0]; /* the sequence has no inner repeat of its start */
-    if (m->req_pos == UART_DUMP_REQUEST_LEN) {
-        m->req_pos = 0;
+    if (match(&m->req_pos, req, UART_DUMP_REQUEST_LEN, v))
         m->dump_requests++;
-    }
 }
 
 uint8_t uart_mux_in(struct uart_mux *m, unsigned off, uint64_t now)

@@ -90,8 +90,12 @@
  * this unbound function-key sequence).  Send it with: printf '\033[9788~' > /dev/ttyUSB0 */
 #define UART_DUMP_REQUEST     "\033[9788~"
 #define UART_DUMP_REQUEST_LEN 7
-#define UART_MUX_LINE_MAX     256  /* a longer VMM line is cut into pieces of this size */
-#define UART_MUX_RING         4096 /* VMM bytes waiting for the guest's line to end */
+/* what Linux prints when it panics: seen in what the guest transmits, it makes the VMM dump
+ * (the guest is dying; with panic=N it resets next, and the trace would be lost) */
+#define UART_GUEST_PANIC     "Kernel panic - not syncing"
+#define UART_GUEST_PANIC_LEN 26
+#define UART_MUX_LINE_MAX    256  /* a longer VMM line is cut into pieces of this size */
+#define UART_MUX_RING        4096 /* VMM bytes waiting for the guest's line to end */
 
 /* ports the mux wants trapped (bit i = base + i) */
 #define UART_TRAP_NORMAL ((1u << UART_TX) | (1u << UART_LCR) | (1u << UART_MCR))
@@ -131,6 +135,9 @@ struct uart_mux {
     /* received bytes matched against UART_DUMP_REQUEST so far; requests seen in all */
     uint8_t req_pos;
     uint64_t dump_requests;
+    /* transmitted guest bytes matched against UART_GUEST_PANIC; panic lines seen */
+    uint8_t panic_pos;
+    uint64_t guest_panics;
 
     /* VMM lines */
     char cur[UART_MUX_LINE_MAX];

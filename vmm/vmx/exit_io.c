@@ -62,6 +62,18 @@ int vmx_io_bitmap_setup(struct vcpu *v)
     return 0;
 }
 
+/* the guest printed Linux's panic line: once its line is out, the crash report and dump (the
+ * guest may reset next: panic=N), then it goes on */
+static void panic_watch(struct vcpu *v)
+{
+    static uint64_t taken;
+    uint64_t n = console_guest_panics();
+    if (n != __atomic_load_n(&taken, __ATOMIC_RELAXED) && console_frame_ready()) {
+        __atomic_store_n(&taken, n, __ATOMIC_RELAXED);
+        vcpu_guest_panicked(v);
+    }
+}
+
 enum exit_action handle_io_instruction(struct vcpu *v, const struct vmexit *e)
 {
     uint64_t q = e->qual;
@@ -97,6 +109,8 @@ enum exit_action handle_io_instruction(struct vcpu *v, const struct vmexit *e)
     if (in) { /* AL/AX merge; a 32-bit IN zero-extends into RAX (as KVM does) */
         *rax = size == 4 ? got : (*rax & ~((1ull << (8 * size)) - 1)) | got;
         trace_dump_serial(v); /* the bytes it read may complete the host's dump request */
+    } else {
+        panic_watch(v);
     }
     io_traps_update(v);
     return EXIT_RESUME_SKIP_INSN;

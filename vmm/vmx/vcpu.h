@@ -179,5 +179,7 @@ void vcpu_dump(struct vcpu *v);
 /* the crash report of v (registers, VMCS, recent exits, statistics) as text: bytes written */
 size_t crash_report(struct vcpu *v, const char *why, char *buf, size_t cap);
 __attribute__((noreturn)) void vcpu_stop_guest(struct vcpu *v, const char *why);
+/* the guest printed Linux's panic line: the crash report and dump once, the guest goes on */
+void vcpu_guest_panicked(struct vcpu *v);
 
 #endif

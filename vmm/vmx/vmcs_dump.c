@@ -131,17 +131,34 @@ void exit_stats_print(const struct vcpu *v)
                     r < EXIT_REASON_MAX ? vmx_exit_reason_name(r) : "OTHER", v->exits_by_reason[r]);
 }
 
-void vcpu_stop_guest(struct vcpu *v, const char *why)
+/* the crash report on the console and, with dump_on = crash, in a dump with every CPU's window */
+static void report_and_dump(struct vcpu *v, const char *why)
 {
-    pr_err("vmx", "guest stopped: %s", why);
     if (!__atomic_exchange_n(&report_busy, 1, __ATOMIC_ACQUIRE)) {
         size_t n = crash_report(v, why, report_buf, sizeof(report_buf));
         print_text(report_buf, n);
         if (vmm_cfg->dump_on & PTV_DUMP_CRASH)
             trace_dump_crash(v, report_buf, n); /* the report, every CPU's trace, code pages */
+        __atomic_store_n(&report_busy, 0, __ATOMIC_RELEASE);
     } else {
         pr_err("vmx", "cpu %u: another CPU is writing its crash report", v->id);
     }
+}
+
+void vcpu_stop_guest(struct vcpu *v, const char *why)
+{
+    pr_err("vmx", "guest stopped: %s", why);
+    report_and_dump(v, why);
     pr_err("vmx", "crash dump complete; on_crash action follows");
     machine_crash_action(vmm_cfg->crash_action);
+}
+
+void vcpu_guest_panicked(struct vcpu *v)
+{
+    static bool once; /* a real panic happens once; a guest printing the line again gets nothing */
+    if (__atomic_exchange_n(&once, true, __ATOMIC_SEQ_CST))
+        return;
+    pr_err("vmx", "the guest's console says its kernel panicked: crash report and dump");
+    report_and_dump(v, "guest kernel panic (its console line)");
+    pr_err("vmx", "panic dump complete; the guest goes on (its panic= setting decides)");
 }
