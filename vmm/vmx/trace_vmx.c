@@ -237,15 +237,8 @@ static int ring_alloc(struct vcpu *v)
     struct trace_vcpu *t = v->trace;
     if (t->ring.buf)
         return 0;
-    uint64_t size = vmm_cfg->trace_buf_size;
-    uint8_t *buf = palloc_pages(size / PAGE_SIZE, &pa);
-    if (!buf) {
-        if (!t->nomem_said)
-            pr_warn("trace", "no room for a %lu KiB trace ring in the VMM pool (vmm_pool)",
-                    size >> 10);
-        t->nomem_said = true;
-        return PTV_VMCALL_ENOMEM;
-    }
+    /* the small parts first, each kept once it is there, the ring last: a failure at any step
+     * leaves nothing allocated for nothing (the pool has no free), and a retry goes on */
     if (!t->cache_sized) { /* a 1024-entry decode cache (74% hits on real programs), else 64 */
         void *bc = palloc_pages(8, &pa);
         if (bc)
@@ -267,6 +260,15 @@ static int ring_alloc(struct vcpu *v)
             return PTV_VMCALL_ENOMEM;
         }
         cp_init(&t->cp, e, CP_SLOTS);
+    }
+    uint64_t size = vmm_cfg->trace_buf_size;
+    uint8_t *buf = palloc_pages(size / PAGE_SIZE, &pa);
+    if (!buf) {
+        if (!t->nomem_said)
+            pr_warn("trace", "no room for a %lu KiB trace ring in the VMM pool (vmm_pool)",
+                    size >> 10);
+        t->nomem_said = true;
+        return PTV_VMCALL_ENOMEM;
     }
     t->ring = (struct swpt_ring){.buf = buf, .size = size};
     return 0;
@@ -468,10 +470,11 @@ static void note_code(struct vcpu *v, struct trace_vcpu *t, const struct swtrace
             if (!trace_vmx_code_read(v, c->ctx.cr3, kva, page, CP_PAGE))
                 continue;
             cp_set_crc(&t->cp, c->ctx.cr3, va, frame_crc32(0, page, CP_PAGE));
-            if (page != cs->scratch) {
+            if (page != cs->scratch) { /* published after its bytes: a dump on another CPU
+                                        * reads only whole copies */
                 cs->key[cs->n].cr3 = kcr3;
                 cs->key[cs->n].va = kva;
-                cs->n++;
+                __atomic_store_n(&cs->n, cs->n + 1, __ATOMIC_RELEASE);
             }
         }
     }
@@ -712,7 +715,8 @@ bool trace_vmx_code_read(struct vcpu *v, uint64_t cr3, uint64_t va, void *buf, u
     if (!t)
         return false;
     cp_key(cr3 == CP_CR3_ANY ? t->paging.cr3 : cr3, va, &kcr3, &kva);
-    for (unsigned i = 0; t->code && i < t->code->n; i++) /* the bytes as they ran */
+    unsigned ncopies = t->code ? __atomic_load_n(&t->code->n, __ATOMIC_ACQUIRE) : 0;
+    for (unsigned i = 0; i < ncopies; i++) /* the bytes as they ran */
         if (t->code->key[i].va == kva && t->code->key[i].cr3 == kcr3 &&
             (va & (CP_PAGE - 1)) + len <= CP_PAGE) {
             memcpy(buf, t->code->page[i] + (va & (CP_PAGE - 1)), len);
