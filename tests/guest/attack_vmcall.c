@@ -96,10 +96,49 @@ static void atk_stats_flood(void)
            cpuid_before, r.rcx);
 }
 
+/* trace windows opened and closed again and again, and a TRACE_START that cannot get its ring:
+ * the VMM pool loses pages only for the first window (the ring and its parts, once), never per
+ * call, whether the calls succeed or meet ENOMEM; a TRACE_DUMP storm in between */
+static void atk_trace_windows(void)
+{
+    struct vmcall_regs r;
+    uint64_t before = atk_vmm_log_lines();
+    int64_t first = (int64_t)atk_vmcall(PTV_VMCALL_TRACE_START, PTV_TRACE_F_KERNEL, 0, 0, &r);
+    atk_vmcall(PTV_VMCALL_TRACE_STOP, 0, 0, 0, &r);
+    atk_vmcall(PTV_VMCALL_VMM_STATS, 0, 0, 0, &r);
+    uint64_t free0 = r.rbx;
+    unsigned ok = 0, nomem = 0, other = 0, busy = 0;
+    for (unsigned i = 0; i < 200; i++) {
+        int64_t rc = (int64_t)atk_vmcall(PTV_VMCALL_TRACE_START, PTV_TRACE_F_KERNEL, 0, 0, &r);
+        ok += rc == PTV_VMCALL_OK;
+        nomem += rc == PTV_VMCALL_ENOMEM;
+        other += rc != PTV_VMCALL_OK && rc != PTV_VMCALL_ENOMEM && rc != PTV_VMCALL_ENODEV;
+        for (unsigned k = 0; i < 3 && k < 20; k++) /* a few dumps, and storms of them */
+            busy += (int64_t)atk_vmcall(PTV_VMCALL_TRACE_DUMP, 0, 0, 0, &r) == PTV_VMCALL_EBUSY;
+        atk_vmcall(PTV_VMCALL_TRACE_STOP, 0, 0, 0, &r);
+    }
+    atk_vmcall(PTV_VMCALL_VMM_STATS, 0, 0, 0, &r);
+    for (unsigned k = 0; k < 100000; k++) { /* let a dump still going out finish */
+        struct vmcall_regs s;
+        atk_vmcall(PTV_VMCALL_TRACE_STATUS, 0, 0, 0, &s);
+        if (!(s.rbx & PTV_TRACE_ST_DUMPING))
+            break;
+    }
+    uint64_t lines = atk_vmm_log_lines() - before;
+    report(other == 0 && r.rbx == free0,
+           "200 trace windows after the first (%ld): %u OK, %u ENOMEM, pool free pages %lu -> "
+           "%lu (no page per window)",
+           (long)first, ok, nomem, free0, r.rbx);
+    /* the first windows are named (8), then silence; dumps log two lines each */
+    report(lines <= 16 + 2u * (60 - busy),
+           "%lu VMM lines for 200 windows and 60 TRACE_DUMPs (%u EBUSY)", lines, busy);
+}
+
 const struct attack attacks_vmcall[] = {
     {"CPL 3 VMCALLs that reveal VMM state", atk_cpl3_calls},
     {"CPL 3 VMCALL cost", atk_cpl3_cost},
     {"flood of unknown VMCALLs", atk_unknown_flood},
     {"flood of EXIT_STATS", atk_stats_flood},
+    {"trace windows and dumps, again and again", atk_trace_windows},
     {0},
 };

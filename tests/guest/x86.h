@@ -54,7 +54,8 @@ static inline int wrmsr_trap(uint32_t msr, uint64_t val)
     return trap_disarm();
 }
 
-/* VMCALL with the ptvisor ABI (include/ptv/vmcall.h): RAX = function, RBX/RCX/RDX. */
+/* VMCALL with the ptvisor ABI (include/ptv/vmcall.h): RAX = function, RBX/RCX/RDX; the trace
+ * calls also answer in RSI..R10 (clobbered here), and R8 (TRACE_START's budget) is not set. */
 struct vmcall_regs {
     uint64_t rax, rbx, rcx, rdx;
 };
@@ -63,7 +64,8 @@ static inline int vmcall_trap(struct vmcall_regs *r)
 {
     trap_arm();
     __asm__ volatile(TRAP_INSN("vmcall")
-                     : "+a"(r->rax), "+b"(r->rbx), "+c"(r->rcx), "+d"(r->rdx)::"memory");
+                     : "+a"(r->rax), "+b"(r->rbx), "+c"(r->rcx), "+d"(r->rdx)::"rsi", "rdi", "r8",
+                       "r9", "r10", "memory");
     return trap_disarm();
 }
 
