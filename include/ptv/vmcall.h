@@ -74,13 +74,14 @@
 #define PTV_VMCALL_SELFCHECK      7
 #define PTV_SELFCHECK_CANARY      (1u << 0) /* canary pages intact */
 #define PTV_SELFCHECK_PERF_GLOBAL (1u << 1) /* root runs with IA32_PERF_GLOBAL_CTRL = 0 */
-#define PTV_SELFCHECK_DEBUGCTL    (1u << 2) /* root: IA32_DEBUGCTL = 0, IA32_LBR_CTL = 0 (no LBR/BTS) */
-#define PTV_SELFCHECK_HOST_WX     (1u << 3) /* no host page both writable and executable */
-#define PTV_SELFCHECK_APIC_BASE   (1u << 4) /* IA32_APIC_BASE as at boot */
-#define PTV_SELFCHECK_MTRR        (1u << 5) /* the host MTRRs as at boot */
-#define PTV_SELFCHECK_RTIT        (1u << 6) /* root does not trace (RTIT_CTL.TraceEn = 0) */
-#define PTV_SELFCHECK_XSS         (1u << 7) /* IA32_XSS never holds the PT state bit */
-#define PTV_SELFCHECK_UART        (1u << 8) /* the real UART is not in loopback */
+#define PTV_SELFCHECK_DEBUGCTL                                                                     \
+    (1u << 2) /* root: IA32_DEBUGCTL = 0, IA32_LBR_CTL = 0 (no LBR/BTS) */
+#define PTV_SELFCHECK_HOST_WX   (1u << 3) /* no host page both writable and executable */
+#define PTV_SELFCHECK_APIC_BASE (1u << 4) /* IA32_APIC_BASE as at boot */
+#define PTV_SELFCHECK_MTRR      (1u << 5) /* the host MTRRs as at boot */
+#define PTV_SELFCHECK_RTIT      (1u << 6) /* root does not trace (RTIT_CTL.TraceEn = 0) */
+#define PTV_SELFCHECK_XSS       (1u << 7) /* IA32_XSS never holds the PT state bit */
+#define PTV_SELFCHECK_UART      (1u << 8) /* the real UART is not in loopback */
 
 /*
  * SMP figures (ABI 3), in registers: RBX = index of the calling vCPU (0 = BSP),

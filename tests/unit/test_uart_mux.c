@@ -291,7 +291,7 @@ static void test_dump_request(void **state)
     line_rx(UART_DUMP_REQUEST, UART_DUMP_REQUEST_LEN);
     assert_int_equal(m.dump_requests, 1);
     line_rx("\033[97x88~", 9); /* broken inside: nothing */
-    line_rx("\033[978", 6);     /* cut, then a new start: the ESC restarts it */
+    line_rx("\033[978", 6);    /* cut, then a new start: the ESC restarts it */
     line_rx(UART_DUMP_REQUEST UART_DUMP_REQUEST, 2 * UART_DUMP_REQUEST_LEN);
     assert_int_equal(m.dump_requests, 3);
     /* with DLAB set offset 0 is the divisor latch, not RBR */

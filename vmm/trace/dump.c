@@ -3,8 +3,9 @@
 #include "trace/dump.h"
 #include "lib/ptv_string.h"
 
-#define DUMP_MAX_SECTIONS 1024 /* frame protocol: a CPU number fits 8 hex digits; this is plenty   \
-                                */
+#define DUMP_MAX_SECTIONS                                                                          \
+    1024 /* frame protocol: a CPU number fits 8 hex digits; this is plenty                         \
+          */
 
 static uint64_t stream_len(const struct dump_sect *s, unsigned si)
 {

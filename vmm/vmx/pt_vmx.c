@@ -156,12 +156,11 @@ int pt_vmx_setup(struct vcpu *v)
     struct pt_ctrl_mem m = {0};
     uint64_t entry_pa, exit_pa;
 
-    own->mem = (struct pt_mem_ops){
-        .ctx = v,
-        .translate = mem_translate,
-        .read64 = mem_read64,
-        .set_wp = mem_set_wp,
-        .read_hpa64 = mem_read_hpa64};
+    own->mem = (struct pt_mem_ops){.ctx = v,
+                                   .translate = mem_translate,
+                                   .read64 = mem_read64,
+                                   .set_wp = mem_set_wp,
+                                   .read_hpa64 = mem_read_hpa64};
     if (pt_decision.mode == PT_ENGINE_HOST_GUEST_SHADOW) {
         m.sh = palloc_pages(PAGES_OF(sizeof(struct pt_shadow)), NULL);
         m.scr = palloc_pages(PAGES_OF(sizeof(struct pt_shadow_scratch)), NULL);
