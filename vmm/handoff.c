@@ -132,10 +132,20 @@ int ptv_handoff_check(const struct ptv_handoff *h, const char **why)
     return ptv_config_check(&h->cfg, why);
 }
 
+/* mem[] is sorted and non-overlapping (ptv_handoff_check): a binary search for the last range
+ * starting at or below pa -- this runs for every guest read of the software tracer */
 uint32_t ptv_mem_type_at(const struct ptv_handoff *h, uint64_t pa, uint64_t *end)
 {
-    for (unsigned i = 0; i < h->nr_mem; i++) {
-        const struct ptv_mem_range *r = &h->mem[i];
+    unsigned lo = 0, hi = h->nr_mem; /* the answer is in [lo, hi): ranges with base <= pa */
+    while (lo < hi) {
+        unsigned mid = lo + (hi - lo) / 2;
+        if (h->mem[mid].base <= pa)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo) {
+        const struct ptv_mem_range *r = &h->mem[lo - 1];
         if (pa - r->base < r->size) {
             *end = r->base + r->size;
             return r->type;

@@ -130,6 +130,22 @@ static void test_mem_type_at(void **state)
     assert_int_equal(ptv_mem_type_at(h, 0xfec00010, &end), PTV_MEM_MMIO);
     assert_int_equal(ptv_mem_type_at(h, 0xa0123, &end), PTV_MEM_MMIO); /* a hole */
     assert_int_equal(end, 0xa1000);
+    /* the search against a scan of every range, at every range's edges */
+    for (unsigned i = 0; i < h->nr_mem; i++) {
+        const struct ptv_mem_range *r = &h->mem[i];
+        uint64_t probes[] = {r->base - 1, r->base, r->base + r->size - 1, r->base + r->size};
+        for (unsigned k = 0; k < 4; k++) {
+            uint64_t pa = probes[k], want_end = (pa | 0xfff) + 1;
+            uint32_t want = PTV_MEM_MMIO;
+            for (unsigned j = 0; j < h->nr_mem; j++)
+                if (pa - h->mem[j].base < h->mem[j].size) {
+                    want = h->mem[j].type;
+                    want_end = h->mem[j].base + h->mem[j].size;
+                }
+            assert_int_equal(ptv_mem_type_at(h, pa, &end), want);
+            assert_int_equal(end, want_end);
+        }
+    }
 }
 
 static void test_config(void **state)

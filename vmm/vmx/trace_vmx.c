@@ -40,8 +40,6 @@ struct trace_vcpu {
     bool nomem_said;
     bool boot_window; /* this window is trace_boot's: dump_on = boot dumps it when it closes */
     bool cache_sized; /* the decode cache got its larger table (or the pool had none) */
-    uint64_t mt_base, mt_end; /* mem_type()'s last range (of the handoff's memory map) */
-    uint32_t mt_type;
     struct code_store *code; /* the bytes of the first code pages the window ran */
     uint64_t windows;
     /* the code pages the window ran (the dump's snapshots) and the paging they ran under */
@@ -70,26 +68,14 @@ struct code_store {
 
 /* --- guest memory over EPT --- */
 
-/* what the handoff says [gpa, gpa + len) is, if one range holds it all; the last range found
- * is kept per vCPU (the memory map never changes, and a step reads where the last one did) */
+/* what the handoff says [gpa, gpa + len) is, if one range holds it all */
 static uint32_t mem_type(const struct vcpu *v, uint64_t gpa, uint64_t len)
 {
-    struct trace_vcpu *t = v->trace;
     uint64_t end;
     if (gpa - vmm_span.base < vmm_span.size || gpa + len - 1 - vmm_span.base < vmm_span.size)
         return PTV_MEM_VMM;
-    if (t && gpa - t->mt_base < t->mt_end - t->mt_base && gpa + len <= t->mt_end)
-        return t->mt_type;
-    uint64_t base = gpa & ~0xfffull;
     uint32_t type = ptv_mem_type_at(v->handoff, gpa, &end);
-    if (gpa + len > end)
-        return PTV_MEM_MMIO;
-    if (t) { /* the range is [r->base, end): cache from this page on */
-        t->mt_base = base;
-        t->mt_end = end;
-        t->mt_type = type;
-    }
-    return type;
+    return gpa + len <= end ? type : PTV_MEM_MMIO;
 }
 
 /* the host address of guest-physical [gpa, gpa + len) inside one 4 KiB page, or 0 */
