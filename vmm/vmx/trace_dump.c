@@ -281,7 +281,7 @@ static void finished(void)
 
 /* --- paced dumps --- */
 
-static void timer(struct vcpu *v, bool on)
+static void timer(bool on)
 {
     if (!(vmx_caps.pin >> 32 & PIN_BASED_PREEMPT_TIMER))
         return;
@@ -294,15 +294,15 @@ static void timer(struct vcpu *v, bool on)
                                                  : t               ? (uint32_t)t
                                                                    : 1);
     }
-    (void)v;
 }
 
-/* v and, with all, every other vCPU that traced (v first); the count */
-static unsigned gather(struct vcpu *v, bool all, struct vcpu **list)
+/* the sections of a dump, v first: v if it traced (always, for a crash: its report), then
+ * with all every other vCPU that traced; the count */
+static unsigned gather(struct vcpu *v, bool v_always, bool all, struct vcpu **list)
 {
     struct trace_window w;
     unsigned n = 0;
-    if (trace_vmx_window(v, &w))
+    if (v_always || trace_vmx_window(v, &w))
         list[n++] = v;
     for (unsigned i = 0; all && i < PTV_MAX_CPUS; i++) {
         struct vcpu *o = percpu_area[i].vcpu;
@@ -319,7 +319,7 @@ static int start_paced(struct vcpu *v, enum frame_reason why, bool all)
     if (!spin_trylock(&lock))
         return PTV_VMCALL_EBUSY;
     int rc = 0;
-    unsigned n = gather(v, all, list);
+    unsigned n = gather(v, false, all, list);
     if (!dump_done(&job) && job.sect)
         rc = PTV_VMCALL_EBUSY; /* one dump at a time */
     else if (!n)
@@ -376,7 +376,7 @@ void trace_dump_slice(struct vcpu *v)
         return;            /* a crash dump on another CPU has the job */
     if (dump_done(&job)) { /* finished here, or taken over by a crash dump */
         v->dumping = false;
-        timer(v, false);
+        timer(false);
         spin_unlock(&lock);
         return;
     }
@@ -385,7 +385,7 @@ void trace_dump_slice(struct vcpu *v)
         if (!blocked)
             blocked = t0;
         if (t0 - blocked < HOLD_TICKS) {
-            timer(v, true);
+            timer(true);
             spin_unlock(&lock);
             return;
         }
@@ -400,7 +400,7 @@ void trace_dump_slice(struct vcpu *v)
         finished();
         v->dumping = false;
     }
-    timer(v, more);
+    timer(more);
     spin_unlock(&lock);
 }
 
@@ -408,7 +408,7 @@ enum exit_action handle_preemption_timer(struct vcpu *v, const struct vmexit *e)
 {
     (void)e;
     if (!v->dumping)
-        timer(v, false);
+        timer(false);
     return EXIT_RESUME;
 }
 
@@ -417,19 +417,12 @@ enum exit_action handle_preemption_timer(struct vcpu *v, const struct vmexit *e)
 void trace_dump_crash(struct vcpu *v, const char *text, size_t len)
 {
     static struct vcpu *list[PTV_MAX_CPUS];
-    unsigned n = 0;
     spin_lock(&lock);
     if (job.sect && !dump_done(&job))
         pr_warn("dump", "dump %u abandoned for the crash dump", dumps);
     crash_text = text;
     crash_len = len;
-    list[n++] = v;
-    for (unsigned i = 0; i < PTV_MAX_CPUS; i++) { /* other CPUs that traced */
-        struct vcpu *o = percpu_area[i].vcpu;
-        struct trace_window w;
-        if (o && o != v && trace_vmx_window(o, &w))
-            list[n++] = o;
-    }
+    unsigned n = gather(v, true, true, list);
     urgent = true;
     if (!plan(list, n, FRAME_REASON_CRASH)) {
         while (dump_step(&job))
