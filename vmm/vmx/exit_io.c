@@ -93,12 +93,14 @@ enum exit_action handle_io_instruction(struct vcpu *v, const struct vmexit *e)
     }
     uint64_t *rax = &v->regs.gpr[GPR_RAX];
     uint32_t out = (uint32_t)*rax, got = 0;
+    bool touched = false; /* a byte went to or came from the UART */
     /* byte by byte, as the ISA bus splits a wider access to an 8-bit device; the
      * bytes of an access that only overlaps the UART go to their own ports */
     for (unsigned i = 0; i < size; i++) {
         uint16_t p = (uint16_t)(port + i);
         unsigned off = (uint16_t)(p - base);
         bool uart = base && off < UART_NR_PORTS;
+        touched |= uart;
         if (in)
             got |= (uint32_t)(uart ? console_guest_in(off) : inb(p)) << (8 * i);
         else if (uart)
@@ -106,12 +108,12 @@ enum exit_action handle_io_instruction(struct vcpu *v, const struct vmexit *e)
         else
             outb(p, (uint8_t)(out >> (8 * i)));
     }
-    if (in) { /* AL/AX merge; a 32-bit IN zero-extends into RAX (as KVM does) */
+    if (in) /* AL/AX merge; a 32-bit IN zero-extends into RAX (as KVM does) */
         *rax = size == 4 ? got : (*rax & ~((1ull << (8 * size)) - 1)) | got;
+    if (touched && in)
         trace_dump_serial(v); /* the bytes it read may complete the host's dump request */
-    } else {
-        panic_watch(v);
-    }
+    else if (touched)
+        panic_watch(v); /* the bytes it wrote may end Linux's panic line */
     io_traps_update(v);
     return EXIT_RESUME_SKIP_INSN;
 }
