@@ -111,17 +111,6 @@ static void print_text(const char *p, size_t n)
 static char report_buf[32768];
 static volatile int report_busy;
 
-void vcpu_dump(struct vcpu *v)
-{
-    if (__atomic_exchange_n(&report_busy, 1, __ATOMIC_ACQUIRE)) {
-        pr_err("vmx", "cpu %u: another CPU is writing its crash report", v->id);
-        return;
-    }
-    size_t n = crash_report(v, "VMM panic", report_buf, sizeof(report_buf));
-    print_text(report_buf, n);
-    __atomic_store_n(&report_busy, 0, __ATOMIC_RELEASE);
-}
-
 void exit_stats_print(const struct vcpu *v)
 {
     pr_info("stats", "%lu VM exits in total", v->exits_total);
@@ -131,24 +120,31 @@ void exit_stats_print(const struct vcpu *v)
                     r < EXIT_REASON_MAX ? vmx_exit_reason_name(r) : "OTHER", v->exits_by_reason[r]);
 }
 
-/* the crash report on the console and, with dump_on = crash, in a dump with every CPU's window */
-static void report_and_dump(struct vcpu *v, const char *why)
+/* the crash report on the console and, with dump (and dump_on = crash), in a dump with every
+ * CPU's window */
+static void report_and_dump(struct vcpu *v, const char *why, bool dump)
 {
-    if (!__atomic_exchange_n(&report_busy, 1, __ATOMIC_ACQUIRE)) {
-        size_t n = crash_report(v, why, report_buf, sizeof(report_buf));
-        print_text(report_buf, n);
-        if (vmm_cfg->dump_on & PTV_DUMP_CRASH)
-            trace_dump_crash(v, report_buf, n); /* the report, every CPU's trace, code pages */
-        __atomic_store_n(&report_busy, 0, __ATOMIC_RELEASE);
-    } else {
+    if (__atomic_exchange_n(&report_busy, 1, __ATOMIC_ACQUIRE)) {
         pr_err("vmx", "cpu %u: another CPU is writing its crash report", v->id);
+        return;
     }
+    size_t n = crash_report(v, why, report_buf, sizeof(report_buf));
+    print_text(report_buf, n);
+    if (dump && (vmm_cfg->dump_on & PTV_DUMP_CRASH))
+        trace_dump_crash(v, report_buf, n); /* the report, every CPU's trace, code pages */
+    __atomic_store_n(&report_busy, 0, __ATOMIC_RELEASE);
+}
+
+/* a VMM panic (panic.c's hook): the report only, the VMM's state is in doubt */
+void vcpu_dump(struct vcpu *v)
+{
+    report_and_dump(v, "VMM panic", false);
 }
 
 void vcpu_stop_guest(struct vcpu *v, const char *why)
 {
     pr_err("vmx", "guest stopped: %s", why);
-    report_and_dump(v, why);
+    report_and_dump(v, why, true);
     pr_err("vmx", "crash dump complete; on_crash action follows");
     machine_crash_action(vmm_cfg->crash_action);
 }
@@ -159,6 +155,6 @@ void vcpu_guest_panicked(struct vcpu *v)
     if (__atomic_exchange_n(&once, true, __ATOMIC_SEQ_CST))
         return;
     pr_err("vmx", "the guest's console says its kernel panicked: crash report and dump");
-    report_and_dump(v, "guest kernel panic (its console line)");
+    report_and_dump(v, "guest kernel panic (its console line)", true);
     pr_err("vmx", "panic dump complete; the guest goes on (its panic= setting decides)");
 }
