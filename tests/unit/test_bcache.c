@@ -26,22 +26,7 @@
 #include "trace/swtrace.h"
 
 #define RAM_SIZE (8u << 20)
-static uint8_t ram[RAM_SIZE];
-
-static bool ram_read(void *ctx, uint64_t gpa, void *buf, unsigned len)
-{
-    (void)ctx;
-    if (gpa >= RAM_SIZE || len > RAM_SIZE - gpa)
-        return false;
-    memcpy(buf, ram + gpa, len);
-    return true;
-}
-static const struct gw_mem mem = {.read = ram_read};
-
-static void put64(uint64_t a, uint64_t v)
-{
-    memcpy(ram + a, &v, 8);
-}
+#include "unit/fake_ram.h"
 
 /* 4-level paging, 4 KiB pages: linear LIN + 4096 * i -> PTE i of the table at PT.
  * CR3 and CR3B are two PML4s sharing the lower levels (the same mappings). */

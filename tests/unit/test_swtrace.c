@@ -19,22 +19,7 @@
 #include "unit/swpt_dec.h"
 
 #define RAM_SIZE (4u << 20)
-static uint8_t ram[RAM_SIZE];
-
-static bool ram_read(void *ctx, uint64_t gpa, void *buf, unsigned len)
-{
-    (void)ctx;
-    if (gpa >= RAM_SIZE || len > RAM_SIZE - gpa)
-        return false;
-    memcpy(buf, ram + gpa, len);
-    return true;
-}
-static const struct gw_mem mem = {.read = ram_read};
-
-static void put64(uint64_t a, uint64_t v)
-{
-    memcpy(ram + a, &v, 8);
-}
+#include "unit/fake_ram.h"
 
 /* 4-level: linear 0x7f0000000000 + x -> physical x for x < 2 MiB (one 2 MiB page);
  * linear [0x200000, 0x400000) identity via a 2 MiB page too; CR3 = 0x300000 */
