@@ -6,6 +6,8 @@
  * is one contiguous span the OS never reuses:
  *     [ vmm image (ELF span) ][ struct ptv_handoff ][ pool (cfg->pool_size) ]
  * Every failure prints one line and returns false: the guest then boots natively.
+ * The file is hashed before anything parses it: only the vmm.elf this loader was
+ * built with is loaded (vmm_pin.h).
  */
 #include "loader.h"
 #include "elf.h"
@@ -13,6 +15,7 @@
 #include "handoff.h"
 #include "memmap.h"
 #include "mp_services.h"
+#include "vmm_pin.h"
 #include <ptv/vmcall.h>
 #include "lib/ptv_string.h"
 
@@ -344,6 +347,7 @@ bool start_vmm(EFI_LOADED_IMAGE *li, const struct ptv_config *cfg)
 {
     struct ptv_elf_image img;
     char err[PTV_ELF_ERR_MAX];
+    char pin_msg[PTV_PIN_MSG_MAX];
     struct vmm_mem m;
     void *file, *tss_page;
     UINTN len, img_pages, pool_pages;
@@ -355,6 +359,14 @@ bool start_vmm(EFI_LOADED_IMAGE *li, const struct ptv_config *cfg)
         give_up_status("\\ptvisor\\vmm.elf", st);
         return false;
     }
+    /* an ESP file a guest with root could have rewritten: nothing parses it before this */
+    if (ptv_vmm_pin_check(&ptv_vmm_pin, file, len, "\\ptvisor\\vmm.elf", pin_msg,
+                          sizeof(pin_msg)) == PTV_PIN_MISMATCH) {
+        FreePool(file);
+        say(pin_msg);
+        return false;
+    }
+    say(pin_msg);
     if (ptv_elf_check(file, len, &img, err, sizeof(err))) {
         FreePool(file);
         give_up("\\ptvisor\\vmm.elf", err);
