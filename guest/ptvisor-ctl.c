@@ -11,6 +11,10 @@
  *   ptvisor-ctl stop
  *   ptvisor-ctl dump [-w]
  *   ptvisor-ctl run [-k] [-u] [-r LO-HI] [-b N] [-d] -- CMD [ARG...]
+ *   ptvisor-ctl trace [-k|--kernel] [-u|--user] [-r LO-HI] [-b N] [-d] -- CMD [ARG...]
+ *
+ * `run` traces everything this CPU runs while CMD runs (filters aside); `trace` traces exactly
+ * CMD's process, through its CR3, from its first instruction to its exit (see trace_cmd).
  *
  * Exit status: 0 done, 1 the VMM refused or is not there (one line on stderr says why),
  * 2 usage.  Every line it prints starts with "ptvisor-ctl: ".
@@ -21,6 +25,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/user.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -56,6 +66,8 @@ static void cpuid(uint32_t leaf, uint32_t *a, uint32_t *b, uint32_t *c, uint32_t
 
 /* ptvisor below this system: the hypervisor bit and the signature of leaf 0x40000000 (a
  * VMCALL without a VMM would raise #UD) */
+static unsigned long abi; /* the VMM's VMCALL ABI (check_vmm) */
+
 static int check_vmm(void)
 {
     uint32_t a, b, c, d;
@@ -81,6 +93,7 @@ static int check_vmm(void)
                 (unsigned long)v.rbx);
         return -1;
     }
+    abi = v.rbx;
     return 0;
 }
 
@@ -189,6 +202,220 @@ static int dump(int wait)
     return 0;
 }
 
+/* ---- trace: one process through its CR3 ----
+ *
+ * The window must match CMD's CR3, which exists only after its execve() and which user space
+ * cannot read.  So CMD itself makes the TRACE_START: ptvisor-ctl runs it under ptrace, and at
+ * the stop after execve (before CMD's first instruction) makes it
+ *   1. map one r-x page (an mmap syscall injected at its entry point, bytes restored after),
+ *   2. run a stub there: VMCALL TRACE_START with PTV_TRACE_F_CR3_SELF (the CR3 the call runs
+ *      under), a mask for the PCID and the PTI half (the kernel half of the same process), and
+ *      PTV_TRACE_F_START_IP = the entry point, so nothing is traced before CMD's first
+ *      instruction, then INT3 (ptvisor-ctl reads the result),
+ *   3. then, detached, CPUID (a VM exit: where the tracer steps with the trap flag, stepping
+ *      resumes there), RAX..RDX as they were at the entry, and a jump to the entry point.
+ * From there the trace is CMD's, and only CMD's, until it exits; ptvisor-ctl then closes the
+ * window.  Both are pinned to this CPU: the window belongs to one vCPU.  What CMD keeps of
+ * this: one more r-x page in its address space. */
+
+static int pt_poke(pid_t pid, uint64_t addr, const uint8_t *b, size_t n)
+{
+    for (size_t i = 0; i < n; i += 8) {
+        uint64_t w = 0;
+        if (n - i < 8) { /* keep the bytes after the end */
+            errno = 0;
+            long old = ptrace(PTRACE_PEEKTEXT, pid, (void *)(addr + i), NULL);
+            if (errno)
+                return -1;
+            w = (uint64_t)old;
+        }
+        memcpy(&w, b + i, n - i < 8 ? n - i : 8);
+        if (ptrace(PTRACE_POKETEXT, pid, (void *)(addr + i), (void *)w) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* continue the tracee until its next stop; it must be the SIGTRAP of an INT3 (or execve) */
+static int pt_trap(pid_t pid, const char *what)
+{
+    int st;
+    if (ptrace(PTRACE_CONT, pid, NULL, NULL) < 0)
+        return -1;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    if (WIFSTOPPED(st) && WSTOPSIG(st) == SIGTRAP)
+        return 0;
+    fprintf(stderr, "ptvisor-ctl: trace: %s: the command %s\n", what,
+            WIFEXITED(st)     ? "exited"
+            : WIFSIGNALED(st) ? "was killed"
+                              : "stopped by a signal");
+    errno = ECHILD;
+    return -1;
+}
+
+/* the CR3 bits one process's windows may differ in: its PCID (the kernel may give it another),
+ * and with page-table isolation the user half of its PGD pair (bit 12) */
+static uint64_t cr3_ignore(void)
+{
+    char b[128] = {0};
+    FILE *f = fopen("/sys/devices/system/cpu/vulnerabilities/meltdown", "r");
+    if (f) {
+        if (!fgets(b, sizeof(b), f))
+            b[0] = 0;
+        fclose(f);
+    }
+    return strstr(b, "PTI") ? PTV_TRACE_CR3_IGNORABLE : 0xfff;
+}
+
+#define STUB_SIZE 60
+static void stub_bytes(uint8_t *b, const struct user_regs_struct *r0)
+{
+    static const uint8_t head[] = {0x0f, 0x01, 0xc1, /* vmcall */
+                                   0xcc,             /* int3 */
+                                   0x0f, 0xa2};      /* cpuid */
+    const uint64_t val[4] = {r0->rax, r0->rbx, r0->rcx, r0->rdx};
+    const uint8_t movabs[4] = {0xb8, 0xbb, 0xb9, 0xba}; /* REX.W B8+r: rax, rbx, rcx, rdx */
+    size_t n = 0;
+    memcpy(b, head, sizeof(head));
+    n = sizeof(head);
+    for (int i = 0; i < 4; i++) {
+        b[n++] = 0x48;
+        b[n++] = movabs[i];
+        memcpy(b + n, &val[i], 8);
+        n += 8;
+    }
+    static const uint8_t jmp[] = {0xff, 0x25, 0, 0, 0, 0}; /* jmp [rip + 0] */
+    memcpy(b + n, jmp, sizeof(jmp));
+    n += sizeof(jmp);
+    memcpy(b + n, &r0->rip, 8);
+}
+
+static int trace_cmd(const struct opts *o, char **cmd)
+{
+    if (abi < 6) {
+        fprintf(stderr,
+                "ptvisor-ctl: trace: ptvisor's VMCALL ABI %lu cannot match one process "
+                "(6 or later needed); `run` traces the whole CPU\n",
+                abi);
+        return 1;
+    }
+    int cpu = sched_getcpu();
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu < 0 ? 0 : cpu, &one);
+    if (sched_setaffinity(0, sizeof(one), &one) < 0) {
+        fprintf(stderr, "ptvisor-ctl: trace: cannot pin to CPU %d: %s\n", cpu, strerror(errno));
+        return 1;
+    }
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) < 0) {
+            fprintf(stderr, "ptvisor-ctl: trace: ptrace: %s\n", strerror(errno));
+            _exit(127);
+        }
+        execvp(cmd[0], cmd);
+        fprintf(stderr, "ptvisor-ctl: %s: %s\n", cmd[0], strerror(errno));
+        _exit(127);
+    }
+    if (pid < 0) {
+        fprintf(stderr, "ptvisor-ctl: fork: %s\n", strerror(errno));
+        return 1;
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    if (!WIFSTOPPED(st)) { /* execve failed: the child said why */
+        printf("ptvisor-ctl: %s exited with %d before it ran\n", cmd[0],
+               WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+        return 1;
+    }
+    struct user_regs_struct r0, r;
+    const char *step = "read registers";
+    uint8_t stub[STUB_SIZE];
+    uint64_t page = 0, keep;
+    int started = 0;
+    if (ptrace(PTRACE_GETREGS, pid, NULL, &r0) < 0)
+        goto fail;
+    /* 1: mmap(0, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) at the entry */
+    step = "map the start stub";
+    errno = 0;
+    keep = (uint64_t)ptrace(PTRACE_PEEKTEXT, pid, (void *)r0.rip, NULL);
+    if (errno || pt_poke(pid, r0.rip, (const uint8_t[]){0x0f, 0x05, 0xcc}, 3) < 0)
+        goto fail;
+    r = r0;
+    r.orig_rax = (unsigned long long)-1; /* no syscall restart */
+    r.rax = SYS_mmap;
+    r.rdi = 0;
+    r.rsi = 4096;
+    r.rdx = PROT_READ | PROT_EXEC;
+    r.r10 = MAP_PRIVATE | MAP_ANONYMOUS;
+    r.r8 = (unsigned long long)-1;
+    r.r9 = 0;
+    if (ptrace(PTRACE_SETREGS, pid, NULL, &r) < 0 || pt_trap(pid, step) < 0 ||
+        ptrace(PTRACE_GETREGS, pid, NULL, &r) < 0 ||
+        pt_poke(pid, r0.rip, (const uint8_t *)&keep, 8) < 0)
+        goto fail;
+    page = r.rax;
+    if (page >= (uint64_t)-4095) {
+        errno = (int)-page;
+        goto fail;
+    }
+    /* 2: the stub's TRACE_START */
+    step = "start the window in the command";
+    stub_bytes(stub, &r0);
+    r = r0;
+    r.rip = page;
+    r.rax = PTV_VMCALL_TRACE_START;
+    r.rbx = o->flags | PTV_TRACE_F_CR3_SELF | PTV_TRACE_F_CR3_MASK | PTV_TRACE_F_START_IP;
+    r.rdx = o->lo;
+    r.rsi = o->hi;
+    r.rdi = r0.rip;
+    r.r8 = o->budget;
+    r.r9 = cr3_ignore();
+    if (pt_poke(pid, page, stub, sizeof(stub)) < 0 || ptrace(PTRACE_SETREGS, pid, NULL, &r) < 0 ||
+        pt_trap(pid, step) < 0 || ptrace(PTRACE_GETREGS, pid, NULL, &r) < 0)
+        goto fail;
+    if ((int64_t)r.rax != PTV_VMCALL_OK) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+        if ((int64_t)r.rax == PTV_VMCALL_EINVAL && !(o->flags & PTV_TRACE_F_RANGE))
+            fprintf(stderr, "ptvisor-ctl: trace: the VMM refused a one-process window (system-mode "
+                            "PT has no start trigger; `run` traces the whole CPU)\n");
+        return fail("trace", (int64_t)r.rax);
+    }
+    started = 1;
+    printf("ptvisor-ctl: tracing pid %d (%s) from its entry %#llx (%s, ring %lu bytes)\n", pid,
+           cmd[0], (unsigned long long)r0.rip,
+           r.rbx == PTV_TRACE_SRC_HARDWARE ? "Intel PT" : "software tracer", (unsigned long)r.rcx);
+    fflush(stdout);
+    /* 3: CMD's registers but RIP at the stub's CPUID; detached, it goes on alone */
+    step = "let the command run";
+    r = r0;
+    r.rip = page + 4;
+    if (ptrace(PTRACE_SETREGS, pid, NULL, &r) < 0 || ptrace(PTRACE_DETACH, pid, NULL, NULL) < 0)
+        goto fail;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    int rc = stop();
+    printf("ptvisor-ctl: %s exited with %d\n", cmd[0],
+           WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+    if (!rc)
+        rc = status();
+    if (!rc && o->dump)
+        rc = dump(1);
+    return rc;
+fail:
+    fprintf(stderr, "ptvisor-ctl: trace: %s: %s\n", step, strerror(errno));
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+    if (started)
+        stop();
+    return 1;
+}
+
 static int usage(void)
 {
     fprintf(stderr, "usage: ptvisor-ctl status\n"
@@ -196,6 +423,9 @@ static int usage(void)
                     "       ptvisor-ctl stop\n"
                     "       ptvisor-ctl dump [-w]\n"
                     "       ptvisor-ctl run [-k] [-u] [-r LO-HI] [-b N] [-d] -- CMD [ARG...]\n"
+                    "       ptvisor-ctl trace [-k] [-u] [-r LO-HI] [-b N] [-d] -- CMD [ARG...]\n"
+                    "  run: everything this CPU runs while CMD runs; trace: CMD's process only\n"
+                    "  (its CR3), from its first instruction to its exit\n"
                     "  -k  trace the kernel (CPL 0)      -u  trace user space (CPL > 0)\n"
                     "      (neither: the VMM's configured pt_filter)\n"
                     "  -r  only instructions in [LO, HI] (hex)\n"
@@ -214,9 +444,9 @@ static int parse(int argc, char **argv, struct opts *o, int *first)
         if (!strcmp(a, "--")) {
             i++;
             break;
-        } else if (!strcmp(a, "-k")) {
+        } else if (!strcmp(a, "-k") || !strcmp(a, "--kernel")) {
             o->flags |= PTV_TRACE_F_KERNEL;
-        } else if (!strcmp(a, "-u")) {
+        } else if (!strcmp(a, "-u") || !strcmp(a, "--user")) {
             o->flags |= PTV_TRACE_F_USER;
         } else if (!strcmp(a, "-w")) {
             o->wait = 1;
@@ -288,13 +518,16 @@ int main(int argc, char **argv)
         return usage();
     const char *c = argv[1];
     if (strcmp(c, "status") && strcmp(c, "start") && strcmp(c, "stop") && strcmp(c, "dump") &&
-        strcmp(c, "run"))
+        strcmp(c, "run") && strcmp(c, "trace"))
         return usage();
     if (parse(argc, argv, &o, &first))
         return 2;
-    if (!strcmp(c, "run") ? first >= argc : first < argc) {
-        fprintf(stderr, "ptvisor-ctl: %s\n",
-                !strcmp(c, "run") ? "run: no command after --" : "unexpected arguments");
+    int with_cmd = !strcmp(c, "run") || !strcmp(c, "trace");
+    if (with_cmd ? first >= argc : first < argc) {
+        if (with_cmd)
+            fprintf(stderr, "ptvisor-ctl: %s: no command after --\n", c);
+        else
+            fprintf(stderr, "ptvisor-ctl: unexpected arguments\n");
         return 2;
     }
     if (check_vmm())
@@ -307,5 +540,7 @@ int main(int argc, char **argv)
         return stop();
     if (!strcmp(c, "dump"))
         return dump(o.wait);
+    if (!strcmp(c, "trace"))
+        return trace_cmd(&o, argv + first);
     return run(&o, argv + first);
 }

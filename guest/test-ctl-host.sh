@@ -26,6 +26,7 @@ for cmd in status start stop dump; do
     expect 1 "$no_vmm" -- $cmd
 done
 expect 1 "$no_vmm" -- run -u -b 1000 -d -- /bin/true
+expect 1 "$no_vmm" -- trace --user -d -- /bin/true
 expect 2 '^usage: ptvisor-ctl' --
 expect 2 '^usage: ptvisor-ctl' -- frobnicate
 expect 2 "^ptvisor-ctl: -b: not an instruction count: 'x'" -- start -b x
@@ -33,6 +34,7 @@ expect 2 "^ptvisor-ctl: -b: not an instruction count: '0'" -- start -b 0
 expect 2 "^ptvisor-ctl: -r: expected LO-HI in hex, LO <= HI: '2000-1000'" -- start -r 2000-1000
 expect 2 "^ptvisor-ctl: unknown option '-z'" -- stop -z
 expect 2 '^ptvisor-ctl: run: no command after --' -- run -u --
+expect 2 '^ptvisor-ctl: trace: no command after --' -- trace --kernel --
 expect 2 '^ptvisor-ctl: unexpected arguments' -- status -- extra
 [ $status = 0 ] && echo "ptvisor-ctl host checks passed"
 exit $status

@@ -36,15 +36,23 @@ $(GUEST_WORK): tests/unit/ptt_work.c include/ptv/vmcall.h
 	$(Q)$(CC) -std=gnu11 -O1 -g -fno-inline -fno-omit-frame-pointer -static -no-pie $(WARN) \
 	    -DPTT_SELF_TRACE -Iinclude -o $@ $<
 
+# `ptvisor-ctl trace`'s workload: the same instructions on every x86-64 Linux and CPU, entry
+# to exit (tests/unit/ptt_exact.c: no libc, static, no PIE, not stripped)
+GUEST_EXACT  := $(GUEST_OUT)/ptt-exact
+$(GUEST_EXACT): tests/unit/ptt_exact.c
+	@mkdir -p $(@D)
+	$(Q)$(CC) -std=gnu11 -O1 -g -static -nostdlib -no-pie -fno-pie -fno-stack-protector \
+	    -fno-builtin -fcf-protection=none $(WARN) -o $@ $<
+
 # the native side of bochs:linux's trace differential: GUEST_WORK's window stepped here
 NATIVE_STEPS := $(BUILD)/host/native_steps
 $(NATIVE_STEPS): tests/unit/native_steps.c include/ptv/vmcall.h
 	@mkdir -p $(@D)
 	$(Q)$(HOST_CC) -std=gnu11 -O2 -g $(WARN) -Iinclude -o $@ $<
 
-$(GUEST_INITRD): guest/mkinitrd.sh guest/init $(GUEST_PROBE) $(GUEST_CTL) $(GUEST_WORK)
+$(GUEST_INITRD): guest/mkinitrd.sh guest/init $(GUEST_PROBE) $(GUEST_CTL) $(GUEST_WORK) $(GUEST_EXACT)
 	@mkdir -p $(@D)
-	$(Q)EXTRA_BINS="$(GUEST_CTL) $(GUEST_WORK)" guest/mkinitrd.sh $@ guest/init $(GUEST_PROBE)
+	$(Q)EXTRA_BINS="$(GUEST_CTL) $(GUEST_WORK) $(GUEST_EXACT)" guest/mkinitrd.sh $@ guest/init $(GUEST_PROBE)
 
 ALL_TARGETS += guest-image
 

@@ -3,7 +3,7 @@
 # and unchanged into the host tests and the fuzzer below, which decode everything it writes
 # with libipt (tests/unit/swpt_dec.c).
 
-SWPT_SRCS := vmm/trace/swpt.c vmm/pt/pt_pkt.c tests/unit/swpt_dec.c
+SWPT_SRCS := vmm/trace/swpt.c vmm/trace/treq.c vmm/pt/pt_pkt.c tests/unit/swpt_dec.c
 
 HOST_TESTS += test_swpt
 test_swpt_SRCS := tests/unit/test_swpt.c $(SWPT_SRCS)

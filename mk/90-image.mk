@@ -79,7 +79,8 @@ test-bochs-linux:
 	@mkdir -p $(BUILD)
 	$(Q)$(MAKE) --no-print-directory $(TEST_IMG) $(PTT_BIN) $(NATIVE_STEPS) >$(BUILD)/usb-image.log 2>&1 || \
 	    { tail -n 5 $(BUILD)/usb-image.log; rm -f $(TEST_IMG); }
-	$(Q)PTT=$(PTT_BIN) WORK_ELF=$(GUEST_WORK) NATIVE_STEPS=$(NATIVE_STEPS) TRACE_BOOT=$(RUN_TRACE_BOOT) PERF=perf \
+	$(Q)PTT=$(PTT_BIN) WORK_ELF=$(GUEST_WORK) EXACT_ELF=$(GUEST_EXACT) NATIVE_STEPS=$(NATIVE_STEPS) \
+	    TRACE_BOOT=$(RUN_TRACE_BOOT) PERF=perf \
 	    EXPECT_PANIC=1 tests/step.sh $(BUILD)/results bochs:linux \
 	    tests/system/bochs-linux.sh $(TEST_IMG) $(BUILD)/test/bochs-linux
 

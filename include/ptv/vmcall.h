@@ -25,7 +25,7 @@
 
 /* RBX = ABI version (PTV_VMCALL_ABI_VERSION), RCX = "ptvisor" as 8 bytes, RDX = 0 */
 #define PTV_VMCALL_VERSION     0
-#define PTV_VMCALL_ABI_VERSION 5
+#define PTV_VMCALL_ABI_VERSION 6
 
 /*
  * RBX = physical base, RCX = size of the VMM's own memory (image + pool, one
@@ -112,16 +112,28 @@
  * RCX = CR3 to match (with PTV_TRACE_F_CR3), RDX..RSI = an inclusive IP range
  * (with PTV_TRACE_F_RANGE), R8 = stop after this many traced instructions (0 =
  * no limit).  Out: RBX = PTV_TRACE_SRC_*, RCX = ring size in bytes.
+ * ABI 6 (one process, `ptvisor-ctl trace`): PTV_TRACE_F_CR3_SELF matches the CR3
+ * this VMCALL runs under instead of RCX; with PTV_TRACE_F_CR3_MASK, R9 names CR3
+ * bits the match ignores (only bits 12:0: a PCID that changes when the kernel
+ * reassigns it, and the user/kernel halves of a page-table-isolation PGD pair);
+ * PTV_TRACE_F_START_IP keeps the window silent until the first instruction at RDI
+ * that the filter admits, where the trace starts with a PSB+ and TIP.PGE (software
+ * tracer only: system-mode PT has no start trigger, EINVAL).
  * EBUSY: a window is open; ENODEV: no source (sw_trace = off, no MTF);
  * EINVAL: bad filter; ENOMEM: no pool memory for the ring.
  */
-#define PTV_VMCALL_TRACE_START 10
-#define PTV_TRACE_F_KERNEL     (1u << 0) /* CPL 0 */
-#define PTV_TRACE_F_USER       (1u << 1) /* CPL > 0 */
-#define PTV_TRACE_F_CR3        (1u << 2) /* only where CR3 == RCX */
-#define PTV_TRACE_F_RANGE      (1u << 3) /* only IPs in [RDX, RSI] */
-#define PTV_TRACE_SRC_HARDWARE 1
-#define PTV_TRACE_SRC_SOFTWARE 2
+#define PTV_VMCALL_TRACE_START  10
+#define PTV_TRACE_F_KERNEL      (1u << 0) /* CPL 0 */
+#define PTV_TRACE_F_USER        (1u << 1) /* CPL > 0 */
+#define PTV_TRACE_F_CR3         (1u << 2) /* only where CR3 == RCX */
+#define PTV_TRACE_F_RANGE       (1u << 3) /* only IPs in [RDX, RSI] */
+#define PTV_TRACE_F_CR3_SELF    (1u << 4) /* ABI 6: only where CR3 == the caller's CR3 */
+#define PTV_TRACE_F_CR3_MASK    (1u << 5) /* ABI 6: the CR3 match ignores R9's bits (12:0) */
+#define PTV_TRACE_F_START_IP    (1u << 6) /* ABI 6: silent until the first admitted IP == RDI */
+#define PTV_TRACE_F_ALL         0x7fu
+#define PTV_TRACE_CR3_IGNORABLE 0x1fffull /* PCID (11:0) and the PTI half (12) */
+#define PTV_TRACE_SRC_HARDWARE  1
+#define PTV_TRACE_SRC_SOFTWARE  2
 /* TRACE_STOP: out RBX = ring bytes written in all, RCX = instructions stepped,
  * RDX = PTV_TRACE_ST_* flags, RSI = gaps (OVF), RDI = events (FUP+TIP) */
 #define PTV_VMCALL_TRACE_STOP 11

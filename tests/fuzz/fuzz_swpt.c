@@ -11,7 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ptv/config.h>
+#include <ptv/vmcall.h>
+
 #include "trace/swpt.h"
+#include "trace/treq.h"
 #include "unit/swpt_dec.h"
 
 #define GUARD 32
@@ -83,6 +87,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (unsigned i = 0; i < cfg.filter.nranges && i < SWPT_MAX_RANGES; i++) {
         cfg.filter.range[i].lo = pick_ip(&in);
         cfg.filter.range[i].hi = cfg.filter.range[i].lo + take(&in, 2);
+    }
+    uint8_t h = (uint8_t)take(&in, 1);
+    cfg.filter.cr3_ignore = h & 1 ? take(&in, 2) : 0; /* some beyond 12:0: refused */
+    cfg.filter.start_at = h & 2;
+    if (cfg.filter.start_at)
+        cfg.filter.start_ip = pick_ip(&in);
+    if (h & 4) { /* the same configuration as a TRACE_START would ask for it */
+        struct ptv_config pc = {.psb_period = cfg.psb_period, .trace_filter = f & 3};
+        struct trace_req rq = {.flags = (uint32_t)take(&in, 1),
+                               .cr3 = cfg.filter.cr3,
+                               .caller_cr3 = take(&in, 8),
+                               .cr3_ignore = cfg.filter.cr3_ignore,
+                               .lo = pick_ip(&in),
+                               .hi = pick_ip(&in),
+                               .start_ip = cfg.filter.start_ip};
+        const char *why = NULL;
+        struct swpt_cfg rc;
+        int ok = trace_req_swpt(&rq, &pc, &rc, &why);
+        if (ok != 0 && (!why || !*why))
+            fail("trace_req_swpt refused without a reason");
+        if (ok == 0 && swpt_cfg_check(&rc, NULL) != 0)
+            fail("trace_req_swpt accepted a configuration swpt_cfg_check refuses");
+        if (ok == 0)
+            cfg = rc;
     }
     size_t rsize = 1 + (size_t)take(&in, 2) % 4096;
     bool stop_on_full = take(&in, 1) & 1;

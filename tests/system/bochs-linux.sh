@@ -223,6 +223,43 @@ elif [ -n "${PTT:-}" ]; then
         fi
     fi
 fi
+# ---- `ptvisor-ctl trace -u -- ptt-exact`: one process through its CR3, from its entry point to
+# its exit, while a second process (ptt-exact hog: the same code at the same addresses) shares
+# the CPU; decoded from the dump alone it must be the program stepped natively here, entry to
+# exit (EXACT_ELF, NATIVE_STEPS -e): nothing of the other process, nothing lost, nothing before
+if [ -n "${PTT:-}" ] && [ -n "${EXACT_ELF:-}" ] && ! grep -aq 'ptvisor-guest: trace skipped' "$serial"; then
+    check "ptvisor-ctl trace -- ptt-exact ran" "ptvisor-guest: trace exact rc=0"
+    xid=$(tr -d '\r' <"$serial" | sed -n '/^ptvisor-guest: trace exact start/,$p' |
+        sed -n 's/^ptvisor-ctl: dump \([0-9]*\) going out.*/\1/p' | head -n 1)
+    rm -rf "$out/exact"
+    if [ -z "$xid" ] || ! "$PTT" extract "$serial" --dump "$xid" -o "$out/exact" -q; then
+        echo "  FAIL trace exact: no complete dump of the one-process window (dump ${xid:-none})"
+        fail=1
+    else
+        tr -d '\r' <"$serial" | grep -a '^ptvisor-ctl: \(tracing pid\|stopped\)' | sed 's/^/         /'
+        "$PTT" decode -q "$out/exact" 2>"$out/exact/decode.err" | awk '{ sub(/^0x/, "", $2); print $2 }' \
+            >"$out/exact/guest.ips"
+        "$PTT" summary -e "$EXACT_ELF" "$out/exact" >"$out/exact/summary.txt" 2>&1
+        n_guest=$(wc -l <"$out/exact/guest.ips")
+        stepped=$(tr -d '\r' <"$serial" | sed -n '/^ptvisor-guest: trace exact start/,$p' |
+            sed -n 's/^ptvisor-ctl: stopped: [0-9]* bytes, \([0-9]*\) instructions.*/\1/p' | head -n 1)
+        if [ -n "${NATIVE_STEPS:-}" ]; then
+            "$NATIVE_STEPS" -e "$EXACT_ELF" >"$out/exact/native.ips" 2>"$out/exact/native.err"
+            nrc=$?
+            n_native=$(wc -l <"$out/exact/native.ips")
+            if [ $nrc = 77 ]; then
+                echo "  SKIP trace exact vs native: ptrace refused on this host ($(cat "$out/exact/native.err"))"
+            elif [ $nrc = 0 ] && [ "$n_native" -gt 1000 ] && cmp -s "$out/exact/native.ips" "$out/exact/guest.ips"; then
+                echo "  ok   trace exact: ptvisor-ctl trace's window == ptt-exact stepped natively, entry to exit," \
+                    "$n_native instructions in order (the window stepped ${stepped:-?}: the other process and the kernel filtered out)"
+            else
+                first=$(cmp "$out/exact/native.ips" "$out/exact/guest.ips" 2>&1 | head -n 1)
+                echo "  FAIL trace exact vs native: guest $n_guest, native $n_native instructions (rc $nrc); $first"
+                fail=1
+            fi
+        fi
+    fi
+fi
 # ---- a kernel panic (ptv.panic=1): the VMM saw the panic line and sent its crash report and
 # every CPU's window before the guest reset itself (panic=-1)
 if [ "${EXPECT_PANIC:-0}" = 1 ] && [ -n "${PTT:-}" ]; then

@@ -9,6 +9,11 @@
  * ptvisor answers it (RAX = 0, RIP past the 3-byte instruction) and never delivered.
  *
  *   native_steps PROGRAM [ARG...] > ips.txt     exit 0, 77 (ptrace refused), 1 (error)
+ *
+ * With -e, every instruction from the program's entry point to its exit (the oracle of
+ * `ptvisor-ctl trace -u`, which traces one whole process: tests/unit/ptt_exact.c).
+ *
+ *   native_steps -e PROGRAM [ARG...] > ips.txt
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -35,8 +40,13 @@ static void die(const char *what)
 int main(int argc, char **argv)
 {
     int st;
+    bool whole = argc > 1 && !strcmp(argv[1], "-e");
+    if (whole) {
+        argv++;
+        argc--;
+    }
     if (argc < 2) {
-        fprintf(stderr, "usage: native_steps PROGRAM [ARG...]\n");
+        fprintf(stderr, "usage: native_steps [-e] PROGRAM [ARG...]\n");
         return 2;
     }
     pid_t pid = fork();
@@ -61,8 +71,8 @@ int main(int argc, char **argv)
         return 1;
     }
     ptrace(PTRACE_SETOPTIONS, pid, NULL, (void *)(long)PTRACE_O_EXITKILL);
-    bool inside = false;
-    unsigned long windows = 0, steps = 0;
+    bool inside = whole;
+    unsigned long windows = whole, steps = 0;
     int sig = 0;
     for (;;) {
         struct user_regs_struct r;
@@ -70,7 +80,7 @@ int main(int argc, char **argv)
             die("PTRACE_GETREGS");
         errno = 0;
         long word = ptrace(PTRACE_PEEKTEXT, pid, (void *)r.rip, NULL);
-        bool vmcall = !errno && (word & 0xffffff) == 0xc1010f; /* 0f 01 c1 */
+        bool vmcall = !whole && !errno && (word & 0xffffff) == 0xc1010f; /* 0f 01 c1 */
         if (vmcall) { /* ptvisor's answer, as the guest got it: RAX = OK, RIP past it */
             if (r.rax == PTV_VMCALL_TRACE_START) {
                 inside = true;
@@ -98,6 +108,7 @@ int main(int argc, char **argv)
         if (WIFSTOPPED(st) && WSTOPSIG(st) != SIGTRAP)
             sig = WSTOPSIG(st); /* the program's own signal: delivered */
     }
-    fprintf(stderr, "native_steps: %lu window(s), %lu instructions inside\n", windows, steps);
+    fprintf(stderr, "native_steps: %lu window(s), %lu instructions inside%s\n", windows, steps,
+            whole ? " (entry to exit)" : "");
     return windows == 1 ? 0 : 1;
 }

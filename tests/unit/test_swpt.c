@@ -18,7 +18,11 @@
 #include <cmocka.h>
 #include <intel-pt.h>
 
+#include <ptv/config.h>
+#include <ptv/vmcall.h>
+
 #include "trace/swpt.h"
+#include "trace/treq.h"
 #include "unit/swpt_dec.h"
 
 /* ---- a tiny code image ---- */
@@ -153,6 +157,7 @@ struct sim {
     uint64_t ip;
     struct swpt_ctx ctx;
     uint64_t tsc;
+    bool armed;    /* a start trigger not reached yet: nothing is traced */
     uint64_t *exp; /* the instructions libipt must report */
     size_t nexp, cap;
     size_t pos; /* decode check position */
@@ -175,7 +180,7 @@ static bool traced(const struct swpt_cfg *cfg, const struct swpt_ctx *x, uint64_
     const struct swpt_filter *f = &cfg->filter;
     bool in_range = f->nranges == 0;
 
-    if (!(x->cpl ? f->user : f->kernel) || (f->cr3_match && x->cr3 != f->cr3))
+    if (!(x->cpl ? f->user : f->kernel) || (f->cr3_match && ((x->cr3 ^ f->cr3) & ~f->cr3_ignore)))
         return false;
     for (unsigned i = 0; i < f->nranges; i++)
         in_range |= ip >= f->range[i].lo && ip <= f->range[i].hi;
@@ -187,7 +192,8 @@ static void sim_start(struct sim *s, struct code *c, const struct swpt_cfg *cfg,
 {
     const char *why;
 
-    *s = (struct sim){.c = c, .cfg = *cfg, .ip = ip, .ctx = *ctx, .tsc = 1000};
+    *s = (struct sim){
+        .c = c, .cfg = *cfg, .ip = ip, .ctx = *ctx, .tsc = 1000, .armed = cfg->filter.start_at};
     assert_int_equal(swpt_cfg_check(cfg, &why), 0);
     s->ring =
         (struct swpt_ring){.buf = calloc(1, ringsz), .size = ringsz, .stop_on_full = stop_on_full};
@@ -220,8 +226,11 @@ static void exec(struct sim *s, uint64_t next, const struct swpt_ctx *after)
 {
     const struct ins *i = lookup(s->c, s->ctx.cr3, s->ip);
 
+    /* the start trigger: the first admitted instruction at start_ip and all after it */
+    if (s->armed && s->ip == s->cfg.filter.start_ip && traced(&s->cfg, &s->ctx, s->ip))
+        s->armed = false;
     /* libipt reports an INT n as an interrupt (FUP + TIP), not as an instruction */
-    if (traced(&s->cfg, &s->ctx, s->ip) && i->in.branch != X86_BR_INT)
+    if (!s->armed && traced(&s->cfg, &s->ctx, s->ip) && i->in.branch != X86_BR_INT)
         expect(s, s->ip);
     s->tsc += 3;
     swpt_insn(&s->t, s->ip, &i->in, next, after, s->tsc);
@@ -879,6 +888,236 @@ static void test_cr3(void **state)
     assert_int_equal(n[ppt_pip], 0);
 }
 
+/* one program's code seen by two processes with PCIDs and PTI PGD pairs (the kernel half at
+ * an 8 KiB-aligned PGD, the user half 4 KiB above it with PCID bit 11 set, as Linux does) */
+struct pcid_world {
+    struct code c;
+    uint64_t u0, usys, k, kcr3, kret;
+};
+
+static void build_pcid(struct pcid_world *p)
+{
+    struct code *c = &p->c;
+
+    memset(p, 0, sizeof(*p));
+    org(c, 0, 0x400000); /* the same program in both processes */
+    p->u0 = NOP(c);
+    JNZ(c, here(c));
+    p->usys = SYSCALL(c);
+    org(c, 0, KBASE);
+    p->k = NOP(c);
+    p->kcr3 = MOV_CR3(c);
+    p->kret = SYSRET(c);
+}
+
+#define PGD_A 0x40000ull
+#define PGD_B 0x46000ull
+static struct swpt_ctx half(uint64_t pgd, unsigned pcid, bool user)
+{
+    struct swpt_ctx x = user ? U64 : K64;
+
+    x.cr3 = pgd | pcid | (user ? 0x1800u : 0);
+    return x;
+}
+
+/* A (PCID 3) runs, switches to B (PCID 4), which switches back to A under a new PCID 5 */
+static void run_pcid(struct sim *s, struct pcid_world *p)
+{
+    struct swpt_ctx ka3 = half(PGD_A, 3, false), kb = half(PGD_B, 4, false),
+                    ub = half(PGD_B, 4, true), ka5 = half(PGD_A, 5, false),
+                    ua5 = half(PGD_A, 5, true);
+    for (int round = 0; round < 2; round++) {
+        step(s);
+        for (int i = 0; i < 3; i++)
+            jcc(s, i < 2);
+        go(s, p->k, round ? &kb : &ka3); /* syscall */
+        step(s);
+        go(s, p->kret, round ? &ka5 : &kb); /* mov cr3 */
+        go(s, p->u0, round ? &ua5 : &ub);   /* sysret */
+    }
+    step(s);
+    swpt_stop(&s->t, s->ip);
+}
+
+static size_t pcid_with(const struct swpt_cfg *cfg, unsigned n[SWPT_PKT_TYPES])
+{
+    static struct pcid_world p;
+    struct sim s;
+    struct swpt_dec_stats st;
+
+    build_pcid(&p);
+    struct swpt_ctx ua3 = half(PGD_A, 3, true);
+    sim_start(&s, &p.c, cfg, 1 << 16, false, p.u0, &ua3);
+    run_pcid(&s, &p);
+    check(&s, n, &st);
+    size_t ne = s.nexp;
+    sim_free(&s);
+    return ne;
+}
+
+/* the CR3 match may ignore the PCID and the PTI half (ABI 6, `ptvisor-ctl trace`): one
+ * process's user and kernel halves under any PCID, never the other process */
+static void test_cr3_ignore(void **state)
+{
+    struct swpt_cfg cfg = CFG_ALL;
+    unsigned n[SWPT_PKT_TYPES];
+    const char *why;
+
+    (void)state;
+    size_t all = pcid_with(&cfg, n);
+    assert_int_equal(all, 2 * 8 + 1); /* 2 x (5 user + 3 kernel), the last nop */
+    cfg.filter.cr3_match = true;
+    cfg.filter.cr3 = half(PGD_A, 3, true).cr3; /* what TRACE_START's caller ran under */
+    size_t exact = pcid_with(&cfg, n);
+    assert_int_equal(exact, 5);    /* A's user half under PCID 3 only */
+    cfg.filter.cr3_ignore = 0xfff; /* the PCID: A's user half under 3 and 5 */
+    assert_int_equal(pcid_with(&cfg, n), 5 + 1);
+    cfg.filter.cr3_ignore = 0x1fff; /* and the kernel half: A's kernel work too, B's never */
+    size_t a = pcid_with(&cfg, n);
+    assert_int_equal(a, 5 + 2 + 1 + 1); /* A user, A's syscall, the SYSRET back into A, A */
+    cfg.filter.cr3 = half(PGD_B, 4, false).cr3;
+    assert_int_equal(pcid_with(&cfg, n) + a, all);
+    /* only the low 13 bits may be ignored */
+    cfg.filter.cr3_ignore = 0x3fff;
+    assert_int_not_equal(swpt_cfg_check(&cfg, &why), 0);
+    assert_non_null(strstr(why, "12:0"));
+}
+
+/* a start trigger: silent until the first instruction at start_ip the filter admits (not the
+ * same address in another process, not before), then a PSB+ and TIP.PGE there */
+static void test_start_trigger(void **state)
+{
+    static struct procs p;
+    struct swpt_cfg cfg = CFG_ALL;
+    struct swpt_dec_stats st;
+    unsigned n[SWPT_PKT_TYPES];
+    struct sim s;
+
+    (void)state;
+    build_procs(&p);
+    /* B's loop sits at A's aloop's neighbour: trigger at B's first instruction with CR3 = A
+     * first (never fires there: B runs it under CR3_B), then at A's aend */
+    cfg.filter.cr3_match = true;
+    cfg.filter.cr3 = CR3_A;
+    cfg.filter.start_at = true;
+    cfg.filter.start_ip = p.aend;
+    sim_start(&s, &p.c, &cfg, 1 << 16, false, p.a0, &U64);
+    assert_false(s.t.pkt_en);
+    run_procs(&s, &p);
+    check(&s, n, &st);
+    assert_int_equal(s.nexp, 1); /* aend's nop */
+    assert_int_equal(s.exp[0], p.aend);
+    assert_int_equal(n[ppt_psb], 2);     /* the start's PSB+ (silent) and the trigger's */
+    assert_int_equal(n[ppt_pip], 1);     /* only the trigger's PSB+ names a CR3 */
+    assert_int_equal(n[ppt_tip_pge], 1); /* at the trigger */
+    assert_int_equal(st.enabled, 1);
+    sim_free(&s);
+
+    /* the trigger at B's SYSCALL, an address A never runs an instruction at, while A is
+     * filtered: another process at that IP never fires it */
+    cfg.filter.start_ip = p.bsys;
+    sim_start(&s, &p.c, &cfg, 1 << 16, false, p.a0, &U64);
+    run_procs(&s, &p);
+    check(&s, n, &st);
+    assert_int_equal(s.nexp, 0);
+    assert_int_equal(n[ppt_psb], 1);
+    assert_int_equal(n[ppt_tip_pge] + n[ppt_tip_pgd] + n[ppt_fup], 0); /* stop writes nothing */
+    sim_free(&s);
+    /* ... and fires there when B is the process filtered */
+    cfg.filter.cr3 = CR3_B;
+    sim_start(&s, &p.c, &cfg, 1 << 16, false, p.a0, &U64);
+    run_procs(&s, &p);
+    check(&s, n, &st);
+    assert_int_equal(s.nexp, 3); /* B's syscall, the kernel's nop and MOV CR3 under B */
+    assert_int_equal(s.exp[0], p.bsys);
+    sim_free(&s);
+
+    /* a trigger at the first instruction is a plain start: one PSB+ */
+    cfg.filter.cr3 = CR3_A;
+    cfg.filter.start_ip = p.a0;
+    sim_start(&s, &p.c, &cfg, 1 << 16, false, p.a0, &U64);
+    run_procs(&s, &p);
+    check(&s, n, &st);
+    assert_int_equal(n[ppt_psb], 1);
+    assert_int_equal(s.exp[0], p.a0);
+    sim_free(&s);
+
+    /* a gap before the trigger loses nothing (no OVF); the trigger still fires after it */
+    cfg.filter.start_ip = p.aend;
+    sim_start(&s, &p.c, &cfg, 1 << 16, false, p.a0, &U64);
+    lost(&s, p.aend, &U64);
+    step(&s);
+    step(&s);
+    swpt_stop(&s.t, s.ip);
+    check(&s, n, &st);
+    assert_int_equal(n[ppt_ovf], 0);
+    assert_int_equal(s.nexp, 2);
+    sim_free(&s);
+}
+
+/* TRACE_START's registers over the configured defaults (vmm/trace/treq.c) */
+static void test_trace_req(void **state)
+{
+    struct ptv_config pc = {.psb_period = 4096, .trace_filter = PTV_TRACE_USER};
+    struct trace_req rq = {0};
+    struct swpt_cfg c;
+    const char *why;
+
+    (void)state;
+    /* no flags: the configured filter, no CR3, no range, no trigger */
+    assert_int_equal(trace_req_swpt(&rq, &pc, &c, &why), 0);
+    assert_true(c.filter.user && !c.filter.kernel && !c.filter.cr3_match && !c.filter.start_at);
+    assert_int_equal(c.psb_period, 4096);
+    /* the configured CR3 and ranges unless the call names its own */
+    pc.trace_cr3 = 0x5000;
+    pc.trace_nranges = 1;
+    pc.trace_range[0].lo = 0x1000;
+    pc.trace_range[0].hi = 0x1fff;
+    assert_int_equal(trace_req_swpt(&rq, &pc, &c, &why), 0);
+    assert_true(c.filter.cr3_match && c.filter.cr3 == 0x5000 && c.filter.nranges == 1);
+    /* the caller's CR3, PCID and PTI half ignored, a trigger, the kernel only */
+    rq = (struct trace_req){.flags = PTV_TRACE_F_CR3_SELF | PTV_TRACE_F_CR3_MASK |
+                                     PTV_TRACE_F_START_IP | PTV_TRACE_F_KERNEL | PTV_TRACE_F_RANGE,
+                            .cr3 = 0x9000,
+                            .caller_cr3 = 0x41803,
+                            .cr3_ignore = 0x1fff,
+                            .lo = 0x400000,
+                            .hi = 0x4fffff,
+                            .start_ip = 0x401000};
+    assert_int_equal(trace_req_swpt(&rq, &pc, &c, &why), 0);
+    assert_true(c.filter.kernel && !c.filter.user && c.filter.cr3_match);
+    assert_int_equal(c.filter.cr3, 0x41803);
+    assert_int_equal(c.filter.cr3_ignore, 0x1fff);
+    assert_true(c.filter.start_at && c.filter.start_ip == 0x401000);
+    assert_true(c.filter.nranges == 1 && c.filter.range[0].lo == 0x400000);
+    /* RCX's CR3 with PTV_TRACE_F_CR3; no mask without PTV_TRACE_F_CR3_MASK */
+    rq.flags = PTV_TRACE_F_CR3;
+    assert_int_equal(trace_req_swpt(&rq, &pc, &c, &why), 0);
+    assert_true(c.filter.cr3 == 0x9000 && c.filter.cr3_ignore == 0 && !c.filter.start_at);
+    /* refused, each with its reason */
+    static const struct {
+        uint32_t flags;
+        uint64_t ignore;
+        const char *why;
+    } bad[] = {
+        {1u << 7, 0, "unknown"},
+        {PTV_TRACE_F_CR3 | PTV_TRACE_F_CR3_SELF, 0, "two CR3s"},
+        {PTV_TRACE_F_CR3_MASK, 0xfff, "without a CR3"},
+        {PTV_TRACE_F_CR3_SELF | PTV_TRACE_F_CR3_MASK, 0x2000, "12:0"},
+        {PTV_TRACE_F_CR3_SELF | PTV_TRACE_F_CR3_MASK, ~0ull, "12:0"},
+    };
+    for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        rq = (struct trace_req){.flags = bad[i].flags, .cr3_ignore = bad[i].ignore};
+        assert_int_equal(trace_req_swpt(&rq, &pc, &c, &why), -1);
+        if (!strstr(why, bad[i].why))
+            fail_msg("case %u: '%s' does not say '%s'", i, why, bad[i].why);
+    }
+    /* a configuration that traces nothing is refused too */
+    pc.trace_filter = 0;
+    rq = (struct trace_req){0};
+    assert_int_equal(trace_req_swpt(&rq, &pc, &c, &why), -1);
+}
+
 /* circular ring: the newest bytes decode from their first PSB to the end */
 static void test_ring_wrap(void **state)
 {
@@ -958,6 +1197,9 @@ int main(void)
         cmocka_unit_test(test_tour_psb),
         cmocka_unit_test(test_lost),
         cmocka_unit_test(test_cr3),
+        cmocka_unit_test(test_cr3_ignore),
+        cmocka_unit_test(test_start_trigger),
+        cmocka_unit_test(test_trace_req),
         cmocka_unit_test(test_ring_wrap),
         cmocka_unit_test(test_ring_stop),
     };

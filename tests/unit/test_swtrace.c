@@ -67,6 +67,9 @@ static void load_program(void)
         {0x1035, {0x90}, 1},                   /* nop */
         {0x1036, {0x90}, 1},                   /* nop, then an unexplained jump */
         {0x1100, {0x48, 0xcf}, 2},             /* iretq (the handler) */
+        {0x1040, {0x0f, 0x05}, 2},             /* syscall */
+        {0x1042, {0x90}, 1},                   /* nop */
+        {0x1043, {0x90}, 1},                   /* nop */
         {0x1200, {0x90}, 1},                   /* nop */
         {0x1201, {0x90}, 1},                   /* nop */
     };
@@ -281,6 +284,115 @@ static void test_gwalk_modes(void **state)
     assert_int_equal(got, 8);
 }
 
+/* two processes: A (traced, CR3 filter) and B; both run code of the same fake RAM */
+struct obs {
+    uint64_t rip; /* offset: linear L(rip) */
+    bool b;       /* in process B */
+    uint64_t rsp; /* 0: A's / B's usual stack */
+};
+
+static void run_two(const struct obs *o, unsigned n, struct swtrace *t, struct swpt_ring *ring,
+                    struct seq *s, struct swpt_dec_stats *st)
+{
+    struct swpt_cfg cfg = {.filter = {.user = true, .kernel = true, .cr3_match = true, .cr3 = CR3},
+                           .psb_period = 4096};
+    *ring = (struct swpt_ring){.buf = ring_buf, .size = sizeof(ring_buf)};
+    memset(t, 0, sizeof(*t));
+    for (unsigned i = 0; i < n; i++) {
+        struct swtrace_cpu c =
+            cpu_at(L(o[i].rip), o[i].rsp ? L(o[i].rsp) : L(o[i].b ? 0xa000 : 0x9000));
+        if (o[i].b)
+            c.ctx.cr3 = CR3 + 0x1000; /* only the filter tells them apart */
+        if (i == 0)
+            swtrace_start(t, &cfg, ring, &mem, &c, 0);
+        else
+            assert_true(swtrace_observe(t, &mem, &c, true));
+    }
+    swtrace_stop(t);
+    char err[200] = "";
+    *s = (struct seq){0};
+    if (swpt_decode(ring_buf, ring->head, read_code, on_insn, s, st, err, sizeof(err)))
+        fail_msg("%s", err);
+}
+
+static void assert_seq(const struct seq *s, const uint64_t *want, unsigned n)
+{
+    if (s->n != n) {
+        for (unsigned i = 0; i < s->n; i++)
+            print_message("  decoded %#lx\n", s->ip[i]);
+        fail_msg("decoded %u instructions, want %u", s->n, n);
+    }
+    for (unsigned i = 0; i < n; i++)
+        if (s->ip[i] != L(want[i]))
+            fail_msg("instruction %u: decoded %#lx, want %#lx", i, s->ip[i], L(want[i]));
+}
+
+/*
+ * Where the tracer steps with the trap flag, an interrupt the CPU delivers without a VM exit
+ * takes the traced process away unseen (its handler and whatever it switches to run
+ * unstepped); the next exit comes in other code.  That departure is judged when the process
+ * runs again: back where it was left, or one instruction on (the first instruction after the
+ * IRET runs before the single-step #DB), nothing is lost and the decode has no gap; anywhere
+ * else, or on another stack (another thread), OVF.
+ */
+static void test_departure(void **state)
+{
+    struct swtrace t;
+    struct swpt_ring ring;
+    struct seq s;
+    struct swpt_dec_stats st;
+
+    (void)state;
+    build_tables();
+    load_program();
+    /* A: nop 0x1034 ran; then unseen away to B (0x1200, 0x1201), back in A after 0x1035 ran */
+    static const struct obs one_on[] = {{0x1034, 0, 0}, {0x1035, 0, 0}, {0x1200, 1, 0},
+                                        {0x1201, 1, 0}, {0x1036, 0, 0}, {0x1037, 0, 0}};
+    run_two(one_on, 6, &t, &ring, &s, &st);
+    assert_seq(&s, (const uint64_t[]){0x1034, 0x1035, 0x1036}, 3);
+    assert_int_equal(st.overflow, 0);
+    assert_int_equal(t.st.lost, 0);
+    assert_int_equal(t.st.departures, 1);
+    /* back where it was left (0x1035 had not run) */
+    static const struct obs same[] = {{0x1034, 0, 0}, {0x1035, 0, 0}, {0x1200, 1, 0},
+                                      {0x1201, 1, 0}, {0x1035, 0, 0}, {0x1036, 0, 0}};
+    run_two(same, 6, &t, &ring, &s, &st);
+    assert_seq(&s, (const uint64_t[]){0x1034, 0x1035}, 2);
+    assert_int_equal(st.overflow, 0);
+    /* back anywhere else: OVF, and the decode resumes there */
+    static const struct obs elsewhere[] = {{0x1034, 0, 0}, {0x1035, 0, 0}, {0x1200, 1, 0},
+                                           {0x1201, 1, 0}, {0x1034, 0, 0}, {0x1035, 0, 0}};
+    run_two(elsewhere, 6, &t, &ring, &s, &st);
+    assert_seq(&s, (const uint64_t[]){0x1034, 0x1034}, 2);
+    assert_int_equal(st.overflow, 1);
+    assert_int_equal(t.st.lost, 1);
+    /* one instruction on, but on another stack: another thread of A ran: OVF */
+    static const struct obs thread[] = {{0x1034, 0, 0}, {0x1035, 0, 0},       {0x1200, 1, 0},
+                                        {0x1201, 1, 0}, {0x1036, 0, 0x40000}, {0x1037, 0, 0x40000}};
+    run_two(thread, 6, &t, &ring, &s, &st);
+    assert_int_equal(st.overflow, 1);
+    assert_seq(&s, (const uint64_t[]){0x1034, 0x1036}, 2);
+    /* a system call the tracer saw leave; back unseen one instruction after its return */
+    static const struct obs sys[] = {
+        {0x1040, 0, 0}, {0x1200, 1, 0}, {0x1201, 1, 0}, {0x1043, 0, 0}, {0x1044, 0, 0}};
+    run_two(sys, 5, &t, &ring, &s, &st);
+    assert_seq(&s, (const uint64_t[]){0x1040, 0x1042, 0x1043}, 3);
+    assert_int_equal(st.overflow, 0);
+    /* B runs the same code at the same addresses: a step to B's next instruction is not A's
+     * instruction running (the context changed under a plain NOP) */
+    static const struct obs twin[] = {
+        {0x1034, 0, 0}, {0x1035, 1, 0}, {0x1036, 1, 0}, {0x1035, 0, 0}, {0x1036, 0, 0}};
+    run_two(twin, 5, &t, &ring, &s, &st);
+    assert_seq(&s, (const uint64_t[]){0x1034, 0x1035}, 2);
+    assert_int_equal(st.overflow, 0);
+    assert_int_equal(t.st.departures, 1);
+    /* B's steps in between, seen or not, leave no packet and do not settle it */
+    static const struct obs b_only[] = {{0x1200, 1, 0}, {0x1201, 1, 0}, {0x1202, 1, 0}};
+    run_two(b_only, 3, &t, &ring, &s, &st);
+    assert_int_equal(s.n, 0);
+    assert_int_equal(st.overflow, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -288,6 +400,7 @@ int main(void)
         cmocka_unit_test(test_no_mtf_no_step),
         cmocka_unit_test(test_unreadable_and_budget),
         cmocka_unit_test(test_gwalk_modes),
+        cmocka_unit_test(test_departure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -56,6 +56,8 @@ int swpt_cfg_check(const struct swpt_cfg *cfg, const char **why)
     else if (cfg->psb_period < PSB_MIN || cfg->psb_period > PSB_MAX ||
              (cfg->psb_period & (cfg->psb_period - 1)))
         w = "psb_period is not a power of two in 256 .. 1 MiB";
+    if (!w && (cfg->filter.cr3_ignore & ~SWPT_CR3_IGNORABLE))
+        w = "the CR3 match may ignore only bits 12:0 (PCID, the PTI half)";
     for (unsigned i = 0; !w && i < cfg->filter.nranges; i++)
         if (cfg->filter.range[i].lo > cfg->filter.range[i].hi)
             w = "an IP range has lo > hi";
@@ -66,13 +68,20 @@ int swpt_cfg_check(const struct swpt_cfg *cfg, const char **why)
 
 /* ---- filter (SDM 33.2.5) ---- */
 
-static bool context_en(const struct swpt *t, const struct swpt_ctx *c)
+/* CPL and CR3 admit the context (ContextEn before the start trigger) */
+static bool context_match(const struct swpt *t, const struct swpt_ctx *c)
 {
     const struct swpt_filter *f = &t->cfg.filter;
 
     if (!(c->cpl == 0 ? f->kernel : f->user))
         return false;
-    return !f->cr3_match || c->cr3 == f->cr3;
+    return !f->cr3_match || !((c->cr3 ^ f->cr3) & ~f->cr3_ignore);
+}
+
+/* ContextEn: nothing is in context while a start trigger waits */
+static bool context_en(const struct swpt *t, const struct swpt_ctx *c)
+{
+    return !t->armed && context_match(t, c);
 }
 
 static bool filter_en(const struct swpt *t, uint64_t ip)
@@ -89,6 +98,8 @@ static bool filter_en(const struct swpt *t, uint64_t ip)
 
 static bool packet_en(const struct swpt *t, const struct swpt_ctx *c, uint64_t ip)
 {
+    if (t->armed) /* true only where the trigger fires */
+        return ip == t->cfg.filter.start_ip && context_match(t, c) && filter_en(t, ip);
     return context_en(t, c) && filter_en(t, ip);
 }
 
@@ -240,12 +251,29 @@ struct xfer {
     uint64_t from;
     bool tip;
     bool jcc, taken;
+    uint64_t tsc;
 };
+
+/* the start trigger fires before `ip` in t->ctx: the trace starts there as at swpt_start */
+static void fire(struct swpt *t, uint64_t ip, uint64_t tsc)
+{
+    t->armed = false;
+    psb_plus(t, ip, tsc); /* PacketEn still 0: no FUP */
+    ip_pkt(t, PT_PKT_TIP_PGE, ip, true);
+    t->pkt_en = true;
+}
 
 static void transfer(struct swpt *t, const struct xfer *x)
 {
     bool was = t->pkt_en;
     bool now = packet_en(t, x->after, x->to);
+
+    if (t->armed) { /* nothing traced yet: the trigger fires here or the window stays silent */
+        t->ctx = *x->after;
+        if (now)
+            fire(t, x->to, x->tsc);
+        return;
+    }
     bool cr3_moved = x->after->cr3 != t->ctx.cr3;
     bool want_pip =
         cr3_moved && t->cfg.filter.kernel && (context_en(t, &t->ctx) || context_en(t, x->after));
@@ -288,6 +316,9 @@ void swpt_start(struct swpt *t, const struct swpt_cfg *cfg, struct swpt_ring *ri
         return; /* stays off: every other call does nothing */
     t->cfg = *cfg;
     t->on = true;
+    t->armed = cfg->filter.start_at;
+    if (t->armed && packet_en(t, ctx, ip))
+        t->armed = false; /* the trigger is the first instruction: a plain start */
     psb_plus(t, ip, tsc); /* PacketEn still 0: no FUP */
     if (packet_en(t, ctx, ip)) {
         ip_pkt(t, PT_PKT_TIP_PGE, ip, true);
@@ -298,7 +329,7 @@ void swpt_start(struct swpt *t, const struct swpt_cfg *cfg, struct swpt_ring *ri
 void swpt_insn(struct swpt *t, uint64_t ip, const struct x86_insn *in, uint64_t next_ip,
                const struct swpt_ctx *after, uint64_t tsc)
 {
-    struct xfer x = {.to = next_ip, .after = after, .from = ip};
+    struct xfer x = {.to = next_ip, .after = after, .from = ip, .tsc = tsc};
 
     if (!t->on)
         return;
@@ -339,7 +370,8 @@ void swpt_insn(struct swpt *t, uint64_t ip, const struct x86_insn *in, uint64_t 
 void swpt_event(struct swpt *t, uint64_t from_ip, uint64_t to_ip, const struct swpt_ctx *after,
                 uint64_t tsc)
 {
-    const struct xfer x = {.to = to_ip, .after = after, .fup = true, .from = from_ip, .tip = true};
+    const struct xfer x = {
+        .to = to_ip, .after = after, .fup = true, .from = from_ip, .tip = true, .tsc = tsc};
 
     if (!t->on)
         return;
@@ -348,20 +380,31 @@ void swpt_event(struct swpt *t, uint64_t from_ip, uint64_t to_ip, const struct s
     psb_if_due(t, to_ip, tsc);
 }
 
-void swpt_lost(struct swpt *t, uint64_t resume_ip, const struct swpt_ctx *ctx, uint64_t tsc)
+/* execution goes on at resume_ip in *ctx by a way the packets so far do not show; ovf: and
+ * what happened in between is not known (OVF) */
+static void relocate(struct swpt *t, uint64_t resume_ip, const struct swpt_ctx *ctx, uint64_t tsc,
+                     bool ovf)
 {
     struct pkt p;
 
     if (!t->on)
         return;
-    t->lost++;
+    if (t->armed) { /* nothing traced yet: nothing lost; the trigger may fire here */
+        t->ctx = *ctx;
+        if (packet_en(t, ctx, resume_ip))
+            fire(t, resume_ip, tsc);
+        return;
+    }
     bool was = t->pkt_en;
     bool now = packet_en(t, ctx, resume_ip);
     bool cr3_moved = ctx->cr3 != t->ctx.cr3;
     bool moved = cr3_moved || (uint8_t)ctx->cs != t->mode_sent;
 
     flush_tnt(t);
-    close_pkt(t, &p, pt_pkt_ovf(open_pkt(t, &p)));
+    if (ovf || was) { /* a resume while PacketEn = 1 would hide a jump: a loss after all */
+        t->lost++;
+        close_pkt(t, &p, pt_pkt_ovf(open_pkt(t, &p)));
+    }
     t->ctx = *ctx;
     t->pkt_en = now;
     if (was && now && moved) {
@@ -380,6 +423,46 @@ void swpt_lost(struct swpt *t, uint64_t resume_ip, const struct swpt_ctx *ctx, u
         }
     }
     psb_if_due(t, resume_ip, tsc);
+}
+
+void swpt_lost(struct swpt *t, uint64_t resume_ip, const struct swpt_ctx *ctx, uint64_t tsc)
+{
+    relocate(t, resume_ip, ctx, tsc, true);
+}
+
+bool swpt_admits(const struct swpt *t, const struct swpt_ctx *ctx, uint64_t ip)
+{
+    return t->on && packet_en(t, ctx, ip);
+}
+
+void swpt_leave(struct swpt *t, uint64_t at_ip, const struct swpt_ctx *ctx)
+{
+    if (!t->on)
+        return;
+    flush_tnt(t);
+    if (t->pkt_en) { /* the known path ends before at_ip, as at an interrupt (33.4.2.4) */
+        ip_pkt(t, PT_PKT_FUP, at_ip, true);
+        ip_pkt(t, PT_PKT_TIP_PGD, at_ip, false);
+        t->pkt_en = false;
+    }
+    if (ctx->cr3 != t->ctx.cr3 && pip_ok(t, ctx))
+        pip(t, ctx->cr3);
+    t->ctx = *ctx;
+}
+
+void swpt_resume(struct swpt *t, uint64_t ip, const struct swpt_ctx *ctx, uint64_t tsc)
+{
+    relocate(t, ip, ctx, tsc, false);
+}
+
+void swpt_overflow(struct swpt *t)
+{
+    struct pkt p;
+
+    if (!t->on || t->armed || t->pkt_en) /* after swpt_leave: PacketEn = 0, a TIP.PGE follows */
+        return;
+    t->lost++;
+    close_pkt(t, &p, pt_pkt_ovf(open_pkt(t, &p)));
 }
 
 void swpt_gap(struct swpt *t, uint64_t at_ip, uint64_t resume_ip, const struct swpt_ctx *ctx,

@@ -39,12 +39,19 @@ struct swpt_ctx {
     enum x86_code_size cs; /* CS.L / CS.D */
 };
 
-#define SWPT_MAX_RANGES 4
+#define SWPT_MAX_RANGES    4
+#define SWPT_CR3_IGNORABLE 0x1fffull /* PCID bits 11:0 and bit 12 (a PTI PGD pair) */
 struct swpt_filter {
     bool user;      /* trace CPL > 0 (RTIT_CTL.User) */
     bool kernel;    /* trace CPL 0 (RTIT_CTL.OS) */
     bool cr3_match; /* trace only where ctx.cr3 == cr3 (RTIT_CTL.CR3Filter) */
     uint64_t cr3;
+    uint64_t cr3_ignore; /* CR3 bits the match ignores (SWPT_CR3_IGNORABLE at most); 0 as PT */
+    /* start trigger (no PT equivalent: what `ptvisor-ctl trace` needs to begin at a program's
+     * entry): nothing is traced until the first instruction at start_ip the filter admits;
+     * there the trace starts as at swpt_start (PSB+, TIP.PGE) */
+    bool start_at;
+    uint64_t start_ip;
     unsigned nranges; /* 0: every IP; else only IPs inside one of the ranges */
     struct {
         uint64_t lo, hi; /* inclusive, as ADDRn_A / ADDRn_B */
@@ -65,6 +72,7 @@ struct swpt {
     struct swpt_ctx ctx; /* context of the instruction about to run */
     bool on;             /* between swpt_start and swpt_stop */
     bool pkt_en;         /* the current IP / context is inside the filter */
+    bool armed;          /* cfg.filter.start_at and start_ip not reached yet: silent */
     uint64_t last_ip;    /* IP compression state (reset by PSB) */
     bool last_ip_valid;
     uint64_t tnt_bits; /* pending TNT bits, oldest first from bit tnt_n-1 */
@@ -115,6 +123,19 @@ void swpt_lost(struct swpt *t, uint64_t resume_ip, const struct swpt_ctx *ctx, u
  * before at_ip), OVF, then TIP.PGE(resume_ip) where it is inside the filter */
 void swpt_gap(struct swpt *t, uint64_t at_ip, uint64_t resume_ip, const struct swpt_ctx *ctx,
               uint64_t tsc);
+
+/*
+ * The software tracer's departures (swtrace.c): control left the traced code before at_ip
+ * for untraced code by a way the tracer did not see (an event the CPU delivered without a VM
+ * exit).  swpt_leave: FUP(at_ip) + TIP.PGD as an asynchronous disable, no OVF yet, the context
+ * becomes *ctx.  swpt_resume: the traced code goes on at `ip` in *ctx with nothing lost
+ * (TIP.PGE where the filter admits it, a PIP where OS = 1 needs one).  swpt_overflow: what
+ * happened in between is not known after all: OVF (both only while PacketEn = 0).
+ */
+bool swpt_admits(const struct swpt *t, const struct swpt_ctx *ctx, uint64_t ip);
+void swpt_leave(struct swpt *t, uint64_t at_ip, const struct swpt_ctx *ctx);
+void swpt_resume(struct swpt *t, uint64_t ip, const struct swpt_ctx *ctx, uint64_t tsc);
+void swpt_overflow(struct swpt *t);
 
 /* tracing stops (TraceEn 1 -> 0) before `ip`: pending TNT, then TIP.PGD (IP suppressed),
  * preceded by FUP(ip) when inside the filter, as a WRMSR clearing TraceEn writes them */

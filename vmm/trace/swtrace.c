@@ -13,6 +13,7 @@ static void fetch(struct swtrace *t, const struct gw_mem *m, const struct swtrac
     uint64_t lin = c->ctx.cs == X86_CODE64 ? c->rip : (c->cs_base + c->rip) & 0xffffffffu;
 
     t->ip = c->rip;
+    t->rsp = c->rsp;
     t->cs_sel = c->cs_sel;
     t->ctx = c->ctx;
     t->valid = bc_fetch(&t->bc, m, &c->paging, lin, c->ctx.cs, &t->insn);
@@ -49,21 +50,21 @@ static bool event_frame(const struct gw_mem *m, const struct swtrace_cpu *c, uin
     return false;
 }
 
-/* may the classified instruction at t->ip send control to `to`? *any: to every IP */
-static bool flows_to(const struct swtrace *t, uint64_t to, bool *any)
+/* may the classified instruction `in` at ip send control to `to`? *any: to every IP */
+static bool insn_flows_to(uint64_t ip, const struct x86_insn *in, enum x86_code_size cs,
+                          uint64_t to, bool *any)
 {
-    const struct x86_insn *in = &t->insn;
-    uint64_t fall = ip_wrap(t->ip + in->len, t->ctx.cs);
+    uint64_t fall = ip_wrap(ip + in->len, cs);
     *any = false;
     switch (in->branch) {
     case X86_BR_NONE:
     case X86_BR_VMX: /* the VMM emulated it: execution goes on after it */
         return to == fall;
     case X86_BR_JCC:
-        return to == fall || to == x86_direct_target(t->ip, in, t->ctx.cs);
+        return to == fall || to == x86_direct_target(ip, in, cs);
     case X86_BR_JMP_DIRECT:
     case X86_BR_CALL_DIRECT:
-        return to == x86_direct_target(t->ip, in, t->ctx.cs);
+        return to == x86_direct_target(ip, in, cs);
     case X86_BR_UD:
         return false; /* always #UD: an event */
     default:          /* indirect, near RET, far transfers */
@@ -72,47 +73,196 @@ static bool flows_to(const struct swtrace *t, uint64_t to, bool *any)
     }
 }
 
-static bool self_branch(const struct swtrace *t)
+static bool flows_to(const struct swtrace *t, uint64_t to, bool *any)
+{
+    return insn_flows_to(t->ip, &t->insn, t->ctx.cs, to, any);
+}
+
+static bool insn_self_branch(bool valid, uint64_t ip, const struct x86_insn *in,
+                             enum x86_code_size cs)
 {
     bool any;
-    return t->valid && t->insn.branch != X86_BR_NONE && flows_to(t, t->ip, &any);
+    return valid && in->branch != X86_BR_NONE && insn_flows_to(ip, in, cs, ip, &any);
+}
+
+static bool self_branch(const struct swtrace *t)
+{
+    return insn_self_branch(t->valid, t->ip, &t->insn, t->ctx.cs);
+}
+
+#define LEFT_RSP_SLACK 0x10000ull /* how far one instruction may move RSP (SUB RSP, imm) */
+
+/* can the instruction change CR3, CPL or the code size (else a step to another context is
+ * not its doing: with two processes running the same code, an IP alone explains nothing) */
+static bool may_switch(const struct x86_insn *in)
+{
+    if (in->flags & (X86_F_MOV_CR3 | X86_F_MOV_CR))
+        return true;
+    switch (in->branch) {
+    case X86_BR_NONE:
+    case X86_BR_JCC:
+    case X86_BR_JMP_DIRECT:
+    case X86_BR_CALL_DIRECT:
+    case X86_BR_JMP_INDIRECT:
+    case X86_BR_CALL_INDIRECT:
+    case X86_BR_RET:
+        return false;
+    default:
+        return true;
+    }
+}
+
+static bool same_ctx(const struct swpt_ctx *a, const struct swpt_ctx *b)
+{
+    return a->cr3 == b->cr3 && a->cpl == b->cpl && a->cs == b->cs;
+}
+
+/* traced code is left (PacketEn 1 -> 0): it should go on at `resume` on stack `rsp`; unseen:
+ * the tracer did not see how it left */
+static void depart(struct swtrace *t, uint64_t resume, uint64_t rsp, bool unseen)
+{
+    t->left.on = true;
+    t->left.ip = resume;
+    t->left.rsp = rsp;
+    t->left.cs_sel = t->cs_sel;
+    t->left.ctx = t->ctx;
+    t->left.unseen = unseen;
+    t->st.departures++;
+}
+
+/* the traced code that was left comes back at c: where it was to go on (its instruction had
+ * not run) or where that instruction goes (it ran, once: where the tracer steps with the trap
+ * flag, the first instruction after the IRET back runs before the single-step #DB), on the
+ * same stack (another thread of the process runs on another) */
+static bool left_resumes(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c,
+                         bool *ran, struct x86_insn *in)
+{
+    bool any;
+    if (c->cs_sel != t->left.cs_sel || !same_ctx(&c->ctx, &t->left.ctx))
+        return false;
+    uint64_t drsp = c->rsp - t->left.rsp;
+    *ran = c->rip != t->left.ip;
+    if (!*ran)
+        return drsp == 0;
+    if (drsp + LEFT_RSP_SLACK > 2 * LEFT_RSP_SLACK)
+        return false;
+    uint64_t lin = c->ctx.cs == X86_CODE64 ? t->left.ip : (c->cs_base + t->left.ip) & 0xffffffffu;
+    if (!bc_fetch(&t->bc, m, &c->paging, lin, c->ctx.cs, in))
+        return false;
+    /* a branch to itself could have run any number of times */
+    return !insn_self_branch(true, t->left.ip, in, c->ctx.cs) &&
+           insn_flows_to(t->left.ip, in, c->ctx.cs, c->rip, &any) && !any;
+}
+
+/*
+ * Control went somewhere the instruction at t->ip cannot send it, with no event frame that
+ * explains it.  Where the tracer steps with the trap flag this is an event the CPU delivered
+ * without a VM exit (an interrupt, a syscall's return): its handler, and what it switched to,
+ * ran unstepped.  Leaving traced code for untraced code is then a departure (FUP + TIP.PGD),
+ * judged only when traced code runs again (left_resumes): nothing lost, or OVF.
+ */
+static void unexplained(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c)
+{
+    bc_flush(&t->bc); /* whatever happened unseen may have changed paging too */
+    bool admitted = swpt_admits(&t->pt, &c->ctx, c->rip);
+    if (!admitted && (t->left.on || t->pt.pkt_en)) {
+        if (!t->left.on)
+            depart(t, t->ip, t->rsp, true);
+        t->left.unseen = true;
+        swpt_leave(&t->pt, t->left.ip, &c->ctx);
+        return;
+    }
+    bool ran;
+    struct x86_insn in;
+    if (t->left.on && left_resumes(t, m, c, &ran, &in)) {
+        t->left.on = false;
+        swpt_resume(&t->pt, t->left.ip, &c->ctx, c->tsc);
+        if (ran)
+            swpt_insn(&t->pt, t->left.ip, &in, c->rip, &c->ctx, c->tsc);
+        return;
+    }
+    t->st.lost++; /* the instruction at t->ip may or may not have run: the gap starts there */
+    if (t->left.on) {
+        t->left.on = false;
+        swpt_overflow(&t->pt);
+        swpt_resume(&t->pt, c->rip, &c->ctx, c->tsc);
+        return;
+    }
+    swpt_gap(&t->pt, t->ip, c->rip, &c->ctx, c->tsc);
+}
+
+/* how the step from t->ip to c is explained */
+enum how { BY_FLOW, BY_EVENT_BEFORE, BY_FLOW_ANY, BY_TRAP_AFTER, UNEXPLAINED };
+
+static enum how explain(const struct swtrace *t, const struct gw_mem *m,
+                        const struct swtrace_cpu *c, uint64_t *saved)
+{
+    bool any;
+    bool ctx_ok = t->valid && (same_ctx(&c->ctx, &t->ctx) || may_switch(&t->insn));
+    if (ctx_ok && flows_to(t, c->rip, &any) && !any)
+        return BY_FLOW;
+    bool frame = event_frame(m, c, t->cs_sel, saved);
+    if (frame && *saved == t->ip) /* fault or interrupt before the instruction */
+        return BY_EVENT_BEFORE;
+    if (ctx_ok && flows_to(t, c->rip, &any))
+        return BY_FLOW_ANY;
+    if (frame && t->valid && flows_to(t, *saved, &any)) /* it completed, then a trap */
+        return BY_TRAP_AFTER;
+    return UNEXPLAINED;
 }
 
 static void account(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c)
 {
-    uint64_t saved;
-    bool any;
+    uint64_t saved = 0;
 
     t->st.steps++;
-    if (t->valid && flows_to(t, c->rip, &any) && !any) {
-        swpt_insn(&t->pt, t->ip, &t->insn, c->rip, &c->ctx, c->tsc);
+    enum how how = explain(t, m, c, &saved);
+    if (how == UNEXPLAINED) {
+        unexplained(t, m, c);
         return;
     }
-    bool frame = event_frame(m, c, t->cs_sel, &saved);
-    if (frame && saved == t->ip) { /* fault or interrupt before the instruction */
+    if (t->left.on && swpt_admits(&t->pt, &c->ctx, c->rip)) {
+        /* traced code runs again by a step the tracer saw; if it lost sight of the way in
+         * between, it must come back where it was to go on, else what ran is not known */
+        bool ran;
+        struct x86_insn in;
+        if (t->left.unseen && (!left_resumes(t, m, c, &ran, &in) || ran)) {
+            t->st.lost++;
+            swpt_overflow(&t->pt);
+        }
+        t->left.on = false;
+    }
+    bool was = t->pt.pkt_en;
+    uint64_t resume = t->ip + t->insn.len; /* where a system call or INT n returns */
+    switch (how) {
+    case BY_FLOW:
+    case BY_FLOW_ANY:
+        swpt_insn(&t->pt, t->ip, &t->insn, c->rip, &c->ctx, c->tsc);
+        break;
+    case BY_EVENT_BEFORE:
         t->st.events++;
+        resume = t->ip;
         swpt_event(&t->pt, t->ip, c->rip, &c->ctx, c->tsc);
-        return;
-    }
-    if (t->valid && flows_to(t, c->rip, &any)) {
-        swpt_insn(&t->pt, t->ip, &t->insn, c->rip, &c->ctx, c->tsc);
-        return;
-    }
-    if (frame && t->valid && flows_to(t, saved, &any)) { /* it completed, then a trap */
+        break;
+    default: /* BY_TRAP_AFTER */
         t->st.events++;
         swpt_insn(&t->pt, t->ip, &t->insn, saved, &t->ctx, c->tsc);
         swpt_event(&t->pt, saved, c->rip, &c->ctx, c->tsc);
-        return;
+        return; /* the instruction ran: where its stack is now is not known here */
     }
-    t->st.lost++;     /* the instruction at t->ip may or may not have run: the gap starts there */
-    bc_flush(&t->bc); /* whatever happened unseen may have changed paging too */
-    swpt_gap(&t->pt, t->ip, c->rip, &c->ctx, c->tsc);
+    /* leaving traced code for a system call, INT n or an event: remember where it goes on */
+    uint8_t br = t->insn.branch;
+    if (was && !t->pt.pkt_en && !t->left.on &&
+        (how == BY_EVENT_BEFORE || br == X86_BR_SYSCALL || br == X86_BR_SYSENTER ||
+         br == X86_BR_INT))
+        depart(t, ip_wrap(resume, t->ctx.cs), t->rsp, false);
 }
 
 void swtrace_start(struct swtrace *t, const struct swpt_cfg *cfg, struct swpt_ring *ring,
                    const struct gw_mem *m, const struct swtrace_cpu *c, uint64_t budget)
 {
     t->st = (struct swtrace_stats){0};
+    t->left.on = false;
     t->budget = budget;
     t->budget_used = false;
     t->on = true;

@@ -49,6 +49,7 @@ struct swtrace_stats {
     uint64_t lost;       /* OVF: a step the tracer could not explain */
     uint64_t unreadable; /* code bytes that could not be read before they ran */
     uint64_t rep_iters;  /* steps that stayed on a REP string instruction */
+    uint64_t departures; /* traced code left unseen for untraced code (swtrace.c) */
 };
 
 struct swtrace {
@@ -57,11 +58,19 @@ struct swtrace {
     uint64_t budget;  /* instructions left before the window closes (0 = no limit) */
     bool budget_used; /* the window closed because the budget ran out */
     /* the instruction about to run */
-    uint64_t ip;
+    uint64_t ip, rsp;
     uint16_t cs_sel;
     struct swpt_ctx ctx;
     bool valid; /* its bytes were read and classified */
     struct x86_insn insn;
+    /* traced code left unseen (a departure): where, until traced code runs again */
+    struct {
+        bool on;
+        uint64_t ip, rsp; /* where it goes on, on which stack */
+        uint16_t cs_sel;
+        struct swpt_ctx ctx;
+        bool unseen; /* the tracer lost sight of the way since */
+    } left;
     struct swtrace_stats st;
     /* code bytes are fetched and decoded through a cache (bcache.h), emptied at every
      * swtrace_start; nocache (set before swtrace_start; 0 in a zeroed struct) turns it

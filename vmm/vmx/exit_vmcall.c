@@ -17,6 +17,7 @@
 #include "percpu.h"
 #include "smp/smp.h"
 #include "vmx/trace_vmx.h"
+#include "trace/treq.h"
 #include "vmx/trace_dump.h"
 
 /* vmcall_user (include/ptv/config.h): the operator's opt-ins for CPL 3; TRACE_READ never */
@@ -104,8 +105,14 @@ enum exit_action handle_vmcall(struct vcpu *v, const struct vmexit *e)
     }
     case PTV_VMCALL_TRACE_START: {
         uint32_t src;
-        ret = trace_vmx_start(v, (uint32_t)r[GPR_RBX], r[GPR_RCX], r[GPR_RDX], r[GPR_RSI],
-                              r[GPR_R8], &src);
+        const struct trace_req rq = {.flags = (uint32_t)r[GPR_RBX],
+                                     .cr3 = r[GPR_RCX],
+                                     .caller_cr3 = vmcs_readl(GUEST_CR3),
+                                     .cr3_ignore = r[GPR_R9],
+                                     .lo = r[GPR_RDX],
+                                     .hi = r[GPR_RSI],
+                                     .start_ip = r[GPR_RDI]};
+        ret = trace_vmx_start(v, &rq, r[GPR_R8], &src);
         if (ret == PTV_VMCALL_OK) {
             r[GPR_RBX] = src;
             r[GPR_RCX] = vmm_cfg->trace_buf_size;

@@ -19,6 +19,7 @@
 #include "vmx/vmx_cpu.h"
 #include "vmx/vmx.h"
 #include "trace/swtrace.h"
+#include "trace/treq.h"
 #include "cpu.h"
 #include "log.h"
 #include "palloc.h"
@@ -321,8 +322,7 @@ bool trace_vmx_db_exit(struct vcpu *v, uint64_t qual)
     return true;
 }
 
-static int sw_start(struct vcpu *v, uint32_t flags, uint64_t cr3, uint64_t lo, uint64_t hi,
-                    uint64_t budget)
+static int sw_start(struct vcpu *v, const struct trace_req *rq, uint64_t budget)
 {
     const char *why;
     if (v->trace && (v->trace->sw.on || v->trace->pending_start))
@@ -334,33 +334,8 @@ static int sw_start(struct vcpu *v, uint32_t flags, uint64_t cr3, uint64_t lo, u
         said = true;
         return PTV_VMCALL_ENODEV;
     }
-    if (flags & ~(PTV_TRACE_F_KERNEL | PTV_TRACE_F_USER | PTV_TRACE_F_CR3 | PTV_TRACE_F_RANGE))
-        return PTV_VMCALL_EINVAL;
-    struct swpt_cfg cfg = {.psb_period = vmm_cfg->psb_period, .tsc = true};
-    uint32_t cpl = flags & (PTV_TRACE_F_KERNEL | PTV_TRACE_F_USER);
-    cfg.filter.kernel =
-        cpl ? !!(flags & PTV_TRACE_F_KERNEL) : !!(vmm_cfg->trace_filter & PTV_TRACE_OS);
-    cfg.filter.user =
-        cpl ? !!(flags & PTV_TRACE_F_USER) : !!(vmm_cfg->trace_filter & PTV_TRACE_USER);
-    if (flags & PTV_TRACE_F_CR3) {
-        cfg.filter.cr3_match = true;
-        cfg.filter.cr3 = cr3;
-    } else if (vmm_cfg->trace_cr3) {
-        cfg.filter.cr3_match = true;
-        cfg.filter.cr3 = vmm_cfg->trace_cr3;
-    }
-    if (flags & PTV_TRACE_F_RANGE) {
-        cfg.filter.nranges = 1;
-        cfg.filter.range[0].lo = lo;
-        cfg.filter.range[0].hi = hi;
-    } else {
-        cfg.filter.nranges = vmm_cfg->trace_nranges;
-        for (unsigned i = 0; i < cfg.filter.nranges && i < SWPT_MAX_RANGES; i++) {
-            cfg.filter.range[i].lo = vmm_cfg->trace_range[i].lo;
-            cfg.filter.range[i].hi = vmm_cfg->trace_range[i].hi;
-        }
-    }
-    if (swpt_cfg_check(&cfg, &why))
+    struct swpt_cfg cfg;
+    if (trace_req_swpt(rq, vmm_cfg, &cfg, &why))
         return PTV_VMCALL_EINVAL;
     int rc = ring_alloc(v);
     if (rc)
@@ -478,7 +453,8 @@ void trace_vmx_before_entry(struct vcpu *v)
     if (t->pending_start) {
         t->pending_start = false;
         swtrace_start(&t->sw, &t->cfg, &t->ring, &m, &c, t->budget);
-        note_code(v, t, &c);
+        if (t->sw.pt.pkt_en)
+            note_code(v, t, &c);
         tf_arm(v);
         return;
     }
@@ -495,7 +471,8 @@ void trace_vmx_before_entry(struct vcpu *v)
         }
         return;
     }
-    note_code(v, t, &c);
+    if (t->sw.pt.pkt_en) /* only pages the trace will need to be decoded */
+        note_code(v, t, &c);
     tf_arm(v);
 }
 
@@ -508,13 +485,18 @@ static bool hw_source(const struct vcpu *v)
 }
 
 /* the system-mode filter of a TRACE_START: the configured one, then the call's */
-static int hw_start(struct vcpu *v, uint32_t flags, uint64_t cr3, uint64_t lo, uint64_t hi,
-                    uint64_t budget)
+static int hw_start(struct vcpu *v, const struct trace_req *rq, uint64_t budget)
 {
     struct pt_sys_status st;
     struct pt_sys_cfg cfg;
     const char *why;
-    if (flags & ~(PTV_TRACE_F_KERNEL | PTV_TRACE_F_USER | PTV_TRACE_F_CR3 | PTV_TRACE_F_RANGE))
+    const uint32_t flags = rq->flags;
+    /* RTIT_CR3_MATCH compares CR3[63:5] (SDM Vol. 3C 33.2.5.4): no ignored bits above 4, and
+     * PT has no start trigger */
+    if (flags & ~(PTV_TRACE_F_KERNEL | PTV_TRACE_F_USER | PTV_TRACE_F_CR3 | PTV_TRACE_F_CR3_SELF |
+                  PTV_TRACE_F_CR3_MASK | PTV_TRACE_F_RANGE) ||
+        ((flags & PTV_TRACE_F_CR3) && (flags & PTV_TRACE_F_CR3_SELF)) ||
+        ((flags & PTV_TRACE_F_CR3_MASK) && (rq->cr3_ignore & ~0x1full)))
         return PTV_VMCALL_EINVAL;
     if (budget) /* PT counts no instructions: a budget it cannot honour is refused */
         return PTV_VMCALL_EINVAL;
@@ -525,12 +507,12 @@ static int hw_start(struct vcpu *v, uint32_t flags, uint64_t cr3, uint64_t lo, u
     if (flags & (PTV_TRACE_F_KERNEL | PTV_TRACE_F_USER))
         cfg.filter = (flags & PTV_TRACE_F_KERNEL ? PTV_TRACE_OS : 0) |
                      (flags & PTV_TRACE_F_USER ? PTV_TRACE_USER : 0);
-    if (flags & PTV_TRACE_F_CR3)
-        cfg.cr3 = cr3;
+    if (flags & (PTV_TRACE_F_CR3 | PTV_TRACE_F_CR3_SELF))
+        cfg.cr3 = flags & PTV_TRACE_F_CR3 ? rq->cr3 : rq->caller_cr3;
     if (flags & PTV_TRACE_F_RANGE) {
         cfg.nranges = 1;
-        cfg.range[0].lo = lo;
-        cfg.range[0].hi = hi;
+        cfg.range[0].lo = rq->lo;
+        cfg.range[0].hi = rq->hi;
     }
     /* the engine checks every field against the CPU's PT (pt_sys_check) */
     if (pt_vmx_sys_set_filter(v, &cfg, &why) || pt_vmx_sys_start(v, true, &why))
@@ -550,12 +532,10 @@ static void hw_status(struct vcpu *v, struct trace_status *st)
     };
 }
 
-int trace_vmx_start(struct vcpu *v, uint32_t flags, uint64_t cr3, uint64_t lo, uint64_t hi,
-                    uint64_t budget, uint32_t *src)
+int trace_vmx_start(struct vcpu *v, const struct trace_req *rq, uint64_t budget, uint32_t *src)
 {
     *src = hw_source(v) ? PTV_TRACE_SRC_HARDWARE : PTV_TRACE_SRC_SOFTWARE;
-    return hw_source(v) ? hw_start(v, flags, cr3, lo, hi, budget)
-                        : sw_start(v, flags, cr3, lo, hi, budget);
+    return hw_source(v) ? hw_start(v, rq, budget) : sw_start(v, rq, budget);
 }
 
 int trace_vmx_stop(struct vcpu *v)
@@ -639,7 +619,8 @@ void trace_vmx_boot(struct vcpu *v)
     uint32_t src;
     if (!vmm_cfg->trace_boot)
         return;
-    int rc = trace_vmx_start(v, 0, 0, 0, 0, hw_source(v) ? 0 : vmm_cfg->trace_boot, &src);
+    const struct trace_req rq = {0}; /* the configured filters */
+    int rc = trace_vmx_start(v, &rq, hw_source(v) ? 0 : vmm_cfg->trace_boot, &src);
     if (rc)
         pr_warn("trace", "trace_boot = %lu: no boot trace (error %d)", vmm_cfg->trace_boot, rc);
     else if (src == PTV_TRACE_SRC_SOFTWARE)

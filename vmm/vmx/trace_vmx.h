@@ -16,8 +16,8 @@ bool trace_vmx_available(const char **why);
  * source is system-mode PT where this vCPU has it (pt_mode = system), else the software
  * tracer; *src says which (PTV_TRACE_SRC_*).
  */
-int trace_vmx_start(struct vcpu *v, uint32_t flags, uint64_t cr3, uint64_t lo, uint64_t hi,
-                    uint64_t budget, uint32_t *src);
+struct trace_req;
+int trace_vmx_start(struct vcpu *v, const struct trace_req *rq, uint64_t budget, uint32_t *src);
 int trace_vmx_stop(struct vcpu *v);
 struct trace_status {
     uint32_t flags; /* PTV_TRACE_ST_* */

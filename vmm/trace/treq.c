@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+#include "trace/treq.h"
+
+#include <ptv/config.h>
+#include <ptv/vmcall.h>
+
+_Static_assert(PTV_TRACE_CR3_IGNORABLE == SWPT_CR3_IGNORABLE, "one CR3 mask in the ABI and swpt");
+
+int trace_req_swpt(const struct trace_req *rq, const struct ptv_config *cfg, struct swpt_cfg *out,
+                   const char **why)
+{
+    const uint32_t f = rq->flags;
+    const char *w = NULL;
+
+    *out = (struct swpt_cfg){.psb_period = cfg->psb_period, .tsc = true};
+    if (f & ~PTV_TRACE_F_ALL)
+        w = "unknown filter flags";
+    else if ((f & PTV_TRACE_F_CR3) && (f & PTV_TRACE_F_CR3_SELF))
+        w = "two CR3s to match (PTV_TRACE_F_CR3 and PTV_TRACE_F_CR3_SELF)";
+    else if ((f & PTV_TRACE_F_CR3_MASK) && !(f & (PTV_TRACE_F_CR3 | PTV_TRACE_F_CR3_SELF)))
+        w = "a CR3 mask without a CR3 to match";
+    if (w) {
+        *why = w;
+        return -1;
+    }
+
+    struct swpt_filter *flt = &out->filter;
+    uint32_t cpl = f & (PTV_TRACE_F_KERNEL | PTV_TRACE_F_USER);
+    flt->kernel = cpl ? !!(f & PTV_TRACE_F_KERNEL) : !!(cfg->trace_filter & PTV_TRACE_OS);
+    flt->user = cpl ? !!(f & PTV_TRACE_F_USER) : !!(cfg->trace_filter & PTV_TRACE_USER);
+    if (f & (PTV_TRACE_F_CR3 | PTV_TRACE_F_CR3_SELF)) {
+        flt->cr3_match = true;
+        flt->cr3 = f & PTV_TRACE_F_CR3 ? rq->cr3 : rq->caller_cr3;
+        flt->cr3_ignore = f & PTV_TRACE_F_CR3_MASK ? rq->cr3_ignore : 0;
+    } else if (cfg->trace_cr3) {
+        flt->cr3_match = true;
+        flt->cr3 = cfg->trace_cr3;
+    }
+    if (f & PTV_TRACE_F_RANGE) {
+        flt->nranges = 1;
+        flt->range[0].lo = rq->lo;
+        flt->range[0].hi = rq->hi;
+    } else {
+        flt->nranges = cfg->trace_nranges;
+        for (unsigned i = 0; i < flt->nranges && i < SWPT_MAX_RANGES; i++) {
+            flt->range[i].lo = cfg->trace_range[i].lo;
+            flt->range[i].hi = cfg->trace_range[i].hi;
+        }
+    }
+    if (f & PTV_TRACE_F_START_IP) {
+        flt->start_at = true;
+        flt->start_ip = rq->start_ip;
+    }
+    return swpt_cfg_check(out, why) ? -1 : 0;
+}
