@@ -175,12 +175,19 @@ static int stop(void)
     return 0;
 }
 
-static int dump(int wait)
+/* what: the traced program (its name lets the host pick its symbols: tools/run.sh) */
+static int dump(int wait, const char *what)
 {
     struct regs r = vmcall((struct regs){.rax = PTV_VMCALL_TRACE_DUMP});
     if (r.rax != PTV_VMCALL_OK)
         return fail("dump", (int64_t)r.rax);
-    printf("ptvisor-ctl: dump %lu going out on the serial console\n", (unsigned long)r.rbx);
+    if (what) {
+        const char *base = strrchr(what, '/');
+        printf("ptvisor-ctl: dump %lu of %s going out on the serial console\n",
+               (unsigned long)r.rbx, base ? base + 1 : what);
+    } else {
+        printf("ptvisor-ctl: dump %lu going out on the serial console\n", (unsigned long)r.rbx);
+    }
     if (!wait)
         return 0;
     fflush(stdout);
@@ -405,7 +412,7 @@ static int trace_cmd(const struct opts *o, char **cmd)
     if (!rc)
         rc = status();
     if (!rc && o->dump)
-        rc = dump(1);
+        rc = dump(1, cmd[0]);
     return rc;
 fail:
     fprintf(stderr, "ptvisor-ctl: trace: %s: %s\n", step, strerror(errno));
@@ -505,7 +512,7 @@ static int run(const struct opts *o, char **cmd)
     if (!rc)
         rc = status();
     if (!rc && o->dump)
-        rc = dump(1);
+        rc = dump(1, cmd[0]);
     return pid < 0 ? 1 : rc;
 }
 
@@ -539,7 +546,7 @@ int main(int argc, char **argv)
     if (!strcmp(c, "stop"))
         return stop();
     if (!strcmp(c, "dump"))
-        return dump(o.wait);
+        return dump(o.wait, NULL);
     if (!strcmp(c, "trace"))
         return trace_cmd(&o, argv + first);
     return run(&o, argv + first);

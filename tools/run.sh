@@ -141,6 +141,10 @@ while read -r _ id _ _ reason _; do
     [ -d "$tdir" ] || continue
     elf=()
     [ "$reason" != boot ] && [ -n "${WORK_ELF:-}" ] && [ -f "$WORK_ELF" ] && elf=(-e "$WORK_ELF")
+    # `ptvisor-ctl trace -d` names its program: its ELF next to WORK_ELF gives the symbols
+    prog=$(tr -d '\r' <"$serial" | sed -n "s/^ptvisor-ctl: dump $id of \([A-Za-z0-9._-]*\) going out.*/\1/p" | head -n 1)
+    [ -n "$prog" ] && [ -n "${WORK_ELF:-}" ] && [ -f "$(dirname "$WORK_ELF")/$prog" ] &&
+        elf=(-e "$(dirname "$WORK_ELF")/$prog")
     echo "run: dump $id ($reason) -> $tdir"
     "$ptt" summary "${elf[@]}" "$tdir" >"$tdir/summary.txt" 2>&1
     awk '/^(trace bytes|instructions|branches|gaps) / { print } /^top/ { t = 9 } t && t-- { print }' \

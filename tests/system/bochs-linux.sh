@@ -230,7 +230,7 @@ fi
 if [ -n "${PTT:-}" ] && [ -n "${EXACT_ELF:-}" ] && ! grep -aq 'ptvisor-guest: trace skipped' "$serial"; then
     check "ptvisor-ctl trace -- ptt-exact ran" "ptvisor-guest: trace exact rc=0"
     xid=$(tr -d '\r' <"$serial" | sed -n '/^ptvisor-guest: trace exact start/,$p' |
-        sed -n 's/^ptvisor-ctl: dump \([0-9]*\) going out.*/\1/p' | head -n 1)
+        sed -n 's/^ptvisor-ctl: dump \([0-9]*\) of ptt-exact going out.*/\1/p' | head -n 1)
     rm -rf "$out/exact"
     if [ -z "$xid" ] || ! "$PTT" extract "$serial" --dump "$xid" -o "$out/exact" -q; then
         echo "  FAIL trace exact: no complete dump of the one-process window (dump ${xid:-none})"
