@@ -23,6 +23,7 @@
 #include "vmx/vmcs.h"
 #include "vmx/emul_policy.h"
 #include "vmx/lbr_vmx.h"
+#include "vmx/pmu_vmx.h"
 
 static void intercept(uint8_t *bm, uint32_t msr)
 {
@@ -219,10 +220,9 @@ static enum exit_action msr_access(struct vcpu *v, bool write)
                 val = vmcs_read64(GUEST_IA32_PERF_GLOBAL_CTRL);
                 break;
             }
-            /* let the CPU judge the value, then keep it for the next entry */
-            int bad = wrmsr_safe(msr, val);
-            wrmsr(msr, 0);
-            if (bad) {
+            /* the SDM's rule from CPUID.0AH (pmu/pmu_policy.c), not a trial WRMSR in root,
+             * which would let the guest's counters count the VMM's own instructions */
+            if (!pmu_vmx_global_ctrl_ok(val)) {
                 vcpu_inject_gp(v);
                 return EXIT_INJECT;
             }
