@@ -9,6 +9,7 @@
  *
  * Where the CPU or the VMM does not offer PT to the guest, every check is
  * SKIPPED with the reason: this program never passes without real PT.
+ * First it runs the guest-LBR checks of lbr_selftest.c (issue 11), SKIPPED likewise.
  */
 #include <efi.h>
 #include <efilib.h>
@@ -16,6 +17,7 @@
 #include "ptv/vmcall.h"
 #include "pt/rtit.h"
 
+#include "lbr_selftest.h"
 #include "libtest.h"
 #include "x86.h"
 
@@ -83,6 +85,7 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *st)
         report_summary();
         return EFI_SUCCESS;
     }
+    lbr_selftest(); /* guest LBR (issue 11): before the PT checks, which may end early */
     if (!(cpuid(7, 0).ebx & CPUID_7_EBX_INTEL_PT)) {
         report_skip("no Intel PT for the guest: the CPU has none, or the VMM hides it "
                     "(its [cpu0 pt] boot lines say why; pt_mode = host-guest is needed)");

@@ -3,6 +3,7 @@
 # Bochs, which has no Intel PT.  Proves the honest path: the VMM refuses the
 # request with its reason, the guest sees no PT, and the self-test SKIPs instead
 # of passing.  The PT checks themselves need a CPU with PT (make selftest-usb).
+# Bochs has no LBR either: the guest-LBR checks (tests/guest/lbr_selftest.c) must SKIP too.
 #
 #   tests/system/bochs-pt-selftest.sh IMG OUT_DIR
 set -u
@@ -24,8 +25,10 @@ check() { # regex, what
 check '\[cpu0 pt\] .*pt_mode=host-guest' "the VMM states the host-guest request and its verdict"
 check '\[cpu0 vmx\] launched' "the VMM launched the guest"
 check '^SKIP: no Intel PT for the guest' "pt-selftest skips with the reason"
+check '^SKIP: lbr: legacy: ' "the LBR self-test skips model-specific LBR with the reason"
+check '^SKIP: lbr: arch: ' "the LBR self-test skips arch LBR with the reason"
 check '^SUMMARY: [0-9]+ tests, 0 unexpected failures, [1-9][0-9]* skipped' "summary: nothing failed, something skipped"
-if grep -aq '^PASS: ' "$clean"; then echo "  FAIL a PT check passed without PT hardware"; status=1; fi
-grep -aE '\[cpu0 pt\]|^(PASS|FAIL|SKIP|SUMMARY): ' "$clean" | sed 's/^/  > /'
-echo "the PT checks themselves were not run: they need a CPU with Intel PT (make selftest-usb)"
+if grep -aq '^PASS: ' "$clean"; then echo "  FAIL a PT or LBR check passed without the hardware"; status=1; fi
+grep -aE '\[cpu0 (pt|lbr)\]|^INFO: lbr|^(PASS|FAIL|SKIP|SUMMARY): ' "$clean" | sed 's/^/  > /'
+echo "the PT and LBR checks themselves were not run: they need a CPU with Intel PT / LBR (make selftest-usb)"
 exit $status
