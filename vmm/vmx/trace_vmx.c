@@ -27,6 +27,7 @@
 #include "handoff.h"
 #include "lib/ptv_string.h"
 #include "vmx/pt_vmx.h"
+#include "smp/smp.h"
 #include "vmx/emul_policy.h"
 #include "pt/pt_sys.h"
 #include <ptv/vmcall.h>
@@ -41,6 +42,10 @@ struct trace_vcpu {
     bool nomem_said;
     bool boot_window; /* this window is trace_boot's: dump_on = boot dumps it when it closes */
     bool cache_sized; /* the decode cache got its larger table (or the pool had none) */
+    /* the last guest page read_gpa found readable (guest RAM, identity in EPT), valid while
+     * no EPT narrowing happened since (vmm_sd.gen: every narrowing is a shootdown) */
+    bool ok_valid;
+    uint64_t ok_page, ok_gen;
     struct code_store *code; /* the bytes of the first code pages the window ran */
     uint64_t windows;
     /* the code pages the window ran (the dump's snapshots) and the paging they ran under */
@@ -103,6 +108,27 @@ static bool read_gpa(void *ctx, uint64_t gpa, void *buf, unsigned len)
     if (!hpa)
         return false;
     memcpy(buf, (const void *)(uintptr_t)hpa, len);
+    return true;
+}
+
+/* read_gpa for the stepping vCPU's own CPU (it owns t->ok_*): the tracer reads the code of
+ * every step, so the memory map's search and the EPT walk run once per page, not once per
+ * instruction */
+static bool read_gpa_step(void *ctx, uint64_t gpa, void *buf, unsigned len)
+{
+    struct vcpu *v = ctx;
+    struct trace_vcpu *t = v->trace;
+    uint64_t page = gpa & ~0xfffull, gen = __atomic_load_n(&vmm_sd.gen, __ATOMIC_ACQUIRE);
+    if ((gpa & 0xfff) + len > 0x1000)
+        return read_gpa(ctx, gpa, buf, len);
+    if (!(t->ok_valid && t->ok_page == page && t->ok_gen == gen)) {
+        if (!guest_page(v, gpa, len, false))
+            return false;
+        t->ok_valid = mem_type(v, page, 0x1000) == PTV_MEM_RAM;
+        t->ok_page = page;
+        t->ok_gen = gen;
+    }
+    memcpy(buf, (const void *)(uintptr_t)gpa, len); /* guest RAM is identity-mapped */
     return true;
 }
 
@@ -444,7 +470,7 @@ static void note_code(struct vcpu *v, struct trace_vcpu *t, const struct swtrace
 void trace_vmx_before_entry(struct vcpu *v)
 {
     struct trace_vcpu *t = v->trace;
-    struct gw_mem m = {.ctx = v, .read = read_gpa};
+    struct gw_mem m = {.ctx = v, .read = read_gpa_step};
     struct swtrace_cpu c;
     bool mtf = v->trace_mtf_seen;
 
