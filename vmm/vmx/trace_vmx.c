@@ -479,8 +479,7 @@ void trace_vmx_before_entry(struct vcpu *v)
     if (t->pending_start) {
         t->pending_start = false;
         swtrace_start(&t->sw, &t->cfg, &t->ring, &m, &c, t->budget);
-        if (t->sw.pt.pkt_en)
-            note_code(v, t, &c);
+        note_code(v, t, &c); /* the page the window opens on, traced or not */
         tf_arm(v);
         return;
     }
