@@ -209,6 +209,23 @@ static int dump(int wait, const char *what)
     return 0;
 }
 
+/* CMD (pid) runs in the window: wait for it, close the window, say how it ended, the
+ * window's status, and dump it (-d) */
+static int finish(const struct opts *o, char **cmd, pid_t pid)
+{
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    int rc = stop();
+    printf("ptvisor-ctl: %s exited with %d\n", cmd[0],
+           WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+    if (!rc)
+        rc = status();
+    if (!rc && o->dump)
+        rc = dump(1, cmd[0]);
+    return rc;
+}
+
 /* ---- trace: one process through its CR3 ----
  *
  * The window must match CMD's CR3, which exists only after its execve() and which user space
@@ -404,16 +421,7 @@ static int trace_cmd(const struct opts *o, char **cmd)
     r.rip = page + 4;
     if (ptrace(PTRACE_SETREGS, pid, NULL, &r) < 0 || ptrace(PTRACE_DETACH, pid, NULL, NULL) < 0)
         goto fail;
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-        ;
-    int rc = stop();
-    printf("ptvisor-ctl: %s exited with %d\n", cmd[0],
-           WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
-    if (!rc)
-        rc = status();
-    if (!rc && o->dump)
-        rc = dump(1, cmd[0]);
-    return rc;
+    return finish(o, cmd, pid);
 fail:
     fprintf(stderr, "ptvisor-ctl: trace: %s: %s\n", step, strerror(errno));
     kill(pid, SIGKILL);
@@ -499,21 +507,16 @@ static int run(const struct opts *o, char **cmd)
         fprintf(stderr, "ptvisor-ctl: %s: %s\n", cmd[0], strerror(errno));
         _exit(127);
     }
-    int st = 0;
-    if (pid < 0)
+    if (pid < 0) {
         fprintf(stderr, "ptvisor-ctl: fork: %s\n", strerror(errno));
-    else
-        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-            ;
-    rc = stop();
-    if (pid > 0)
-        printf("ptvisor-ctl: %s exited with %d\n", cmd[0],
-               WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
-    if (!rc)
-        rc = status();
-    if (!rc && o->dump)
-        rc = dump(1, cmd[0]);
-    return pid < 0 ? 1 : rc;
+        rc = stop();
+        if (!rc)
+            rc = status();
+        if (!rc && o->dump)
+            dump(1, cmd[0]);
+        return 1;
+    }
+    return finish(o, cmd, pid);
 }
 
 int main(int argc, char **argv)
