@@ -435,16 +435,23 @@ bool swpt_admits(const struct swpt *t, const struct swpt_ctx *ctx, uint64_t ip)
     return t->on && packet_en(t, ctx, ip);
 }
 
-void swpt_leave(struct swpt *t, uint64_t at_ip, const struct swpt_ctx *ctx)
+/* the known path ends before at_ip (a stop, an interrupt, a gap: 33.4.2.4): pending TNT,
+ * then FUP(at_ip) + TIP.PGD with the IP suppressed where PacketEn was 1 */
+static void disable_at(struct swpt *t, uint64_t at_ip)
 {
-    if (!t->on)
-        return;
     flush_tnt(t);
-    if (t->pkt_en) { /* the known path ends before at_ip, as at an interrupt (33.4.2.4) */
+    if (t->pkt_en) {
         ip_pkt(t, PT_PKT_FUP, at_ip, true);
         ip_pkt(t, PT_PKT_TIP_PGD, at_ip, false);
         t->pkt_en = false;
     }
+}
+
+void swpt_leave(struct swpt *t, uint64_t at_ip, const struct swpt_ctx *ctx)
+{
+    if (!t->on)
+        return;
+    disable_at(t, at_ip);
     if (ctx->cr3 != t->ctx.cr3 && pip_ok(t, ctx))
         pip(t, ctx->cr3);
     t->ctx = *ctx;
@@ -470,12 +477,7 @@ void swpt_gap(struct swpt *t, uint64_t at_ip, uint64_t resume_ip, const struct s
 {
     if (!t->on)
         return;
-    flush_tnt(t);
-    if (t->pkt_en) { /* the known path ends before at_ip: as a stop there */
-        ip_pkt(t, PT_PKT_FUP, at_ip, true);
-        ip_pkt(t, PT_PKT_TIP_PGD, at_ip, false);
-        t->pkt_en = false;
-    }
+    disable_at(t, at_ip);
     swpt_lost(t, resume_ip, ctx, tsc);
 }
 
@@ -483,11 +485,6 @@ void swpt_stop(struct swpt *t, uint64_t ip)
 {
     if (!t->on)
         return;
-    flush_tnt(t);
-    if (t->pkt_en) {
-        ip_pkt(t, PT_PKT_FUP, ip, true);
-        ip_pkt(t, PT_PKT_TIP_PGD, ip, false);
-    }
-    t->pkt_en = false;
+    disable_at(t, ip);
     t->on = false;
 }

@@ -7,10 +7,16 @@ static uint64_t ip_wrap(uint64_t ip, enum x86_code_size cs)
     return cs == X86_CODE64 ? ip : cs == X86_CODE32 ? (ip & 0xffffffffu) : (ip & 0xffffu);
 }
 
+/* the linear address of ip in c's code segment */
+static uint64_t lin_of(const struct swtrace_cpu *c, uint64_t ip)
+{
+    return c->ctx.cs == X86_CODE64 ? ip : (c->cs_base + ip) & 0xffffffffu;
+}
+
 /* read and classify the instruction at c->rip (the bytes that are about to run) */
 static void fetch(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c)
 {
-    uint64_t lin = c->ctx.cs == X86_CODE64 ? c->rip : (c->cs_base + c->rip) & 0xffffffffu;
+    uint64_t lin = lin_of(c, c->rip);
 
     t->ip = c->rip;
     t->rsp = c->rsp;
@@ -146,8 +152,7 @@ static bool left_resumes(struct swtrace *t, const struct gw_mem *m, const struct
         return drsp == 0;
     if (drsp + LEFT_RSP_SLACK > 2 * LEFT_RSP_SLACK)
         return false;
-    uint64_t lin = c->ctx.cs == X86_CODE64 ? t->left.ip : (c->cs_base + t->left.ip) & 0xffffffffu;
-    if (!bc_fetch(&t->bc, m, &c->paging, lin, c->ctx.cs, in))
+    if (!bc_fetch(&t->bc, m, &c->paging, lin_of(c, t->left.ip), c->ctx.cs, in))
         return false;
     /* a branch to itself could have run any number of times */
     return !insn_self_branch(true, t->left.ip, in, c->ctx.cs) &&
