@@ -1112,6 +1112,20 @@ static void test_trace_req(void **state)
         if (!strstr(why, bad[i].why))
             fail_msg("case %u: '%s' does not say '%s'", i, why, bad[i].why);
     }
+    /* system-mode PT: what RTIT_CR3_MATCH and a PT with no trigger and no counter can take */
+    rq = (struct trace_req){.flags = PTV_TRACE_F_CR3_SELF | PTV_TRACE_F_CR3_MASK | PTV_TRACE_F_USER,
+                            .caller_cr3 = 0x41803,
+                            .cr3_ignore = 0x1f};
+    assert_int_equal(trace_req_hw_check(&rq, 0, &why), 0);
+    assert_int_equal(trace_req_cr3(&rq), 0x41803);
+    assert_int_equal(trace_req_hw_check(&rq, 100, &why), -1); /* a budget */
+    rq.cr3_ignore = 0xfff;
+    assert_int_equal(trace_req_hw_check(&rq, 0, &why), -1);
+    assert_non_null(strstr(why, "CR3[63:5]"));
+    rq = (struct trace_req){.flags = PTV_TRACE_F_START_IP};
+    assert_int_equal(trace_req_hw_check(&rq, 0, &why), -1);
+    rq = (struct trace_req){.flags = PTV_TRACE_F_CR3 | PTV_TRACE_F_CR3_SELF};
+    assert_int_equal(trace_req_hw_check(&rq, 0, &why), -1);
     /* a configuration that traces nothing is refused too */
     pc.trace_filter = 0;
     rq = (struct trace_req){0};

@@ -30,7 +30,7 @@ int trace_req_swpt(const struct trace_req *rq, const struct ptv_config *cfg, str
     flt->user = cpl ? !!(f & PTV_TRACE_F_USER) : !!(cfg->trace_filter & PTV_TRACE_USER);
     if (f & (PTV_TRACE_F_CR3 | PTV_TRACE_F_CR3_SELF)) {
         flt->cr3_match = true;
-        flt->cr3 = f & PTV_TRACE_F_CR3 ? rq->cr3 : rq->caller_cr3;
+        flt->cr3 = trace_req_cr3(rq);
         flt->cr3_ignore = f & PTV_TRACE_F_CR3_MASK ? rq->cr3_ignore : 0;
     } else if (cfg->trace_cr3) {
         flt->cr3_match = true;
@@ -52,4 +52,27 @@ int trace_req_swpt(const struct trace_req *rq, const struct ptv_config *cfg, str
         flt->start_ip = rq->start_ip;
     }
     return swpt_cfg_check(out, why) ? -1 : 0;
+}
+
+uint64_t trace_req_cr3(const struct trace_req *rq)
+{
+    return rq->flags & PTV_TRACE_F_CR3 ? rq->cr3 : rq->caller_cr3;
+}
+
+int trace_req_hw_check(const struct trace_req *rq, uint64_t budget, const char **why)
+{
+    const uint32_t f = rq->flags;
+    const char *w = NULL;
+
+    if (f & ~(PTV_TRACE_F_KERNEL | PTV_TRACE_F_USER | PTV_TRACE_F_CR3 | PTV_TRACE_F_CR3_SELF |
+              PTV_TRACE_F_CR3_MASK | PTV_TRACE_F_RANGE))
+        w = "a flag system-mode PT has no equivalent for (a start IP, or unknown)";
+    else if ((f & PTV_TRACE_F_CR3) && (f & PTV_TRACE_F_CR3_SELF))
+        w = "two CR3s to match (PTV_TRACE_F_CR3 and PTV_TRACE_F_CR3_SELF)";
+    else if ((f & PTV_TRACE_F_CR3_MASK) && (rq->cr3_ignore & ~0x1full))
+        w = "RTIT_CR3_MATCH compares CR3[63:5]: no ignored bits above 4";
+    else if (budget)
+        w = "PT counts no instructions: no budget";
+    *why = w ? w : "ok";
+    return w ? -1 : 0;
 }

@@ -26,4 +26,11 @@ struct trace_req {
 int trace_req_swpt(const struct trace_req *rq, const struct ptv_config *cfg, struct swpt_cfg *out,
                    const char **why);
 
+/* the CR3 a request matches: RCX's with PTV_TRACE_F_CR3, else the caller's */
+uint64_t trace_req_cr3(const struct trace_req *rq);
+
+/* the request as system-mode PT can take it: 0, or -1 with a reason (RTIT_CR3_MATCH compares
+ * CR3[63:5], so no ignored bits above 4; PT has no start trigger and counts no instructions) */
+int trace_req_hw_check(const struct trace_req *rq, uint64_t budget, const char **why);
+
 #endif

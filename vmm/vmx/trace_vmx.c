@@ -516,14 +516,7 @@ static int hw_start(struct vcpu *v, const struct trace_req *rq, uint64_t budget)
     struct pt_sys_cfg cfg;
     const char *why;
     const uint32_t flags = rq->flags;
-    /* RTIT_CR3_MATCH compares CR3[63:5] (SDM Vol. 3C 33.2.5.4): no ignored bits above 4, and
-     * PT has no start trigger */
-    if (flags & ~(PTV_TRACE_F_KERNEL | PTV_TRACE_F_USER | PTV_TRACE_F_CR3 | PTV_TRACE_F_CR3_SELF |
-                  PTV_TRACE_F_CR3_MASK | PTV_TRACE_F_RANGE) ||
-        ((flags & PTV_TRACE_F_CR3) && (flags & PTV_TRACE_F_CR3_SELF)) ||
-        ((flags & PTV_TRACE_F_CR3_MASK) && (rq->cr3_ignore & ~0x1full)))
-        return PTV_VMCALL_EINVAL;
-    if (budget) /* PT counts no instructions: a budget it cannot honour is refused */
+    if (trace_req_hw_check(rq, budget, &why)) /* RTIT_CR3_MATCH, no start trigger, no budget */
         return PTV_VMCALL_EINVAL;
     pt_vmx_sys_status(v, &st);
     if (st.on)
@@ -533,7 +526,7 @@ static int hw_start(struct vcpu *v, const struct trace_req *rq, uint64_t budget)
         cfg.filter = (flags & PTV_TRACE_F_KERNEL ? PTV_TRACE_OS : 0) |
                      (flags & PTV_TRACE_F_USER ? PTV_TRACE_USER : 0);
     if (flags & (PTV_TRACE_F_CR3 | PTV_TRACE_F_CR3_SELF))
-        cfg.cr3 = flags & PTV_TRACE_F_CR3 ? rq->cr3 : rq->caller_cr3;
+        cfg.cr3 = trace_req_cr3(rq);
     if (flags & PTV_TRACE_F_RANGE) {
         cfg.nranges = 1;
         cfg.range[0].lo = rq->lo;
