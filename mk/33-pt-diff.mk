@@ -17,7 +17,8 @@ TEST_TARGETS += test-pt-oracle-bites
 .PHONY: test-pt-oracle-bites
 test-pt-oracle-bites:
 	$(Q)tests/step.sh $(BUILD)/results unit:oracle-bites tests/model/oracle-bites.sh $(BUILD) \
-	    "tests/model/test_pt_diff.c $(PT_DIFF_SRCS)" "$(HOST_CC)" "$(filter-out -MMD -MP,$(HOST_CFLAGS))"
+	    "tests/model/test_pt_diff.c $(PT_DIFF_SRCS)" "$(HOST_CC)" "$(filter-out -MMD -MP,$(HOST_CFLAGS))" \
+	    "$(test_pt_cont_SRCS)"
 
 # make fuzz: the differential for >= 10 million guest operations (all four modes).
 $(BUILD)/host/diff_long: tests/model/diff_long.c $(PT_DIFF_SRCS)
@@ -38,3 +39,8 @@ $(BUILD)/host/bench_ctrl: tests/model/bench_ctrl.c tests/model/fake_world.c $(PT
 	$(Q)$(HOST_CC) -std=gnu11 -O2 -g -Iinclude -Ivmm -Itests -DPTV_HOST=1 -o $@ $^
 bench-pt-ctrl: $(BUILD)/host/bench_ctrl
 	$(Q)tests/model/bench_ctrl.sh $<
+
+# The on-box self-test's long-trace verdict (tests/guest/pt_cont.c, also in pt-selftest.efi) on
+# the real controller + twin: >= 1,000 exits of the self-test's program, and planted faults.
+HOST_TESTS += test_pt_cont
+test_pt_cont_SRCS := tests/model/test_pt_cont.c tests/guest/pt_cont.c vmm/lib/fmt.c $(PT_DIFF_SRCS)

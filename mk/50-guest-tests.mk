@@ -16,7 +16,7 @@ GUEST_PROGS    := conformance selftest pt-selftest attack smp trace
 GUEST_LIB_OBJS := $(addprefix $(GUEST_OUT)/,libtest.o trap.o trap_stubs.o) $(GUEST_OUT)/lib_fmt.o
 conformance_GUEST_OBJS := $(addprefix $(GUEST_OUT)/,conformance.o conf_memory.o user.o user_stubs.o)
 selftest_GUEST_OBJS    := $(addprefix $(GUEST_OUT)/,selftest.o)
-pt-selftest_GUEST_OBJS := $(addprefix $(GUEST_OUT)/,pt_selftest.o lbr_selftest.o lbr_check.o lbr_seq_stubs.o)
+pt-selftest_GUEST_OBJS := $(addprefix $(GUEST_OUT)/,pt_selftest.o pt_cont.o lbr_selftest.o lbr_check.o lbr_seq_stubs.o)
 attack_GUEST_OBJS      := $(addprefix $(GUEST_OUT)/,attack.o attack_rt_stubs.o attack_cpu.o attack_cpu_asm_stubs.o \
                             attack_msr.o attack_vmcall.o attack_mem.o attack_uart.o user.o user_stubs.o)
 smp_GUEST_OBJS         := $(addprefix $(GUEST_OUT)/,smp.o smp_mp.o smp_shoot.o smp_tramp_stubs.o)

@@ -554,6 +554,54 @@ void diff_counts(const struct diff *x, uint64_t *ops, uint64_t *exits, uint64_t 
     *episodes = x->episodes;
 }
 
+bool diff_setup_topa(struct diff *x, const uint64_t *entries, unsigned n)
+{
+    if (x->c.guest.ctl & RTIT_CTL_TRACEEN && !both_wrmsr(x, MSR_IA32_RTIT_CTL, 0, true))
+        return false;
+    for (unsigned i = 0; i < n; i++)
+        guest_store(x, TABLE_GPA + 8ull * i, entries[i]);
+    x->checked = x->built = true;
+    x->ref.wild = 0;
+    return both_wrmsr(x, MSR_IA32_RTIT_STATUS, 0, true) &&
+           both_wrmsr(x, MSR_IA32_RTIT_OUTPUT_BASE, TABLE_GPA, true) &&
+           both_wrmsr(x, MSR_IA32_RTIT_OUTPUT_MASK_PTRS, 0x7f, true) && !x->why[0];
+}
+
+uint64_t diff_table_gpa(void)
+{
+    return TABLE_GPA;
+}
+
+uint64_t diff_data_gpa(void)
+{
+    return DATA_GPA;
+}
+
+bool diff_rdmsr(struct diff *x, uint32_t msr, uint64_t *val, bool compare)
+{
+    uint64_t a = 0;
+    int gb = vmm_rdmsr(x, msr, val), ga = compare ? ptm_cpu_rdmsr(&x->rcpu, msr, &a) != 0 : gb;
+    if (compare && (ga != gb || (!ga && a != *val)))
+        return failf(x, "RDMSR %#x: bare metal %s %#lx, VMM %s %#lx", msr, ga ? "#GP" : "ok",
+                     (unsigned long)a, gb ? "#GP" : "ok", (unsigned long)*val);
+    return !gb && twin_ok(x);
+}
+
+bool diff_wrmsr(struct diff *x, uint32_t msr, uint64_t val)
+{
+    return both_wrmsr(x, msr, val, true) && !x->why[0] && twin_ok(x);
+}
+
+void diff_guest_store(struct diff *x, uint64_t gpa, uint64_t val)
+{
+    guest_store(x, gpa, val);
+}
+
+void diff_guest_read(struct diff *x, uint64_t gpa, void *buf, uint64_t n)
+{
+    fw_guest_read(x->fw, gpa, buf, n);
+}
+
 struct pt_ctrl *diff_ctrl(struct diff *x)
 {
     return &x->c;

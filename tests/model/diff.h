@@ -42,6 +42,19 @@ const char *diff_why(const struct diff *x);
 /* Figures: operations run, VM exits taken, exits while tracing, trace bytes, episodes. */
 void diff_counts(const struct diff *x, uint64_t *ops, uint64_t *exits, uint64_t *traced_exits,
                  uint64_t *bytes, uint64_t *episodes);
+/*
+ * A scripted guest (tests/model/test_pt_cont.c): a ToPA of n entries written at the first table
+ * slot, then STATUS = 0, OUTPUT_BASE = that table, MASK_PTRS = 0x7f, checked on both machines;
+ * a guest RDMSR through the VMM (an exit), with compare also on bare metal (false: they
+ * differ); guest stores; guest RAM as the guest reads it through the VMM.
+ */
+bool diff_setup_topa(struct diff *x, const uint64_t *entries, unsigned n);
+uint64_t diff_table_gpa(void);
+uint64_t diff_data_gpa(void);
+bool diff_rdmsr(struct diff *x, uint32_t msr, uint64_t *val, bool compare);
+bool diff_wrmsr(struct diff *x, uint32_t msr, uint64_t val);
+void diff_guest_store(struct diff *x, uint64_t gpa, uint64_t val);
+void diff_guest_read(struct diff *x, uint64_t gpa, void *buf, uint64_t n);
 /* Test hooks: the controller under test and the twin (for defect tests). */
 struct pt_ctrl *diff_ctrl(struct diff *x);
 struct twin *diff_twin(struct diff *x);

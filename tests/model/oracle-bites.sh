@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Prove the differential can fail: rebuild test_pt_diff with issue 6's defects 1 (shadow
 # region capacity never set) and 2 (output rewinds at every entry) put back into a scratch copy
-# of vmm/pt/pt_ctrl.c; each build must FAIL.  Usage: oracle-bites.sh BUILD_DIR "SRCS" CC CFLAGS
+# of vmm/pt/pt_ctrl.c; each build must FAIL.  With CONT_SRCS, the on-box self-test's verdict
+# (test_pt_cont: tests/guest/pt_cont.c on the twin, no bare-metal reference) must also catch
+# defect 2 on its own.  Usage: oracle-bites.sh BUILD_DIR "SRCS" CC CFLAGS ["CONT_SRCS"]
 set -u
-out=$1/bites srcs=$2 cc=$3 cflags=$4
+out=$1/bites srcs=$2 cc=$3 cflags=$4 cont_srcs=${5:-}
 mkdir -p "$out"
-mutate() { # name sed-expression
+mutate() { # name sed-expression [SRCS]
+    local srcs=${3:-$srcs}
     cp vmm/pt/pt_ctrl.c "$out/pt_ctrl_$1.c"
     sed -i "$2" "$out/pt_ctrl_$1.c"
     if cmp -s vmm/pt/pt_ctrl.c "$out/pt_ctrl_$1.c"; then echo "oracle-bites: $1: mutation did not apply"; return 1; fi
@@ -18,5 +21,11 @@ mutate() { # name sed-expression
 }
 rc=0
 mutate defect1-no-region-capacity 's|    c->scr->walk.max_regions = m->max_regions;|    /* defect 1 */|' || rc=1
-mutate defect2-rewind 's|    c->hpos_base = c->hw.output_base;|    /* defect 2: the position of the last exit is dropped */|; s|    c->hpos_mask = c->hw.output_mask;||' || rc=1
+rewind='s|    c->hpos_base = c->hw.output_base;|    /* defect 2: the position of the last exit is dropped */|; s|    c->hpos_mask = c->hw.output_mask;||'
+mutate defect2-rewind "$rewind" || rc=1
+if [ -n "$cont_srcs" ]; then
+    mutate defect2-rewind-selftest-verdict "$rewind" "$cont_srcs" || rc=1
+    grep -m1 "self-test's verdict" "$out/defect2-rewind-selftest-verdict.log" >/dev/null ||
+        { echo "oracle-bites: the self-test's verdict did not name defect 2"; rc=1; }
+fi
 exit $rc
