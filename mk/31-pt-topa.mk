@@ -5,7 +5,7 @@ PT_TOPA_SRCS := vmm/pt/pt_topa.c vmm/pt/pt_shadow.c vmm/pt/pt_shadow_view.c vmm/
 
 # The PT controller (guest RTIT MSRs, shadow, entry/exit switching): everything PT in vmm.elf
 # but the thin shim vmm/vmx/pt_vmx.c.
-PT_CTRL_SRCS := vmm/pt/pt_ctrl.c vmm/pt/pt_sys.c
+PT_CTRL_SRCS := vmm/pt/pt_ctrl.c vmm/pt/pt_sys.c vmm/pt/pt_mem_view.c
 
 PT_MODEL_SRCS := tests/model/fake_world.c tests/model/ptm.c tests/model/ptgen.c
 
@@ -49,3 +49,7 @@ $(BUILD)/host/bench_steady: tests/model/bench_steady.c tests/model/fake_world.c 
 	$(Q)$(HOST_CC) $(HOST_CFLAGS) -MF $@.d -o $@ $^ $(HOST_LDLIBS)
 bench-pt-steady: $(BUILD)/host/bench_steady
 	$(Q)$(BUILD)/host/bench_steady 64
+
+# The engine's view of a GPA as the VMM decides it (the shim pt_vmx.c only gathers the facts).
+HOST_TESTS += test_pt_mem_view
+test_pt_mem_view_SRCS := tests/unit/test_pt_mem_view.c vmm/pt/pt_mem_view.c

@@ -6,6 +6,8 @@
  * decides anything about PT: the decisions are the controller's.
  */
 #include "vmx/pt_vmx.h"
+#include "pt/pt_mem_view.h"
+#include "ept/ept_entry.h"
 #include "handoff.h"
 #include "vmx/vmx_cpu.h"
 #include "vmx/vmcs.h"
@@ -49,37 +51,20 @@ static void cpu_set_msr_lists(void *ctx, const struct vmx_msr_entry *entry, unsi
 
 /* --- guest memory (pt_mem.h) over the real EPT --- */
 
-static enum pt_mem_kind handoff_kind(const struct ptv_handoff *h, uint64_t pa, uint64_t *end)
-{
-    uint32_t type = ptv_mem_type_at(h, pa, end);
-    return type == PTV_MEM_RAM ? PT_MEM_GUEST_RAM : type == PTV_MEM_VMM ? PT_MEM_VMM : PT_MEM_MMIO;
-}
-
+/* the facts only; pt_mem_view() (host-tested) decides what PT may do there */
 static void mem_translate(void *ctx, uint64_t gpa, struct pt_mem_xlate *out)
 {
     struct vcpu *v = ctx;
-    uint64_t hpa, end;
-    unsigned level;
-    out->hpa = 0;
-    out->len = PT_PAGE_SIZE - (gpa & (PT_PAGE_SIZE - 1));
-    if (gpa - vmm_span.base < vmm_span.size) {
-        out->kind = PT_MEM_VMM;
-        return;
+    struct pt_mem_facts f = {.in_vmm = gpa - vmm_span.base < vmm_span.size};
+    unsigned level = EPT_LEVEL_4K;
+    if (!f.in_vmm) {
+        vm_ept_lock(); /* another CPU may be pruning EPT tables */
+        f.ept_ok = !ept_translate(v->ept, gpa, &f.hpa, NULL, NULL, &level);
+        vm_ept_unlock();
+        f.page_shift = EPT_LEVEL_SHIFT(level);
+        f.map_type = ptv_mem_type_at(v->handoff, gpa, &f.map_end);
     }
-    vm_ept_lock(); /* another CPU may be pruning EPT tables */
-    int rc = ept_translate(v->ept, gpa, &hpa, NULL, NULL, &level);
-    vm_ept_unlock();
-    if (rc) {
-        out->kind = PT_MEM_UNMAPPED;
-        return;
-    }
-    out->kind = handoff_kind(v->handoff, gpa, &end);
-    if (hpa != gpa) /* only the sink page is not identity: VMM memory as far as PT goes */
-        out->kind = PT_MEM_VMM;
-    uint64_t page = level == EPT_LEVEL_1G ? 1ull << 30 : level == EPT_LEVEL_2M ? 1ull << 21 : 4096;
-    uint64_t page_end = (gpa & ~(page - 1)) + page;
-    out->len = (end < page_end ? end : page_end) - gpa;
-    out->hpa = hpa;
+    pt_mem_view(gpa, &f, out);
 }
 
 static bool mem_read64(void *ctx, uint64_t gpa, uint64_t *val)
