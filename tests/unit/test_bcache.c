@@ -62,6 +62,10 @@ static void build_tables(void)
         map(i, CODE + 4096ull * i);
 }
 
+/* what the cache reads through: `mem` (a copy per read), or `mem_map` (pages in place) for
+ * the second run of every test (main) */
+static const struct gw_mem *M = &mem;
+
 /* the answer without a cache */
 static bool fresh(const struct gw_paging *p, uint64_t lin, enum x86_code_size cs,
                   struct x86_insn *out)
@@ -76,7 +80,7 @@ static void same_as_fresh(struct bcache *bc, const struct gw_paging *p, uint64_t
                           enum x86_code_size cs, const char *what)
 {
     struct x86_insn a = {0}, b = {0};
-    bool va = bc_fetch(bc, &mem, p, lin, cs, &a);
+    bool va = bc_fetch(bc, M, p, lin, cs, &a);
     bool vb = fresh(p, lin, cs, &b);
     if (va != vb || (va && memcmp(&a, &b, sizeof(a)) != 0))
         fail_msg("%s: at %#lx code%d cached %d len %u %s flags %#x rel %d, fresh %d len %u %s "
@@ -138,35 +142,35 @@ static void test_self_modifying(void **state)
     memset(ram + CODE, 0x90, 4096);
     bc_init(&bc, true, NULL, 0);
 
-    assert_true(bc_fetch(&bc, &mem, &paging, LIN + 0x10, X86_CODE64, &in));
+    assert_true(bc_fetch(&bc, M, &paging, LIN + 0x10, X86_CODE64, &in));
     assert_int_equal(in.branch, X86_BR_NONE);
-    assert_true(bc_fetch(&bc, &mem, &paging, LIN + 0x10, X86_CODE64, &in));
+    assert_true(bc_fetch(&bc, M, &paging, LIN + 0x10, X86_CODE64, &in));
     assert_int_equal(bc.st.insn_hits, 1);
     /* nop -> jmp rel8 (static key / alternatives patch the same way) */
     ram[CODE + 0x10] = 0xeb;
     ram[CODE + 0x11] = 0x20;
-    assert_true(bc_fetch(&bc, &mem, &paging, LIN + 0x10, X86_CODE64, &in));
+    assert_true(bc_fetch(&bc, M, &paging, LIN + 0x10, X86_CODE64, &in));
     assert_int_equal(in.branch, X86_BR_JMP_DIRECT);
     assert_int_equal(in.len, 2);
     assert_int_equal(in.rel, 0x20);
     assert_int_equal(bc.st.insn_stale, 1);
     /* only the displacement changes: same class, new target */
     ram[CODE + 0x11] = 0x30;
-    assert_true(bc_fetch(&bc, &mem, &paging, LIN + 0x10, X86_CODE64, &in));
+    assert_true(bc_fetch(&bc, M, &paging, LIN + 0x10, X86_CODE64, &in));
     assert_int_equal(in.rel, 0x30);
     /* a 5-byte NOP becomes a CALL (ftrace): the entry is replaced */
     memcpy(ram + CODE + 0x40, "\x0f\x1f\x44\x00\x00", 5);
-    assert_true(bc_fetch(&bc, &mem, &paging, LIN + 0x40, X86_CODE64, &in));
+    assert_true(bc_fetch(&bc, M, &paging, LIN + 0x40, X86_CODE64, &in));
     assert_int_equal(in.len, 5);
     assert_int_equal(in.branch, X86_BR_NONE);
     memcpy(ram + CODE + 0x40, "\xe8\x10\x00\x00\x00", 5);
-    assert_true(bc_fetch(&bc, &mem, &paging, LIN + 0x40, X86_CODE64, &in));
+    assert_true(bc_fetch(&bc, M, &paging, LIN + 0x40, X86_CODE64, &in));
     assert_int_equal(in.branch, X86_BR_CALL_DIRECT);
     /* the same bytes in another code size are another instruction */
     memcpy(ram + CODE + 0x80, "\x48\x90", 2); /* REX.W nop in 64-bit; dec eax; nop in 32 */
-    assert_true(bc_fetch(&bc, &mem, &paging, LIN + 0x80, X86_CODE64, &in));
+    assert_true(bc_fetch(&bc, M, &paging, LIN + 0x80, X86_CODE64, &in));
     assert_int_equal(in.len, 2);
-    assert_true(bc_fetch(&bc, &mem, &paging, LIN + 0x80, X86_CODE32, &in));
+    assert_true(bc_fetch(&bc, M, &paging, LIN + 0x80, X86_CODE32, &in));
     assert_int_equal(in.len, 1);
 }
 
@@ -185,40 +189,40 @@ static void test_remap_same_cr3(void **state)
     memset(ram + CODE + 0x5000, 0xc3, 4096); /* page 5: rets */
     bc_init(&bc, true, NULL, 0);
 
-    assert_true(bc_fetch(&bc, &mem, &paging, LIN + 0x100, X86_CODE64, &in));
+    assert_true(bc_fetch(&bc, M, &paging, LIN + 0x100, X86_CODE64, &in));
     assert_int_equal(in.branch, X86_BR_NONE);
     /* the guest points linear page 0 at page 5 and has not invalidated yet: the
      * cached translation is used, as a CPU with the old TLB entry may (bcache.h) */
     map(0, CODE + 0x5000);
     bc_retired(&bc, &nop);
-    assert_true(bc_fetch(&bc, &mem, &paging, LIN + 0x100, X86_CODE64, &in));
+    assert_true(bc_fetch(&bc, M, &paging, LIN + 0x100, X86_CODE64, &in));
     assert_int_equal(in.branch, X86_BR_NONE);
     /* INVLPG: the new mapping, the new bytes */
     bc_retired(&bc, &invlpg);
-    assert_true(bc_fetch(&bc, &mem, &paging, LIN + 0x100, X86_CODE64, &in));
+    assert_true(bc_fetch(&bc, M, &paging, LIN + 0x100, X86_CODE64, &in));
     assert_int_equal(in.branch, X86_BR_RET);
     /* back, then a MOV CR3 of the same value */
     map(0, CODE);
     bc_retired(&bc, &movcr3);
-    assert_true(bc_fetch(&bc, &mem, &paging, LIN + 0x100, X86_CODE64, &in));
+    assert_true(bc_fetch(&bc, M, &paging, LIN + 0x100, X86_CODE64, &in));
     assert_int_equal(in.branch, X86_BR_NONE);
     /* a CR3 change (same lower tables here): the key differs, translations go */
     map(0, CODE + 0x5000);
     struct gw_paging pb = paging;
     pb.cr3 = CR3B;
-    assert_true(bc_fetch(&bc, &mem, &pb, LIN + 0x100, X86_CODE64, &in));
+    assert_true(bc_fetch(&bc, M, &pb, LIN + 0x100, X86_CODE64, &in));
     assert_int_equal(in.branch, X86_BR_RET);
     /* a CR4 change (PGE toggled) under the old CR3 */
     map(0, CODE);
     struct gw_paging pg = pb;
     pg.cr4 |= 0x80;
-    assert_true(bc_fetch(&bc, &mem, &pg, LIN + 0x100, X86_CODE64, &in));
+    assert_true(bc_fetch(&bc, M, &pg, LIN + 0x100, X86_CODE64, &in));
     assert_int_equal(in.branch, X86_BR_NONE);
     /* an unmapped page is never cached: mapping it needs no invalidation */
     unmap(7);
-    assert_false(bc_fetch(&bc, &mem, &pg, LIN + 0x7000, X86_CODE64, &in));
+    assert_false(bc_fetch(&bc, M, &pg, LIN + 0x7000, X86_CODE64, &in));
     map(7, CODE + 0x5000);
-    assert_true(bc_fetch(&bc, &mem, &pg, LIN + 0x7000, X86_CODE64, &in));
+    assert_true(bc_fetch(&bc, M, &pg, LIN + 0x7000, X86_CODE64, &in));
     assert_int_equal(in.branch, X86_BR_RET);
     /* an instruction across two pages: the second page remapped and invalidated */
     memset(ram + CODE + 0x8000, 0x90, 4096);
@@ -227,12 +231,62 @@ static void test_remap_same_cr3(void **state)
     memcpy(ram + CODE + 0xa000, "\x02\x00\x00", 3);
     map(8, CODE + 0x8000);
     map(9, CODE + 0x9000);
-    assert_true(bc_fetch(&bc, &mem, &pg, LIN + 0x8ffe, X86_CODE64, &in));
+    assert_true(bc_fetch(&bc, M, &pg, LIN + 0x8ffe, X86_CODE64, &in));
     assert_int_equal(in.rel, 0x100);
     map(9, CODE + 0xa000);
     bc_retired(&bc, &invlpg);
-    assert_true(bc_fetch(&bc, &mem, &pg, LIN + 0x8ffe, X86_CODE64, &in));
+    assert_true(bc_fetch(&bc, M, &pg, LIN + 0x8ffe, X86_CODE64, &in));
     assert_int_equal(in.rel, 0x200);
+}
+
+/* ---- the code page read in place (gw_mem.map) is a translation too ---- */
+
+static void test_mapped_page(void **state)
+{
+    (void)state;
+    struct bcache bc;
+    struct x86_insn in;
+    static const struct x86_insn invlpg = {.len = 3, .flags = X86_F_INVLPG};
+    static const struct x86_insn nop = {.len = 1};
+    build_tables();
+    memset(ram + CODE, 0x90, 4096);          /* page 0: nops */
+    memset(ram + CODE + 0x5000, 0xc3, 4096); /* page 5: rets */
+    bc_init(&bc, true, NULL, 0);
+    M = &mem_map;
+
+    assert_true(bc_fetch(&bc, M, &paging, LIN + 0x100, X86_CODE64, &in));
+    assert_true(bc_fetch(&bc, M, &paging, LIN + 0x101, X86_CODE64, &in));
+    assert_int_equal(bc.st.hot_hits, 1); /* the next instruction on the same page */
+    assert_int_equal(bc.st.tlb_hits + bc.st.tlb_misses, 1);
+    /* remapped without invalidation: the old page, as the TLB; after INVLPG the new one */
+    map(0, CODE + 0x5000);
+    bc_retired(&bc, &nop);
+    assert_true(bc_fetch(&bc, M, &paging, LIN + 0x102, X86_CODE64, &in));
+    assert_int_equal(in.branch, X86_BR_NONE);
+    bc_retired(&bc, &invlpg);
+    assert_true(bc_fetch(&bc, M, &paging, LIN + 0x103, X86_CODE64, &in));
+    assert_int_equal(in.branch, X86_BR_RET);
+    /* the page stops being guest RAM (an EPT narrowing: the generation moves): not read */
+    ram_hole = CODE + 0x5000;
+    mem_map.gen++;
+    assert_false(bc_fetch(&bc, M, &paging, LIN + 0x104, X86_CODE64, &in));
+    ram_hole = ~0ull;
+    mem_map.gen++;
+    assert_true(bc_fetch(&bc, M, &paging, LIN + 0x104, X86_CODE64, &in));
+    assert_int_equal(in.branch, X86_BR_RET);
+    /* another paging key (CR3) drops it: linear page 0 is page 0 again under CR3B's walk
+     * after the remap back */
+    map(0, CODE);
+    struct gw_paging pb = paging;
+    pb.cr3 = CR3B;
+    assert_true(bc_fetch(&bc, M, &pb, LIN + 0x105, X86_CODE64, &in));
+    assert_int_equal(in.branch, X86_BR_NONE);
+    /* the last 14 bytes of a page are read through the copy (the instruction may cross) */
+    uint64_t hot = bc.st.hot_hits;
+    assert_true(bc_fetch(&bc, M, &pb, LIN + 0xff2, X86_CODE64, &in));
+    assert_int_equal(bc.st.hot_hits, hot);
+    same_as_fresh(&bc, &pb, LIN + 0xfff, X86_CODE64, "page end");
+    M = &mem;
 }
 
 /* ---- random code changes, remaps and invalidations against a fresh walk ---- */
@@ -293,6 +347,11 @@ static void random_against_fresh(void *table, uint64_t bytes)
         } else if (op < 9) { /* paging mode bit changes and back */
             p.cr4 ^= 0x80;
             same_as_fresh(&bc, &p, lins[rnd() % 48], X86_CODE64, "cr4 change");
+        } else if (op < 10 && (rnd() & 1)) { /* a code page stops or starts being guest RAM
+                                              * (an EPT narrowing: the generation moves) */
+            ram_hole = ram_hole == ~0ull ? CODE + 4096 * (rnd() % 16) : ~0ull;
+            mem_map.gen++;
+            same_as_fresh(&bc, &p, lins[rnd() % 48], X86_CODE64, "hole");
         } else if (op < 10) { /* paging off and on (CR0.PG): other bytes at each address */
             p.cr0 ^= 0x80000000u;
             same_as_fresh(&bc, &p, lins[rnd() % 48], X86_CODE32, "cr0 change");
@@ -312,6 +371,9 @@ static void random_against_fresh(void *table, uint64_t bytes)
     assert_true(bc.st.insn_hits > 100000);
     assert_true(bc.st.insn_stale > 1000);
     assert_true(bc.st.flushes > 1000);
+    if (M->map)
+        assert_true(bc.st.hot_hits > 10000);
+    ram_hole = ~0ull;
 }
 
 static void test_random_against_fresh(void **state)
@@ -359,7 +421,7 @@ static void run_patched(bool nocache, uint8_t *buf, struct swtrace *t, struct sw
                             .cs_sel = 0x10,
                             .ctx = {.cr3 = CR3, .cpl = 0, .cs = X86_CODE64},
                             .paging = paging};
-    swtrace_start(t, &cfg, ring, &mem, &c, 0);
+    swtrace_start(t, &cfg, ring, M, &c, 0);
     static const uint64_t path[] = {0x1000, 0x1001, 0x205, 0x207,  0x205,  0x207, 0x205,
                                     0x207,  0x219,  0x21c, 0x1000, 0x1002, 0x221};
     for (unsigned i = 0; i < sizeof(path) / sizeof(path[0]); i++) {
@@ -368,7 +430,7 @@ static void run_patched(bool nocache, uint8_t *buf, struct swtrace *t, struct sw
         if (i == 9) /* before the INVLPG completes: linear page 1 maps page 5 */
             map(1, CODE + 0x5000);
         c.rip = LIN + path[i];
-        assert_true(swtrace_observe(t, &mem, &c, true));
+        assert_true(swtrace_observe(t, M, &c, true));
         if (i == 7)
             assert_int_equal(t->insn.branch, X86_BR_JMP_DIRECT);
         if (i == 10)
@@ -462,15 +524,38 @@ static void test_invlpg_flag_vs_zydis(void **state)
     assert_true(inv > 1000);
 }
 
+static int use_map(void **state)
+{
+    (void)state;
+    M = &mem_map;
+    return 0;
+}
+
+static int use_copy(void **state)
+{
+    (void)state;
+    M = &mem;
+    return 0;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_decode_reads_only_its_bytes),
         cmocka_unit_test(test_self_modifying),
         cmocka_unit_test(test_remap_same_cr3),
+        cmocka_unit_test(test_mapped_page),
         cmocka_unit_test(test_random_against_fresh),
         cmocka_unit_test(test_swtrace_patched_and_remapped),
         cmocka_unit_test(test_invlpg_flag_vs_zydis),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    /* the cache over copies, then over pages read in place */
+    const struct CMUnitTest mapped[] = {
+        cmocka_unit_test_setup_teardown(test_self_modifying, use_map, use_copy),
+        cmocka_unit_test_setup_teardown(test_remap_same_cr3, use_map, use_copy),
+        cmocka_unit_test_setup_teardown(test_random_against_fresh, use_map, use_copy),
+        cmocka_unit_test_setup_teardown(test_swtrace_patched_and_remapped, use_map, use_copy),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL) |
+           cmocka_run_group_tests_name("mapped", mapped, NULL, NULL);
 }

@@ -21,6 +21,7 @@ void bc_init(struct bcache *bc, bool on, void *mem, uint64_t bytes)
 void bc_flush(struct bcache *bc)
 {
     memset(bc->tlb, 0, sizeof(bc->tlb));
+    bc->hot_vpn1 = 0; /* the mapped code page is a translation too */
     bc->st.flushes++;
 }
 
@@ -70,7 +71,7 @@ int bc_translate(struct bcache *bc, const struct gw_mem *m, const struct gw_pagi
     return translate(bc, m, p, lin, gpa);
 }
 
-/* gw_read through the cached translations (the caller checked the key) */
+/* gw_read through the cached translations (the caller checked the key): bytes read */
 static unsigned read_code(struct bcache *bc, const struct gw_mem *m, const struct gw_paging *p,
                           uint64_t lin, uint8_t *buf, unsigned len)
 {
@@ -87,10 +88,50 @@ static unsigned read_code(struct bcache *bc, const struct gw_mem *m, const struc
     return done;
 }
 
+int bc_read(struct bcache *bc, const struct gw_mem *m, const struct gw_paging *p, uint64_t lin,
+            void *buf, unsigned len)
+{
+    if (bc->off)
+        return gw_read(m, p, lin, buf, len, NULL);
+    check_key(bc, p);
+    return read_code(bc, m, p, lin, buf, len) == len ? 0 : GW_E_MEM;
+}
+
 static unsigned insn_slot(const struct bcache *bc, uint64_t lin)
 {
     /* consecutive instructions of a 64-byte block never collide; blocks are spread */
     return (unsigned)(lin ^ (lin >> 6) ^ (lin >> 12)) & bc->insn_mask;
+}
+
+/* the instruction whose bytes start at code[0] (got of them readable, a copy or the mapped
+ * page): from the entry when its bytes are these, else decoded and kept */
+static bool decode(struct bcache *bc, const uint8_t *code, unsigned got, uint64_t lin,
+                   enum x86_code_size cs, struct x86_insn *out)
+{
+    struct bc_insn_entry *e = &bc->insn[insn_slot(bc, lin)];
+    if (e->insn.len && e->lin == lin && e->cs == (uint8_t)cs && e->insn.len <= got) {
+        unsigned i = 0;
+        while (i < e->insn.len && e->bytes[i] == code[i])
+            i++;
+        if (i == e->insn.len) {
+            bc->st.insn_hits++;
+            *out = e->insn;
+            return true;
+        }
+        bc->st.insn_stale++;
+    }
+    bc->st.insn_misses++;
+    /* decoded from a copy: bytes another CPU changes meanwhile cannot make the entry's
+     * bytes differ from the bytes its decode saw */
+    uint8_t copy[X86_MAX_INSN];
+    memcpy(copy, code, got);
+    if (x86_classify(copy, got, cs, out) != 0)
+        return false;
+    e->lin = lin;
+    e->cs = (uint8_t)cs;
+    e->insn = *out;
+    memcpy(e->bytes, copy, out->len);
+    return true;
 }
 
 bool bc_fetch(struct bcache *bc, const struct gw_mem *m, const struct gw_paging *p, uint64_t lin,
@@ -106,27 +147,27 @@ bool bc_fetch(struct bcache *bc, const struct gw_mem *m, const struct gw_paging 
         return got && x86_classify(code, got, cs, out) == 0;
     }
     check_key(bc, p);
+    /* the code page in place: all 15 bytes on it, through a translation of this TLB made
+     * under the same paging key and a mapping of the same generation */
+    if (m->map && (lin & 0xfff) <= 0x1000 - X86_MAX_INSN) {
+        uint64_t vpn1 = (lin >> 12) + 1, gpa;
+        if (bc->hot_vpn1 == vpn1 && bc->hot_gen == m->gen) {
+            bc->st.hot_hits++;
+            return decode(bc, bc->hot + (lin & 0xfff), X86_MAX_INSN, lin, cs, out);
+        }
+        bc->hot_vpn1 = 0;
+        if (translate(bc, m, p, lin, &gpa) == 0) {
+            const uint8_t *page = m->map(m->ctx, gpa & ~0xfffull);
+            if (page) {
+                bc->hot = page;
+                bc->hot_vpn1 = vpn1;
+                bc->hot_gen = m->gen;
+                return decode(bc, page + (lin & 0xfff), X86_MAX_INSN, lin, cs, out);
+            }
+        }
+    }
     got = read_code(bc, m, p, lin, code, sizeof(code));
     if (!got)
         return false;
-    struct bc_insn_entry *e = &bc->insn[insn_slot(bc, lin)];
-    if (e->insn.len && e->lin == lin && e->cs == (uint8_t)cs && e->insn.len <= got) {
-        unsigned i = 0;
-        while (i < e->insn.len && e->bytes[i] == code[i])
-            i++;
-        if (i == e->insn.len) {
-            bc->st.insn_hits++;
-            *out = e->insn;
-            return true;
-        }
-        bc->st.insn_stale++;
-    }
-    bc->st.insn_misses++;
-    if (x86_classify(code, got, cs, out) != 0)
-        return false;
-    e->lin = lin;
-    e->cs = (uint8_t)cs;
-    e->insn = *out;
-    memcpy(e->bytes, code, out->len);
-    return true;
+    return decode(bc, code, got, lin, cs, out);
 }

@@ -17,7 +17,8 @@
  *     code) misses and is decoded again.  No CR3 in the key: the bytes decide, so the
  *     kernel's entries stay good across process switches and two processes' code at
  *     one address can never be confused.
- *   Translations (linear page -> guest-physical page of the code) are a TLB: kept
+ *   Translations (linear page -> guest-physical page of the code, and of the stack an
+ *     event frame is looked for on: bc_read) are a TLB: kept
  *     only while the paging state they were made under (CR0, CR3, CR4, EFER as the
  *     tracer observes them before each instruction) stays exactly the same, and all
  *     dropped after any instruction that invalidates TLB entries or may change paging
@@ -31,6 +32,12 @@
  *     tracer then reads the old page, as a CPU with the old TLB entry would; if that
  *     was not what ran, the next RIP does not fit the instruction and the step is a
  *     gap (OVF), never an invented path.
+ *   The code page in place (gw_mem.map, the VMM's identity-mapped guest RAM): the page of
+ *     the last fetch is kept as a pointer, read without a copy while the next
+ *     instructions stay on it.  It is one more cached translation, dropped with the TLB
+ *     (same rules), and also whenever gw_mem.gen moved (the VMM: an EPT shootdown, after
+ *     which the page may no longer be guest RAM).  The bytes are still read, and compared
+ *     with the entry's, at every fetch.
  * With the cache off every fetch is the plain walk and decode (the differential tests
  * run both and compare the packets byte for byte).
  */
@@ -66,6 +73,7 @@ struct bc_stats {
     uint64_t insn_hits, insn_misses;
     uint64_t insn_stale; /* same address and code size, other bytes (patched code) */
     uint64_t flushes;    /* translations dropped (paging change, MOV CR, INVLPG...) */
+    uint64_t hot_hits;   /* fetches from the mapped code page of the last fetch */
 };
 
 struct bcache {
@@ -73,6 +81,11 @@ struct bcache {
     bool keyed; /* key holds the paging state of the translations */
     struct gw_paging key;
     struct bc_tlb_entry tlb[BC_TLB_SIZE];
+    /* the code page of the last fetch, read in place (gw_mem.map): a translation like the
+     * TLB's, dropped with them, and kept only while gw_mem.gen keeps its value */
+    uint64_t hot_vpn1; /* (linear >> 12) + 1; 0 = none */
+    uint64_t hot_gen;
+    const uint8_t *hot;
     struct bc_insn_entry *insn; /* own[], or the caller's larger table (bc_init) */
     uint32_t insn_mask;         /* entries - 1 */
     struct bc_insn_entry own[BC_INSN_SIZE];
@@ -102,6 +115,11 @@ void bc_retired(struct bcache *bc, const struct x86_insn *in);
  */
 bool bc_fetch(struct bcache *bc, const struct gw_mem *m, const struct gw_paging *p, uint64_t lin,
               enum x86_code_size cs, struct x86_insn *out);
+
+/* gw_read through the cached translations (the stepping logic's event-frame reads): 0, or
+ * nonzero when not all len bytes could be read */
+int bc_read(struct bcache *bc, const struct gw_mem *m, const struct gw_paging *p, uint64_t lin,
+            void *buf, unsigned len);
 
 /* linear -> guest-physical through the cached translations (as gw_translate) */
 int bc_translate(struct bcache *bc, const struct gw_mem *m, const struct gw_paging *p, uint64_t lin,

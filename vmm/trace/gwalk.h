@@ -19,6 +19,12 @@ struct gw_mem {
     /* read len bytes (not crossing a 4 KiB page) of guest RAM at gpa; false where
      * gpa is not guest RAM (VMM memory, MMIO, unmapped) */
     bool (*read)(void *ctx, uint64_t gpa, void *buf, unsigned len);
+    /* optional (NULL: none): the bytes of the guest RAM page at page-aligned gpa, readable
+     * in place for as long as `gen` keeps its value (the VMM: its EPT shootdown count); NULL
+     * where the page is not plain guest RAM.  The decode cache (bcache.h) reads the code
+     * page of consecutive instructions through it instead of a copy per instruction. */
+    const uint8_t *(*map)(void *ctx, uint64_t gpa);
+    uint64_t gen;
 };
 
 /* the paging state that decides the walk (guest CR0/CR3/CR4/EFER as the guest sees them) */

@@ -334,6 +334,16 @@ void swpt_insn(struct swpt *t, uint64_t ip, const struct x86_insn *in, uint64_t 
     if (!t->on)
         return;
     t->insns++;
+    /* the common step, as transfer() would decide it: no IP packet and no PIP (a plain
+     * instruction, a Jcc, a direct JMP / CALL in the same CR3), PacketEn unchanged */
+    if (in->branch <= X86_BR_CALL_DIRECT && !t->armed && after->cr3 == t->ctx.cr3 &&
+        packet_en(t, after, next_ip) == t->pkt_en) {
+        t->ctx = *after;
+        if (in->branch == X86_BR_JCC && t->pkt_en)
+            tnt(t, next_ip != ip + in->len);
+        psb_if_due(t, next_ip, tsc);
+        return;
+    }
     switch (in->branch) {
     case X86_BR_JCC:
         x.jcc = true;

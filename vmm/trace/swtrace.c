@@ -32,16 +32,16 @@ static void fetch(struct swtrace *t, const struct gw_mem *m, const struct swtrac
  * (and CS of the interrupted code equal to cs, RFLAGS bit 1 set), with or without
  * an error code (SDM Vol. 3A 6.12.1, 6.14.2).  Only for protected/long-mode handlers.
  */
-static bool event_frame(const struct gw_mem *m, const struct swtrace_cpu *c, uint16_t cs,
-                        uint64_t *saved)
+static bool event_frame(struct bcache *bc, const struct gw_mem *m, const struct swtrace_cpu *c,
+                        uint16_t cs, uint64_t *saved)
 {
     if (c->ctx.cs == X86_CODE16)
         return false;
     unsigned w = c->ctx.cs == X86_CODE64 ? 8 : 4;
     uint8_t raw[32];
     uint64_t f[4];
-    if (gw_read(m, &c->paging, c->ctx.cs == X86_CODE64 ? c->rsp : c->rsp & 0xffffffffu, raw, 4 * w,
-                NULL))
+    if (bc_read(bc, m, &c->paging, c->ctx.cs == X86_CODE64 ? c->rsp : c->rsp & 0xffffffffu, raw,
+                4 * w))
         return false;
     for (unsigned i = 0; i < 4; i++) {
         f[i] = 0;
@@ -199,14 +199,14 @@ static void unexplained(struct swtrace *t, const struct gw_mem *m, const struct 
 /* how the step from t->ip to c is explained */
 enum how { BY_FLOW, BY_EVENT_BEFORE, BY_FLOW_ANY, BY_TRAP_AFTER, UNEXPLAINED };
 
-static enum how explain(const struct swtrace *t, const struct gw_mem *m,
-                        const struct swtrace_cpu *c, uint64_t *saved)
+static enum how explain(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c,
+                        uint64_t *saved)
 {
     bool any;
     bool ctx_ok = t->valid && (same_ctx(&c->ctx, &t->ctx) || may_switch(&t->insn));
     if (ctx_ok && flows_to(t, c->rip, &any) && !any)
         return BY_FLOW;
-    bool frame = event_frame(m, c, t->cs_sel, saved);
+    bool frame = event_frame(&t->bc, m, c, t->cs_sel, saved);
     if (frame && *saved == t->ip) /* fault or interrupt before the instruction */
         return BY_EVENT_BEFORE;
     if (ctx_ok && flows_to(t, c->rip, &any))
@@ -263,6 +263,25 @@ static void account(struct swtrace *t, const struct gw_mem *m, const struct swtr
         depart(t, ip_wrap(resume, t->ctx.cs), t->rsp, false);
 }
 
+/* the common step, decided without explain(): the instruction at t->ip, a plain one, a Jcc
+ * or a direct JMP / CALL that changes no translation, went where it goes, in the same context,
+ * with no departure pending.  account() would take it BY_FLOW and do only what this does. */
+static bool plain_step(struct swtrace *t, const struct swtrace_cpu *c)
+{
+    const struct x86_insn *in = &t->insn;
+    if (!t->valid || t->left.on || in->branch > X86_BR_CALL_DIRECT ||
+        (in->flags & (X86_F_MOV_CR | X86_F_MOV_CR3 | X86_F_INVLPG)) || !same_ctx(&c->ctx, &t->ctx))
+        return false;
+    bool to_fall = c->rip == ip_wrap(t->ip + in->len, t->ctx.cs);
+    if (in->branch == X86_BR_NONE ? !to_fall
+                                  : !(c->rip == x86_direct_target(t->ip, in, t->ctx.cs) ||
+                                      (in->branch == X86_BR_JCC && to_fall)))
+        return false;
+    t->st.steps++;
+    swpt_insn(&t->pt, t->ip, in, c->rip, &c->ctx, c->tsc);
+    return true;
+}
+
 void swtrace_start(struct swtrace *t, const struct swpt_cfg *cfg, struct swpt_ring *ring,
                    const struct gw_mem *m, const struct swtrace_cpu *c, uint64_t budget)
 {
@@ -291,9 +310,11 @@ bool swtrace_observe(struct swtrace *t, const struct gw_mem *m, const struct swt
         if (!self_branch(t))
             return true;
     }
-    account(t, m, c);
-    if (t->valid)
-        bc_retired(&t->bc, &t->insn); /* MOV CR3, INVLPG...: translations are stale */
+    if (!plain_step(t, c)) {
+        account(t, m, c);
+        if (t->valid)
+            bc_retired(&t->bc, &t->insn); /* MOV CR3, INVLPG...: translations are stale */
+    }
     fetch(t, m, c);
     if (t->budget && t->st.steps >= t->budget) {
         swtrace_stop(t);

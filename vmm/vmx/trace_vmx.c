@@ -46,6 +46,10 @@ struct trace_vcpu {
      * no EPT narrowing happened since (vmm_sd.gen: every narrowing is a shootdown) */
     bool ok_valid;
     uint64_t ok_page, ok_gen;
+    /* the last code page note_code found in the window's set (linear page, CR3), valid
+     * while note_valid: the steps that stay on it skip the set */
+    bool note_valid;
+    uint64_t note_page, note_cr3;
     struct code_store *code; /* the bytes of the first code pages the window ran */
     uint64_t windows;
     /* the code pages the window ran (the dump's snapshots) and the paging they ran under */
@@ -130,6 +134,16 @@ static bool read_gpa_step(void *ctx, uint64_t gpa, void *buf, unsigned len)
     }
     memcpy(buf, (const void *)(uintptr_t)gpa, len); /* guest RAM is identity-mapped */
     return true;
+}
+
+/* gw_mem.map for the stepping vCPU: a guest RAM page read in place (identity-mapped), good
+ * until vmm_sd.gen moves (every EPT narrowing is a shootdown: the caller's gw_mem.gen) */
+static const uint8_t *map_step(void *ctx, uint64_t gpa)
+{
+    struct vcpu *v = ctx;
+    if (!guest_page(v, gpa, 0x1000, false) || mem_type(v, gpa, 0x1000) != PTV_MEM_RAM)
+        return NULL;
+    return (const uint8_t *)(uintptr_t)gpa;
 }
 
 /* --- the vCPU as the stepping logic sees it --- */
@@ -375,6 +389,7 @@ static int sw_start(struct vcpu *v, const struct trace_req *rq, uint64_t budget)
     t->ring.stop_on_full = !vmm_cfg->trace_wrap;
     t->boot_window = false;
     cp_reset(&t->cp);
+    t->note_valid = false;
     t->code->n = 0;
     t->pending_start = true; /* starts after this VMCALL (trace_vmx_before_entry) */
     v->trace_stepping = true;
@@ -448,8 +463,19 @@ static void note_code(struct vcpu *v, struct trace_vcpu *t, const struct swtrace
 {
     uint64_t lin = c->cs_base + c->rip;
     t->paging = c->paging;
+    bool one_page = (lin & (CP_PAGE - 1)) <= CP_PAGE - 16;
+    if (one_page && t->note_valid && (lin & ~(CP_PAGE - 1)) == t->note_page &&
+        c->ctx.cr3 == t->note_cr3)
+        return; /* the page of the last step, in the set already */
+    t->note_valid = false;
     for (uint64_t va = lin; va <= lin + 15; va = (va | (CP_PAGE - 1)) + 1) {
-        if (cp_note(&t->cp, c->ctx.cr3, va) == 1) {
+        int in_set = cp_note(&t->cp, c->ctx.cr3, va);
+        if (in_set >= 0 && one_page) {
+            t->note_valid = true;
+            t->note_page = lin & ~(CP_PAGE - 1);
+            t->note_cr3 = c->ctx.cr3;
+        }
+        if (in_set == 1) {
             struct code_store *cs = t->code;
             uint8_t *page = cs->n < CODE_COPIES ? cs->page[cs->n] : cs->scratch;
             uint64_t kcr3, kva;
@@ -470,7 +496,10 @@ static void note_code(struct vcpu *v, struct trace_vcpu *t, const struct swtrace
 void trace_vmx_before_entry(struct vcpu *v)
 {
     struct trace_vcpu *t = v->trace;
-    struct gw_mem m = {.ctx = v, .read = read_gpa_step};
+    struct gw_mem m = {.ctx = v,
+                       .read = read_gpa_step,
+                       .map = map_step,
+                       .gen = __atomic_load_n(&vmm_sd.gen, __ATOMIC_ACQUIRE)};
     struct swtrace_cpu c;
     bool mtf = v->trace_mtf_seen;
 
