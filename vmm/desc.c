@@ -7,6 +7,7 @@
 #include "panic.h"
 #include "percpu.h"
 #include "smp/smp.h"
+#include "vmx/pmu_vmx.h"
 #include "lib/ptv_string.h"
 
 #define GDT_CODE64            0x00af9b000000ffffull /* P, DPL0, code exec/read accessed, L=1, G=1 */
@@ -165,8 +166,11 @@ void host_exception(struct exc_frame *f)
     if (f->vector == 2) { /* NMI in root operation */
         struct percpu *pc = this_cpu();
         pc->root_nmis++;
-        if (!smp_nmi(pc))     /* not an EPT shootdown request (vmm/smp/smp.c): */
-            pc->nmi_owed = 1; /* the guest's, delivered at the next entry */
+        /* not an EPT shootdown request (vmm/smp/smp.c), or a guest PMI merged into one
+         * (vmm/pmu/pmu_policy.c): the guest's, delivered at the next entry.  No VMCS access
+         * here: the NMI may interrupt the VMM between VMPTRLD and its use */
+        if (pmu_vmx_nmi(smp_nmi(pc), false))
+            pc->nmi_owed = 1;
         return;
     }
     /* only #GP and #UD of an instruction with a fix-up are expected (a probed MSR or XSETBV

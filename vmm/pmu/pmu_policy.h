@@ -4,11 +4,11 @@
  * needs, as pure decisions.  ptvisor has no PMU use of its own and one guest, so the counters
  * are the guest's: every PMU MSR passes through the MSR bitmap except IA32_PERF_GLOBAL_CTRL,
  * which the VMCS switches ("load IA32_PERF_GLOBAL_CTRL" at exit = 0, at entry = the guest's).
- * This file decides and states it.  Wired into the VMM today: the GLOBAL_CTRL write rule
- * (vmm/vmx/pmu_vmx.c, called by exit_msr.c); decided and proven on the model but not wired yet:
- * the CPUID filter of the hidden case, the NMI rule and the emulated-instruction count
- * (docs/lbr.md "PMU").  The same file runs in the differential against the PMU model
- * (tests/model/test_pmu_diff.c) and in fuzz_pmu.
+ * This file decides and states it.  Wired into the VMM (vmm/vmx/pmu_vmx.c): the GLOBAL_CTRL
+ * write rule and pmu_observe (exit_msr.c), the CPUID filter of the hidden case (exit_cpuid.c),
+ * the NMI rule (the NMI exit and the root NMI handler); decided and proven on the model but not
+ * wired yet: the emulated-instruction count (docs/lbr.md "PMU").  The same file runs in the
+ * differential against the PMU model (tests/model/test_pmu_diff.c) and in fuzz_pmu.
  *
  * Sources: Intel SDM Vol. 3B "Performance Monitoring", cited as 20.x (the edition issue 11
  * names; the same sub-sections are 18.x in editions before 2022: 20.2.1-20.2.5 = architectural

@@ -4,6 +4,7 @@
 #include "vmx/exits.h"
 #include "vmx/guest_policy.h"
 #include "vmx/lbr_vmx.h"
+#include "vmx/pmu_vmx.h"
 #include "vmx/vmx_cpu.h"
 #include "cpu.h"
 
@@ -19,6 +20,7 @@ enum exit_action handle_cpuid(struct vcpu *v, const struct vmexit *e)
     uint64_t cr4 = leaf == 1 || leaf == 7 ? vcpu_guest_cr4(v) : 0;
     cpuid_policy(&pt_decision, vmx_ctls.guest_features, leaf, sub, cr4, r);
     lbr_vmx_cpuid(leaf, sub, r); /* arch LBR: leaf 7 EDX[19], 0x1C, XSS component 15 */
+    pmu_vmx_cpuid(leaf, r);      /* leaf 0xA: zero where the PMU is hidden (pmu_policy.c) */
     v->regs.gpr[GPR_RAX] = r[0];
     v->regs.gpr[GPR_RBX] = r[1];
     v->regs.gpr[GPR_RCX] = r[2];

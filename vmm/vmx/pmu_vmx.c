@@ -7,14 +7,21 @@
 #include "pmu/pmu_policy.h"
 #include "vmx/vmx.h"
 #include "vmx/vmx_cpu.h"
+#include "vmx/vmcs.h"
+#include "vmx/emul_policy.h"
 #include "cpu.h"
 #include "percpu.h"
 
 #define CPUID_1_ECX_PDCM (1u << 15) /* IA32_PERF_CAPABILITIES exists */
 
-/* per CPU, decided at its first GLOBAL_CTRL write exit (each CPU reads its own CPUID) */
+#define XAPIC_LVT_PMC         0x340 /* LVT performance-counter entry (SDM Vol. 3A "Local APIC") */
+#define X2APIC_LVT_PMC        0x834
+#define MSR_IA32_DEBUGCTL_PMU 0x1d9
+
+/* per CPU, decided at its first use (each CPU reads its own CPUID) */
 static struct pmu_decision pmu_dec[PTV_MAX_CPUS];
 static bool pmu_decided[PTV_MAX_CPUS];
+static struct pmu_nmi_state pmu_nmi[PTV_MAX_CPUS];
 
 static const struct pmu_decision *decision(void)
 {
@@ -39,5 +46,54 @@ static const struct pmu_decision *decision(void)
 
 bool pmu_vmx_global_ctrl_ok(uint64_t val)
 {
-    return pmu_global_ctrl_write_ok(decision(), val);
+    const struct pmu_decision *d = decision();
+    bool ok = pmu_global_ctrl_write_ok(d, val);
+    /* a PMI handler re-enabling its counters has acknowledged its overflows (pmu_observe) */
+    if (ok && d->mode == PMU_SWITCHED)
+        pmu_observe(&pmu_nmi[this_cpu_id()], rdmsr(MSR_CORE_PERF_GLOBAL_STATUS));
+    return ok;
+}
+
+void pmu_vmx_cpuid(uint32_t leaf, uint32_t r[4])
+{
+    if (leaf == 0xa)
+        pmu_cpuid_filter(decision(), leaf, r);
+}
+
+/* the guest's LVT performance-counter entry, read from the real APIC (the guest's) */
+static uint32_t lvt_pmc(void)
+{
+    uint64_t base = rdmsr(MSR_IA32_APICBASE);
+    if (!(base & APIC_BASE_EN))
+        return LVT_MASKED;
+    if (base & APIC_BASE_EXTD)
+        return (uint32_t)rdmsr(X2APIC_LVT_PMC);
+    volatile uint32_t *apic =
+        (volatile uint32_t *)(uintptr_t)(base & ~0xfffull & ((1ull << 52) - 1));
+    return apic[XAPIC_LVT_PMC / 4];
+}
+
+bool pmu_vmx_nmi(bool vmm_ours, bool vmcs_current)
+{
+    const struct pmu_decision *d = decision();
+    struct pmu_nmi_verdict out;
+    if (d->mode != PMU_SWITCHED) {
+        return !vmm_ours; /* nothing to read: the guest is owed exactly the NMIs not the VMM's */
+    }
+    uint64_t evtsel[PMU_MAX_GP];
+    for (unsigned i = 0; i < d->caps.n_gp; i++)
+        evtsel[i] = rdmsr(MSR_ARCH_PERFMON_EVENTSEL0 + i);
+    struct pmu_nmi_view view = {
+        .vmm_ours = vmm_ours,
+        .status = rdmsr(MSR_CORE_PERF_GLOBAL_STATUS),
+        .pmi_bits = pmu_pmi_bits(&d->caps, evtsel, rdmsr(MSR_CORE_PERF_FIXED_CTR_CTRL)),
+        .lvtpc = lvt_pmc(),
+        /* the guest's DEBUGCTL is in the VMCS (root runs with 0); without a current VMCS the
+         * freeze bits cannot be known, and there is no copy of GLOBAL_CTRL to clear either */
+        .guest_debugctl = vmcs_current ? vmcs_read64(GUEST_IA32_DEBUGCTL) : 0,
+    };
+    pmu_on_nmi(d, &pmu_nmi[this_cpu_id()], &view, &out);
+    if (out.clear_global_ctrl && vmcs_current)
+        vmcs_write64(GUEST_IA32_PERF_GLOBAL_CTRL, 0);
+    return out.owe_guest;
 }

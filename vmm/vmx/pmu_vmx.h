@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The PMU shim (issue 11 item 3): executes vmm/pmu/pmu_policy.c's rules on this CPU.  One hook,
- * the guest's WRMSR IA32_PERF_GLOBAL_CTRL in exit_msr.c.  Nothing here runs on the VM-exit /
- * VM-entry path: IA32_PERF_GLOBAL_CTRL is switched by the VMCS (docs/lbr.md "PMU").
+ * The PMU shim (issue 11 item 3): executes vmm/pmu/pmu_policy.c's rules on this CPU.  Three
+ * hooks: the guest's WRMSR IA32_PERF_GLOBAL_CTRL (exit_msr.c), CPUID leaf 0xA (exit_cpuid.c)
+ * and every NMI that reaches the VMM (the NMI exit in exit_fault.c, the root NMI handler in
+ * desc.c).  Nothing here runs on the ordinary VM-exit / VM-entry path: IA32_PERF_GLOBAL_CTRL is
+ * switched by the VMCS (docs/lbr.md "PMU").
  */
 #ifndef PTV_VMX_PMU_VMX_H
 #define PTV_VMX_PMU_VMX_H
@@ -13,5 +15,16 @@
 /* May the guest write val to IA32_PERF_GLOBAL_CTRL?  The SDM's rule from this CPU's CPUID.0AH
  * (false: #GP), decided without running the value on the CPU in root. */
 bool pmu_vmx_global_ctrl_ok(uint64_t val);
+
+/* CPUID leaf 0xA as the guest sees it (all zero where the PMU is hidden) */
+void pmu_vmx_cpuid(uint32_t leaf, uint32_t r[4]);
+
+/*
+ * An NMI reached the VMM; vmm_ours: the EPT shootdown protocol claimed it.  true: the guest is
+ * owed one NMI (it is not the VMM's, or a guest PMI merged into the VMM's: pmu_on_nmi()).
+ * vmcs_current: this CPU's VMCS is current (the guest's DEBUGCTL and GLOBAL_CTRL copy can be
+ * read and written), false in the root handler before the first VMPTRLD.
+ */
+bool pmu_vmx_nmi(bool vmm_ours, bool vmcs_current);
 
 #endif
