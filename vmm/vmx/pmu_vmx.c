@@ -75,11 +75,14 @@ static uint32_t lvt_pmc(void)
 
 bool pmu_vmx_nmi(bool vmm_ours, bool vmcs_current)
 {
+    /* the root handler never decides: it may run before the VMX controls are chosen, and a
+     * decision made then would stand for good.  Undecided: no guest has run a counter yet */
+    if (!vmcs_current && !pmu_decided[this_cpu_id()])
+        return !vmm_ours;
     const struct pmu_decision *d = decision();
     struct pmu_nmi_verdict out;
-    if (d->mode != PMU_SWITCHED) {
+    if (d->mode != PMU_SWITCHED)
         return !vmm_ours; /* nothing to read: the guest is owed exactly the NMIs not the VMM's */
-    }
     uint64_t evtsel[PMU_MAX_GP];
     for (unsigned i = 0; i < d->caps.n_gp; i++)
         evtsel[i] = rdmsr(MSR_ARCH_PERFMON_EVENTSEL0 + i);
