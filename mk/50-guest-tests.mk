@@ -16,7 +16,7 @@ GUEST_PROGS    := conformance selftest pt-selftest attack smp trace
 GUEST_LIB_OBJS := $(addprefix $(GUEST_OUT)/,libtest.o trap.o trap_stubs.o) $(GUEST_OUT)/lib_fmt.o
 conformance_GUEST_OBJS := $(addprefix $(GUEST_OUT)/,conformance.o conf_memory.o user.o user_stubs.o)
 selftest_GUEST_OBJS    := $(addprefix $(GUEST_OUT)/,selftest.o)
-pt-selftest_GUEST_OBJS := $(addprefix $(GUEST_OUT)/,pt_selftest.o pt_cont.o lbr_selftest.o lbr_check.o lbr_seq_stubs.o)
+pt-selftest_GUEST_OBJS := $(addprefix $(GUEST_OUT)/,pt_selftest.o pt_cont.o vmm_trace_selftest.o pt_seq_check.o pt_seq_stubs.o lbr_selftest.o lbr_check.o lbr_seq_stubs.o)
 attack_GUEST_OBJS      := $(addprefix $(GUEST_OUT)/,attack.o attack_rt_stubs.o attack_cpu.o attack_cpu_asm_stubs.o \
                             attack_msr.o attack_vmcall.o attack_mem.o attack_uart.o user.o user_stubs.o)
 smp_GUEST_OBJS         := $(addprefix $(GUEST_OUT)/,smp.o smp_mp.o smp_shoot.o smp_tramp_stubs.o)
@@ -77,16 +77,27 @@ $(SELFTEST_IMG): $(BUILD)/boot/BOOTX64.EFI $(BUILD)/vmm/vmm.elf tests/guest/pt-s
 	$(Q)LOADER=$(BUILD)/boot/BOOTX64.EFI VMM=$(BUILD)/vmm/vmm.elf \
 	    tools/mkimage.sh $@ tests/guest/pt-selftest.cfg $(GUEST_OUT)/pt-selftest.efi -
 
+# The same guest with pt_mode = system: the VMM traces it with PT (the guest sees none).
+SELFTEST_SYS_IMG := $(BUILD)/ptvisor-selftest-system.img
+$(SELFTEST_SYS_IMG): $(BUILD)/boot/BOOTX64.EFI $(BUILD)/vmm/vmm.elf tests/guest/pt-selftest-system.cfg \
+                     $(GUEST_OUT)/pt-selftest.efi tools/mkimage.sh
+	$(Q)LOADER=$(BUILD)/boot/BOOTX64.EFI VMM=$(BUILD)/vmm/vmm.elf \
+	    tools/mkimage.sh $@ tests/guest/pt-selftest-system.cfg $(GUEST_OUT)/pt-selftest.efi -
+
 .PHONY: selftest-usb test-bochs-pt-selftest
-selftest-usb: $(SELFTEST_IMG)
-	@echo "PT self-test image: $(SELFTEST_IMG). Write it to a USB stick and boot a Skylake+ box:"
-	@echo "  sudo dd if=$(SELFTEST_IMG) of=/dev/sdX bs=4M conv=fsync"
+selftest-usb: $(SELFTEST_IMG) $(SELFTEST_SYS_IMG)
+	@echo "PT self-test images (write one to a USB stick and boot a Skylake+ box):"
+	@echo "  $(SELFTEST_IMG)         the guest owns PT (pt_mode = host-guest)"
+	@echo "  $(SELFTEST_SYS_IMG)  the VMM traces the guest (pt_mode = system)"
+	@echo "  sudo dd if=IMAGE of=/dev/sdX bs=4M conv=fsync"
 	@echo "Results: PASS/FAIL/SKIP lines and one SUMMARY line on COM1 (115200 8N1) and on screen."
 
 test-bochs-pt-selftest:
-	-$(Q)$(MAKE) --no-print-directory $(SELFTEST_IMG) >$(BUILD)/selftest-img.log 2>&1
+	-$(Q)$(MAKE) --no-print-directory $(SELFTEST_IMG) $(SELFTEST_SYS_IMG) >$(BUILD)/selftest-img.log 2>&1
 	$(Q)tests/step.sh $(BUILD)/results bochs:pt-selftest-without-pt \
-	    tests/system/bochs-pt-selftest.sh $(SELFTEST_IMG) $(BUILD)/test/bochs-pt-selftest
+	    tests/system/bochs-pt-selftest.sh $(SELFTEST_IMG) $(BUILD)/test/bochs-pt-selftest host-guest
+	$(Q)tests/step.sh $(BUILD)/results bochs:pt-selftest-system-without-pt \
+	    tests/system/bochs-pt-selftest.sh $(SELFTEST_SYS_IMG) $(BUILD)/test/bochs-pt-selftest-system system
 
 TEST_TARGETS += test-bochs-pt-selftest
 

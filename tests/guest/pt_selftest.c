@@ -9,7 +9,9 @@
  *
  * Where the CPU or the VMM does not offer PT to the guest, every check is
  * SKIPPED with the reason: this program never passes without real PT.
- * First it runs the guest-LBR checks of lbr_selftest.c (issue 11), SKIPPED likewise.
+ * First it runs the guest-LBR checks of lbr_selftest.c (issue 11), SKIPPED likewise, and the
+ * check of the VMM's own trace of a known sequence (vmm_trace_selftest.c, issue 9): hardware
+ * system-mode PT where the VMM has it, else the software tracer, SKIPPED where neither runs.
  */
 #include <efi.h>
 #include <efilib.h>
@@ -20,6 +22,7 @@
 #include "lbr_selftest.h"
 #include "libtest.h"
 #include "pt_cont.h"
+#include "vmm_trace_selftest.h"
 #include "x86.h"
 
 #define CPUID_1_ECX_HYPERVISOR (1u << 31)
@@ -152,7 +155,8 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *st)
         report_summary();
         return EFI_SUCCESS;
     }
-    lbr_selftest(); /* guest LBR (issue 11): before the PT checks, which may end early */
+    lbr_selftest();         /* guest LBR (issue 11): before the PT checks, which may end early */
+    vmm_trace_selftest(st); /* the VMM's own trace of its guest (issue 9) */
     if (!(cpuid(7, 0).ebx & CPUID_7_EBX_INTEL_PT)) {
         report_skip("no Intel PT for the guest: the CPU has none, or the VMM hides it "
                     "(its [cpu0 pt] boot lines say why; pt_mode = host-guest is needed)");
