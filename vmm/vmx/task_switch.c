@@ -409,13 +409,13 @@ enum ts_result task_switch(const struct ts_in *in, const struct ts_mem *m, struc
     if (in->source != TS_GATE || in->event == TS_EV_SOFT)
         eip += in->insn_len;
     uint32_t eflags = cur->eflags & ~(iret ? EFLAGS_NT : 0u);
-    uint8_t *o = obuf - OL->dyn_lo; /* obuf holds the old TSS from offset dyn_lo */
-    put(o + OL->eip, OL->w, eip);
-    put(o + OL->eflags, OL->w, eflags);
+    /* obuf holds the old TSS from offset dyn_lo on */
+    put(obuf + (OL->eip - OL->dyn_lo), OL->w, eip);
+    put(obuf + (OL->eflags - OL->dyn_lo), OL->w, eflags);
     for (unsigned i = 0; i < 8; i++)
-        put(o + OL->gpr + i * OL->w, OL->w, cur->gpr[i]);
+        put(obuf + (OL->gpr - OL->dyn_lo) + i * OL->w, OL->w, cur->gpr[i]);
     for (unsigned i = 0; i < OL->nseg; i++)
-        put(o + OL->seg + i * OL->w, 2, cur->seg[seg_slot[i]].sel);
+        put(obuf + (OL->seg - OL->dyn_lo) + i * OL->w, 2, cur->seg[seg_slot[i]].sel);
 
     /* --- the new TSS's contents --- */
     uint8_t nbuf[TS_MAX_LEN];
