@@ -14,6 +14,7 @@
 #include "smp/smp.h"
 #include "vmx/vcpu_reset.h"
 #include "vmx/trace_vmx.h"
+#include "vmx/task_switch_vmx.h"
 
 /*
  * NMIs exit (NMI exiting + virtual NMIs, so the VMM's shootdown IPIs never reach
@@ -209,15 +210,13 @@ enum exit_action handle_sipi(struct vcpu *v, const struct vmexit *e)
 
 /*
  * Task switches exit unconditionally (SDM Vol. 3C 26.4.2) and only happen outside
- * IA-32e mode.  The VMM does not emulate them yet (docs/ARCHITECTURE.md): the
- * guest gets #UD at the instruction, the line is rate-limited, no dump.
+ * IA-32e mode: emulated as hardware does them (vmx/task_switch.h: the rules and what
+ * is not modelled; vmx/task_switch_vmx.c: the VMCS side).  In IA-32e mode, which
+ * cannot raise one, the guest gets #UD and a rate-limited line.
  */
 enum exit_action handle_task_switch(struct vcpu *v, const struct vmexit *e)
 {
-    pr_warn_rl("vmx", "task switch to selector %#lx at RIP %#lx not emulated: #UD to the guest",
-               e->qual & 0xffff, e->rip);
-    vcpu_inject_ud(v);
-    return EXIT_INJECT;
+    return vmx_task_switch(v, e);
 }
 
 /* monitor trap flag: armed only to deliver an NMI owed from root (vmx_run.c); the
