@@ -6,8 +6,8 @@
  * which the VMCS switches ("load IA32_PERF_GLOBAL_CTRL" at exit = 0, at entry = the guest's).
  * This file decides and states it.  Wired into the VMM (vmm/vmx/pmu_vmx.c): the GLOBAL_CTRL
  * write rule and pmu_observe (exit_msr.c), the CPUID filter of the hidden case (exit_cpuid.c),
- * the NMI rule (the NMI exit and the root NMI handler); decided and proven on the model but not
- * wired yet: the emulated-instruction count (docs/lbr.md "PMU").  The same file runs in the
+ * the NMI rule (the NMI exit and the root NMI handler), the emulated-instruction count
+ * (exit_dispatch.c); docs/lbr.md "PMU".  The same file runs in the
  * differential against the PMU model (tests/model/test_pmu_diff.c) and in fuzz_pmu.
  *
  * Sources: Intel SDM Vol. 3B "Performance Monitoring", cited as 20.x (the edition issue 11

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* Exit dispatch: one handler per exit class (exit_*.c). */
 #include "vmx/vcpu.h"
+#include "vmx/pmu_vmx.h"
+#include "percpu.h"
 #include "vmx/exits.h"
 #include "vmx/vmx_cpu.h"
 #include "vmx/vmcs.h"
@@ -84,9 +86,12 @@ enum exit_action vmx_handle_exit(struct vcpu *v, const struct vmexit *e)
         vcpu_inject_ud(v);
         a = EXIT_INJECT;
     }
-    if (a == EXIT_RESUME_SKIP_INSN)
+    if (a == EXIT_RESUME_SKIP_INSN) {
         skip_instruction(e);
-    else if (a == EXIT_RESUME)
+        /* it never retired in non-root: the guest's instruction counters are owed it */
+        if (pmu_vmx_emulated_retire())
+            this_cpu()->nmi_owed = 1;
+    } else if (a == EXIT_RESUME)
         vmx_reinject_idt_vectoring(v, e);
     return a;
 }

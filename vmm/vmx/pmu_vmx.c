@@ -10,13 +10,17 @@
 #include "vmx/vmcs.h"
 #include "vmx/emul_policy.h"
 #include "cpu.h"
+#include "log.h"
 #include "percpu.h"
 
 #define CPUID_1_ECX_PDCM (1u << 15) /* IA32_PERF_CAPABILITIES exists */
 
-#define XAPIC_LVT_PMC         0x340 /* LVT performance-counter entry (SDM Vol. 3A "Local APIC") */
-#define X2APIC_LVT_PMC        0x834
-#define MSR_IA32_DEBUGCTL_PMU 0x1d9
+#define XAPIC_LVT_PMC   0x340 /* LVT performance-counter entry (SDM Vol. 3A "Local APIC") */
+#define X2APIC_LVT_PMC  0x834
+#define X2APIC_SELF_IPI 0x83f
+#define XAPIC_ICR_LO    0x300
+#define ICR_BUSY        (1u << 12)
+#define ICR_SELF        (1u << 18) /* destination shorthand "self" */
 
 /* per CPU, decided at its first use (each CPU reads its own CPUID) */
 static struct pmu_decision pmu_dec[PTV_MAX_CPUS];
@@ -99,4 +103,75 @@ bool pmu_vmx_nmi(bool vmm_ours, bool vmcs_current)
     if (out.clear_global_ctrl && vmcs_current)
         vmcs_write64(GUEST_IA32_PERF_GLOBAL_CTRL, 0);
     return out.owe_guest;
+}
+
+/* a counter update the CPU refuses loses one count, never the guest */
+static void put(uint32_t msr, uint64_t val)
+{
+    if (wrmsr_safe(msr, val))
+        pr_warn_rl("pmu", "WRMSR %#x = %#lx refused: one emulated instruction not counted", msr,
+                   val);
+}
+
+static uint64_t width_mask(unsigned w)
+{
+    return w >= 64 ? ~0ull : (1ull << w) - 1;
+}
+
+/* the guest's PMI with a fixed vector, from the VMM: a self-IPI through the guest's own
+ * (pass-through) APIC, so its IRR/ISR order is the APIC's, as for a PMI of the hardware */
+static void self_ipi(uint8_t vector)
+{
+    uint64_t base = rdmsr(MSR_IA32_APICBASE);
+    if (!(base & APIC_BASE_EN))
+        return;
+    if (base & APIC_BASE_EXTD) {
+        wrmsr(X2APIC_SELF_IPI, vector);
+        return;
+    }
+    volatile uint32_t *apic =
+        (volatile uint32_t *)(uintptr_t)(base & ~0xfffull & ((1ull << 52) - 1));
+    for (unsigned i = 0; i < 100000u && (apic[XAPIC_ICR_LO / 4] & ICR_BUSY); i++)
+        pause();
+    apic[XAPIC_ICR_LO / 4] = ICR_SELF | vector; /* fixed, edge, self: ICR-high unused */
+}
+
+bool pmu_vmx_emulated_retire(void)
+{
+    const struct pmu_decision *d = decision();
+    if (d->mode != PMU_SWITCHED)
+        return false;
+    const struct pmu_caps *c = &d->caps;
+    struct pmu_state g = {.global_ctrl = vmcs_read64(GUEST_IA32_PERF_GLOBAL_CTRL)};
+    /* only the counters that can count instructions: general ones, IA32_FIXED_CTR0 */
+    if (!(g.global_ctrl & (((1ull << c->n_gp) - 1) | 1ull << GLOBAL_FIXED_SHIFT)))
+        return false;
+    g.status = rdmsr(MSR_CORE_PERF_GLOBAL_STATUS);
+    g.fixed_ctrl = rdmsr(MSR_CORE_PERF_FIXED_CTR_CTRL);
+    g.debugctl = vmcs_read64(GUEST_IA32_DEBUGCTL);
+    for (unsigned i = 0; i < c->n_gp; i++) {
+        g.evtsel[i] = rdmsr(MSR_ARCH_PERFMON_EVENTSEL0 + i);
+        g.pmc[i] = rdmsr(MSR_IA32_PERFCTR0 + i);
+    }
+    if (c->fixed_mask & 1)
+        g.fixed[0] = rdmsr(MSR_CORE_PERF_FIXED_CTR0);
+    g.lvtpc = lvt_pmc();
+    struct pmu_retire out;
+    unsigned cpl = (vmcs_read32(GUEST_SS_AR_BYTES) >> 5) & 3;
+    pmu_emulated_retire(d, &pmu_nmi[this_cpu_id()], &g, cpl, &out);
+    for (unsigned i = 0; i < 64; i++) {
+        if (!(out.inc & (1ull << i)))
+            continue;
+        /* the counter's width wraps it (its overflow is in status_set) */
+        if (i < c->n_gp) /* full-width where the CPU has it, else bits 31:0 sign-extended */
+            put((c->full_width ? MSR_IA32_PMC0 : MSR_IA32_PERFCTR0) + i,
+                (g.pmc[i] + 1) & width_mask(c->gp_width));
+        else if (i == GLOBAL_FIXED_SHIFT)
+            put(MSR_CORE_PERF_FIXED_CTR0, (g.fixed[0] + 1) & width_mask(c->fixed_width));
+    }
+    if (out.status_set)
+        put(MSR_CORE_PERF_GLOBAL_STATUS_SET, out.status_set);
+    if (out.deliver == 1)
+        self_ipi((uint8_t)LVT_VECTOR(g.lvtpc));
+    return out.deliver == 2; /* an NMI: the caller owes it to the guest */
 }

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The PMU shim (issue 11 item 3): executes vmm/pmu/pmu_policy.c's rules on this CPU.  Three
- * hooks: the guest's WRMSR IA32_PERF_GLOBAL_CTRL (exit_msr.c), CPUID leaf 0xA (exit_cpuid.c)
- * and every NMI that reaches the VMM (the NMI exit in exit_fault.c, the root NMI handler in
- * desc.c).  Nothing here runs on the ordinary VM-exit / VM-entry path: IA32_PERF_GLOBAL_CTRL is
- * switched by the VMCS (docs/lbr.md "PMU").
+ * The PMU shim (issue 11 item 3): executes vmm/pmu/pmu_policy.c's rules on this CPU.  Four
+ * hooks: the guest's WRMSR IA32_PERF_GLOBAL_CTRL (exit_msr.c), CPUID leaf 0xA (exit_cpuid.c),
+ * every NMI that reaches the VMM (the NMI exit in exit_fault.c, the root NMI handler in
+ * desc.c) and every instruction the VMM completes for the guest (exit_dispatch.c).  Nothing here
+ * runs on the ordinary VM-exit / VM-entry path: IA32_PERF_GLOBAL_CTRL is switched by the VMCS
+ * (docs/lbr.md "PMU").
  */
 #ifndef PTV_VMX_PMU_VMX_H
 #define PTV_VMX_PMU_VMX_H
@@ -26,5 +27,14 @@ void pmu_vmx_cpuid(uint32_t leaf, uint32_t r[4]);
  * read and written), false in the root handler before the first VMPTRLD.
  */
 bool pmu_vmx_nmi(bool vmm_ours, bool vmcs_current);
+
+/*
+ * The VMM completed an instruction for the guest (RESUME_SKIP_INSN), at the guest's CPL: the
+ * counters that count Instructions Retired there get the increment hardware never gave it, with
+ * overflow, freeze and PMI (pmu_emulated_retire()).  Costs one VMREAD unless the guest's
+ * GLOBAL_CTRL enables a general counter or IA32_FIXED_CTR0.  true: the PMI is an NMI the guest is
+ * owed.
+ */
+bool pmu_vmx_emulated_retire(void);
 
 #endif
