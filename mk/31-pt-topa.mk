@@ -53,3 +53,5 @@ bench-pt-steady: $(BUILD)/host/bench_steady
 # The engine's view of a GPA as the VMM decides it (the shim pt_vmx.c only gathers the facts).
 HOST_TESTS += test_pt_mem_view
 test_pt_mem_view_SRCS := tests/unit/test_pt_mem_view.c vmm/pt/pt_mem_view.c
+FUZZERS += fuzz_pt_mem_view
+fuzz_pt_mem_view_SRCS := tests/fuzz/fuzz_pt_mem_view.c vmm/pt/pt_mem_view.c

@@ -58,6 +58,10 @@ static void test_not_ram(void **state)
     f.ept_ok = false;
     assert_int_equal(view(0x200000, f).kind, PT_MEM_UNMAPPED);
 
+    /* whatever the facts say, nothing at or above 2^52 is mapped (lengths would wrap there) */
+    f = ram(0xfffffffffffc0000ull, 21, 0xfffffffffffc000aull);
+    assert_int_equal(view(0xfffffffffffc0000ull, f).kind, PT_MEM_UNMAPPED);
+
     f = ram(0x200000, 12, 0x400000);
     f.map_type = PTV_MEM_VMM;
     assert_int_equal(view(0x200000, f).kind, PT_MEM_VMM);

@@ -13,7 +13,7 @@ void pt_mem_view(uint64_t gpa, const struct pt_mem_facts *f, struct pt_mem_xlate
         out->kind = PT_MEM_VMM;
         return;
     }
-    if (!f->ept_ok) {
+    if (!f->ept_ok || gpa >> 52) { /* no EPT maps a GPA at or above 2^52 (MAXPHYADDR <= 52) */
         out->kind = PT_MEM_UNMAPPED;
         return;
     }

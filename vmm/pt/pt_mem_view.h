@@ -6,7 +6,7 @@
  * tested (tests/unit/test_pt_mem_view.c), decides what PT output may do there:
  *  - the VMM's span, and any GPA whose EPT translation is not the identity (today only the sink
  *    page that absorbs accesses above RAM, ARCHITECTURE 2.1), are VMM memory;
- *  - no EPT translation: unmapped;
+ *  - no EPT translation, or a GPA no EPT can map (at or above 2^52): unmapped;
  *  - otherwise the memory map's type: RAM is guest RAM, the VMM's ranges are VMM memory,
  *    everything else (holes included) is MMIO;
  *  - the length runs to the nearer of the end of that map range and the end of the EPT page,
