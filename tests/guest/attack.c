@@ -95,8 +95,9 @@ static void aftermath(const char *name)
            checked ? sc.rcx : 0ul);
 }
 
-static const struct attack *const groups[] = {attacks_cpu, attacks_msr, attacks_vmcall, attacks_mem,
-                                              attacks_uart};
+extern const struct attack attacks_task[]; /* attack_task.c */
+static const struct attack *const groups[] = {attacks_cpu, attacks_msr,  attacks_vmcall,
+                                              attacks_mem, attacks_uart, attacks_task};
 
 EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 {
