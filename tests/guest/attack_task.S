@@ -7,6 +7,8 @@
  * clear CR0.PG, then EFER.LME), loads TR with task A and then:
  *   JMP  to task B; B records what it sees and JMPs back to A;
  *   CALL to task C; C records what it sees and IRETs (NT) back to A;
+ *   #GP (a selector beyond the GDT) through an IDT task gate to task D, which takes the error
+ *   code from its stack, moves A's saved EIP past the fault and IRETs back;
  * then returns to long mode and to the caller's GDT, IDT, segments and stack.  Interrupts
  * are off (the caller's RFLAGS.IF is restored by the caller); there is no 32-bit IDT: a
  * fault in the 32-bit part ends the boot (the attack's INFO line names it).  Every register
@@ -17,9 +19,11 @@
 
     .text
     .globl atk_task_code, atk_task_end, atk_task_b, atk_task_c, atk_task_after_jmp
-    .globl atk_task_after_call, atk_task_pm32, atk_task_lm64
+    .globl atk_task_after_call, atk_task_pm32, atk_task_lm64, atk_task_d, atk_task_fault
+    .globl atk_task_after_fault
     .hidden atk_task_code, atk_task_end, atk_task_b, atk_task_c, atk_task_after_jmp
-    .hidden atk_task_after_call, atk_task_pm32, atk_task_lm64
+    .hidden atk_task_after_call, atk_task_pm32, atk_task_lm64, atk_task_d, atk_task_fault
+    .hidden atk_task_after_fault
 
     .code64
 atk_task_code:
@@ -79,6 +83,13 @@ atk_task_after_call:
     str TB_R_A_TR2(%ebx)
     movl %cr0, %eax
     movl %eax, TB_R_A_CR0(%ebx)
+    lidt TB_IDTR(%ebx)                  /* #GP -> task gate -> task D */
+    movw $0x1238, %ax                   /* beyond the GDT limit: #GP(0x1238) */
+atk_task_fault:
+    movw %ax, %ds
+atk_task_after_fault:
+    movw $TS_SEL_DATA, %ax
+    movw %ax, %ds
     /* back to long mode: CR4.PAE and CR3 never changed (paging off: no CR3 load) */
     movl $0xc0000080, %ecx
     rdmsr
@@ -147,6 +158,25 @@ atk_task_c:
     movb TB_GDT + TS_SEL_A + 5(%ebx), %al
     movb %al, TB_R_C_TYPE_A(%ebx)
     movl %ecx, TB_R_C_ECX(%ebx)
+    iretl
+    ud2
+
+/* task D: entered through the IDT task gate of #GP, the error code on its stack; records,
+ * points A past the faulting instruction and IRETs (NT) back to A */
+atk_task_d:
+    popl %eax
+    movl %eax, TB_R_D_ERR(%ebx)
+    movl %esp, TB_R_D_ESP(%ebx)
+    movl TB_TSS_A + 0x20(%ebx), %eax
+    movl %eax, TB_R_D_SAVED(%ebx)
+    str TB_R_D_TR(%ebx)
+    pushfl
+    popl %eax
+    movl %eax, TB_R_D_EFLAGS(%ebx)
+    movw TB_TSS_D(%ebx), %ax
+    movw %ax, TB_R_D_LINK(%ebx)
+    movl TB_AFTER_FAULT(%ebx), %eax
+    movl %eax, TB_TSS_A + 0x20(%ebx)
     iretl
     ud2
 atk_task_end:

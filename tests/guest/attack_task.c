@@ -5,7 +5,9 @@
  * emulates it (vmm/vmx/task_switch.c).  The guest checks what the CPU architecture promises
  * (SDM Vol. 3A 7.3): the registers the new task's TSS held, TR, busy bits (JMP clears the
  * old one, CALL keeps it), NT and the back link of a CALL, CR0.TS set, the state the old task
- * saved coming back, and that the VMM saw four task-switch exits and is still whole.  Before
+ * saved coming back; a #GP through an IDT task gate (as 32-bit Linux's double-fault task)
+ * with its error code on the new task's stack and the faulting EIP saved; and that the VMM
+ * saw six task-switch exits and is still whole.  Before
  * the emulator, the first JMP got #UD with no 32-bit IDT: a triple fault ended the boot.
  * The mode switch and the tasks are in attack_task.S.
  */
@@ -23,7 +25,7 @@
 
 extern __attribute__((visibility("hidden"))) const uint8_t atk_task_code[], atk_task_end[],
     atk_task_b[], atk_task_c[], atk_task_after_jmp[], atk_task_after_call[], atk_task_pm32[],
-    atk_task_lm64[];
+    atk_task_lm64[], atk_task_d[], atk_task_fault[], atk_task_after_fault[];
 
 static uint8_t *blk;
 
@@ -115,6 +117,14 @@ static void atk_task_switch(void)
     gdt_entry(TS_SEL_A, tss_desc(base + TB_TSS_A));
     gdt_entry(TS_SEL_B, tss_desc(base + TB_TSS_B));
     gdt_entry(TS_SEL_C, tss_desc(base + TB_TSS_C));
+    gdt_entry(TS_SEL_D, tss_desc(base + TB_TSS_D));
+    for (unsigned v = 0; v < 14; v++) /* task gates to D: only #GP is expected */
+        for (unsigned i = 0; i < 8; i++)
+            blk[TB_IDT + 8 * v + i] =
+                (uint8_t)((((uint64_t)TS_SEL_D << 16) | (0x85ull << 40)) >> (8 * i));
+    put16(TB_IDTR, 14 * 8 - 1);
+    put32(TB_IDTR + 2, base + TB_IDT);
+    put32(TB_AFTER_FAULT, at_copy(atk_task_after_fault));
     put16(TB_GDTR, 0x3f);
     put32(TB_GDTR + 2, base + TB_GDT);
     put32(TB_PM32, at_copy(atk_task_pm32));
@@ -129,6 +139,7 @@ static void atk_task_switch(void)
     tss(TB_TSS_A, atk_task_code, TB_STACK_A, 0, 0); /* A's state is saved by the first switch */
     tss(TB_TSS_B, atk_task_b, TB_STACK_B, 0x22222222, 0);
     tss(TB_TSS_C, atk_task_c, TB_STACK_C, 0, 0x33333333);
+    tss(TB_TSS_D, atk_task_d, TB_STACK_D, 0, 0);
 
     uint64_t exits0 = task_exits(), flags;
     __asm__ volatile("pushfq; popq %0; cli" : "=r"(flags)::"memory");
@@ -156,7 +167,13 @@ static void atk_task_switch(void)
                blk[TB_GDT + TS_SEL_C + 5] == 0x89 && blk[TB_GDT + TS_SEL_A + 5] == 0x8b,
            "IRET with NT: back to the caller (TR %x), the called task no longer busy (%x)",
            get16(TB_R_A_TR2), blk[TB_GDT + TS_SEL_C + 5]);
-    report(exits == 4, "the VMM emulated the 4 task switches (%lu task-switch exits)", exits);
+    report(get32(TB_R_D_ERR) == 0x1238 && get32(TB_R_D_ESP) == base + TB_STACK_D &&
+               get32(TB_R_D_SAVED) == at_copy(atk_task_fault) && get16(TB_R_D_TR) == TS_SEL_D &&
+               (get32(TB_R_D_EFLAGS) & EFLAGS_NT) && get16(TB_R_D_LINK) == TS_SEL_A,
+           "#GP through an IDT task gate: error code %x on the new stack (ESP %x), faulting EIP "
+           "saved (%x), NT, back link %x",
+           get32(TB_R_D_ERR), get32(TB_R_D_ESP), get32(TB_R_D_SAVED), get16(TB_R_D_LINK));
+    report(exits == 6, "the VMM emulated the 6 task switches (%lu task-switch exits)", exits);
 }
 
 const struct attack attacks_task[] = {
