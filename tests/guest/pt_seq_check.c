@@ -93,6 +93,9 @@ bool pt_seq_check(const uint8_t *buf, size_t n, const struct pt_seq_expect *e,
             continue;
         }
         if (b0 == 0x02) {
+            if (n - at >= 2 && (p[1] == 0x63 || p[1] == 0x33 || p[1] == 0xb3))
+                return FAIL("block packets (PEBS via PT) at offset %lu: not understood here",
+                            (unsigned long)at);
             if (n - at < 2 || !(len = ext_len(p[1])))
                 return FAIL("unknown packet 0x02 %#x at offset %lu", n - at < 2 ? 0 : p[1],
                             (unsigned long)at);

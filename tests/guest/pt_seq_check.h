@@ -10,8 +10,10 @@
  * with the noise a real CPU adds (PSB+, CBR, TSC, MTC, CYC, PAD, VMCS, PIP, exits as PGD/PGE
  * pairs) and with planted faults.
  *
- * The walker knows every packet of the SDM's table; an unknown one ends the check with its
- * offset (a wrong length would make the rest garbage).
+ * The walker knows the packets of the SDM's table that a trace without PEBS-via-PT or trigger
+ * tracing can hold (lengths as libipt's pt_opcodes.h); anything else, block packets
+ * (BBP/BIP/BEP) and TRIG included, ends the check with its offset (a wrong length would make the
+ * rest garbage).
  */
 #ifndef PTV_GUEST_PT_SEQ_CHECK_H
 #define PTV_GUEST_PT_SEQ_CHECK_H

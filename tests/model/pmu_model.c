@@ -331,7 +331,7 @@ static void count(struct pmum *m, uint64_t n, bool insns, unsigned cpl)
             if (!(active & BIT(k)))
                 continue;
             uint64_t v = (*slot(m, k) & ones(width(m, k))) + step;
-            if (v > ones(width(m, k)) || (width(m, k) == 64 && v == 0)) {
+            if (v > ones(width(m, k)) || (width(m, k) >= 64 && v == 0)) {
                 v = 0; /* wraps: the overflow sets the counter's status bit (20.2.2) */
                 m->status |= BIT(k);
                 m->overflows++;

@@ -222,14 +222,51 @@ static void test_emulated_retire(void **state)
     g.fixed[0] = (1ull << 40) - 1;
     pmu_emulated_retire(&d, &s, &g, 0, &o);
     assert_false(o.exact);
+    /* ... so the counter is left at its maximum: it overflows at its next real event with its
+     * PMI, instead of wrapping to 0 silently */
+    assert_false(o.inc & BIT(32));
+    assert_int_equal(o.status_set, 0);
+    assert_false(o.pmi);
+}
+
+/* a PEBS counter's overflow (a PEBS record and a reload in hardware) is never emulated; its
+ * plain counting is */
+static void test_emulated_retire_pebs(void **state)
+{
+    struct pmu_decision d = decide(icelake, 0, true, true);
+    struct pmu_nmi_state s = {0};
+    struct pmu_state g = {
+        .global_ctrl = BIT(0),
+        .evtsel = {EVTSEL_EN | EVTSEL_OS | EVTSEL_USR | EVTSEL_INT | ARCH_EVENT_INSNS},
+        .pebs_enable = BIT(0),
+        .lvtpc = LVT_DM_NMI};
+    struct pmu_retire o;
+    g.pmc[0] = 5;
+    pmu_emulated_retire(&d, &s, &g, 0, &o);
+    assert_true(o.exact);
+    assert_int_equal(o.inc, BIT(0));
+    g.pmc[0] = (1ull << 48) - 1;
+    pmu_emulated_retire(&d, &s, &g, 0, &o);
+    assert_false(o.exact);
+    assert_int_equal(o.inc, 0);
+    assert_false(o.pmi);
+    g.pebs_enable = 0; /* the same overflow without PEBS: emulated, with its PMI */
+    pmu_emulated_retire(&d, &s, &g, 0, &o);
+    assert_true(o.exact);
+    assert_int_equal(o.inc, BIT(0));
+    assert_true(o.pmi);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_caps),     cmocka_unit_test(test_decide),
-        cmocka_unit_test(test_msrs),     cmocka_unit_test(test_global_ctrl_rule),
-        cmocka_unit_test(test_nmi_rule), cmocka_unit_test(test_emulated_retire),
+        cmocka_unit_test(test_caps),
+        cmocka_unit_test(test_decide),
+        cmocka_unit_test(test_emulated_retire_pebs),
+        cmocka_unit_test(test_msrs),
+        cmocka_unit_test(test_global_ctrl_rule),
+        cmocka_unit_test(test_nmi_rule),
+        cmocka_unit_test(test_emulated_retire),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

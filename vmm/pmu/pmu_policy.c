@@ -231,24 +231,26 @@ void pmu_emulated_retire(const struct pmu_decision *d, struct pmu_nmi_state *s,
                                     (c->fixed_mask & BIT(i - GLOBAL_FIXED_SHIFT));
         if ((!gp && !fx) || !counts_insn(c, g, i, cpl))
             continue;
-        out->inc |= BIT(i);
         uint64_t v = gp ? g->pmc[i] : g->fixed[i - GLOBAL_FIXED_SHIFT];
         uint64_t m = mask_bits(gp ? c->gp_width : c->fixed_width);
         uint64_t next = (v + 1) & m;
-        if ((v & m) == m) /* wraps to 0: the overflow sets its status bit (20.2.2) */
-            ovf |= BIT(i);
+        bool wraps = (v & m) == m; /* to 0: the overflow sets its status bit (20.2.2) */
         /* without full-width writes a general counter takes only a sign-extended bits 31:0
          * (20.2.6): a value whose bits above 31 are not all bit 31 cannot be written */
         uint64_t upper = next >> 31 & (m >> 31);
-        if (gp && !c->full_width && upper != 0 && upper != (m >> 31))
-            out->exact = false;
+        bool unwritable = gp && !c->full_width && upper != 0 && upper != (m >> 31);
+        /* nothing can set a status bit from software before v4; a PEBS counter's overflow is a
+         * PEBS record and a reload, not emulated */
+        if (unwritable || (wraps && (c->version < 4 || (g->pebs_enable & BIT(i))))) {
+            out->exact = false; /* left alone: it overflows at its next real event */
+            continue;
+        }
+        out->inc |= BIT(i);
+        if (wraps)
+            ovf |= BIT(i);
     }
     if (!ovf)
         return;
-    if (c->version < 4) { /* nothing can set a status bit from software before v4 */
-        out->exact = false;
-        return;
-    }
     out->status_set = ovf;
     s->seen |= ovf;
     if (!(ovf & pmi))

@@ -33,6 +33,7 @@
 #define MSR_CORE_PERF_GLOBAL_INUSE      0x392  /* v4 */
 #define MSR_IA32_PMC0                   0x4c1u /* IA32_A_PMC0..: full-width writes */
 #define MSR_PMU_PERF_CAPABILITIES       0x345
+#define MSR_PMU_PEBS_ENABLE             0x3f1 /* IA32_PEBS_ENABLE */
 
 /* IA32_PERFEVTSELx (SDM Vol. 3B 20.2.1.1, figure 20-1) */
 #define EVTSEL_EVENT_UMASK 0xffffull
@@ -197,12 +198,14 @@ void pmu_observe(struct pmu_nmi_state *s, uint64_t status);
 struct pmu_state {
     uint64_t global_ctrl; /* the guest's (VMCS copy) */
     uint64_t status, fixed_ctrl, debugctl;
+    uint64_t pebs_enable; /* IA32_PEBS_ENABLE (0x3f1) where it exists, else 0 */
     uint64_t evtsel[PMU_MAX_GP], pmc[PMU_MAX_GP], fixed[PMU_MAX_FIXED];
     uint32_t lvtpc;
 };
 
 struct pmu_retire {
-    uint64_t inc;        /* counters to add 1 to (GLOBAL_CTRL bit layout) */
+    uint64_t inc;        /* counters to add 1 to (GLOBAL_CTRL bit layout); never one whose
+                          * result cannot be written as hardware would leave it (below) */
     uint64_t status_set; /* bits to set through IA32_PERF_GLOBAL_STATUS_SET */
     bool exact;          /* false: an overflow v2/v3 cannot show (no STATUS_SET), or a value
                           * IA32_PMCx cannot take (no full-width writes) */
@@ -218,7 +221,12 @@ struct pmu_retire {
  * IA32_PERF_GLOBAL_CTRL is counted under its new value) [U: the SDM does not say under which
  * value an MSR write that changes counting is itself counted; the model counts it the same way].
  * The overflow bits it sets are the VMM's own PMI: *s records them as seen (a later VMM NMI must
- * not take them for a merged PMI).
+ * not take them for a merged PMI).  Where the result cannot be written as hardware leaves it, the
+ * counter is left alone and exact = false (one count lost, never a corrupted counter): an
+ * overflow before v4 (no STATUS_SET: the counter stays at its maximum and overflows at its next
+ * real event, with its PMI), an overflow of a PEBS counter (hardware writes a PEBS record and
+ * reloads the counter, which the VMM does not emulate), and a value IA32_PMCx cannot take
+ * without full-width writes (bits 31:0 are sign-extended, SDM Vol. 3B 20.2.6).
  */
 void pmu_emulated_retire(const struct pmu_decision *d, struct pmu_nmi_state *s,
                          const struct pmu_state *g, unsigned cpl, struct pmu_retire *out);

@@ -9,6 +9,7 @@
 #include "vmx/vmx_cpu.h"
 #include "vmx/vmcs.h"
 #include "vmx/emul_policy.h"
+#include "vmx/lbr_vmx.h"
 #include "cpu.h"
 #include "log.h"
 #include "percpu.h"
@@ -21,6 +22,7 @@
 #define XAPIC_ICR_LO    0x300
 #define ICR_BUSY        (1u << 12)
 #define ICR_SELF        (1u << 18) /* destination shorthand "self" */
+#define ICR_ASSERT      (1u << 14) /* level: 1 for every mode but INIT de-assert */
 
 /* per CPU, decided at its first use (each CPU reads its own CPUID) */
 static struct pmu_decision pmu_dec[PTV_MAX_CPUS];
@@ -77,6 +79,22 @@ static uint32_t lvt_pmc(void)
     return apic[XAPIC_LVT_PMC / 4];
 }
 
+/* the local APIC masks the LVT performance-counter entry when it handles a PMI (SDM Vol. 3A
+ * "Local Vector Table", mask flag); an emulated PMI does what the APIC would */
+static void lvt_pmc_mask(uint32_t lvt)
+{
+    uint64_t base = rdmsr(MSR_IA32_APICBASE);
+    if (!(base & APIC_BASE_EN) || (lvt & LVT_MASKED))
+        return;
+    if (base & APIC_BASE_EXTD) {
+        wrmsr(X2APIC_LVT_PMC, lvt | LVT_MASKED);
+        return;
+    }
+    volatile uint32_t *apic =
+        (volatile uint32_t *)(uintptr_t)(base & ~0xfffull & ((1ull << 52) - 1));
+    apic[XAPIC_LVT_PMC / 4] = lvt | LVT_MASKED;
+}
+
 bool pmu_vmx_nmi(bool vmm_ours, bool vmcs_current)
 {
     /* the root handler never decides: it may run before the VMX controls are chosen, and a
@@ -97,7 +115,7 @@ bool pmu_vmx_nmi(bool vmm_ours, bool vmcs_current)
         .lvtpc = lvt_pmc(),
         /* the guest's DEBUGCTL is in the VMCS (root runs with 0); without a current VMCS the
          * freeze bits cannot be known, and there is no copy of GLOBAL_CTRL to clear either */
-        .guest_debugctl = vmcs_current ? vmcs_read64(GUEST_IA32_DEBUGCTL) : 0,
+        .guest_debugctl = vmcs_current ? lbr_vmx_guest_debugctl() : 0,
     };
     pmu_on_nmi(d, &pmu_nmi[this_cpu_id()], &view, &out);
     if (out.clear_global_ctrl && vmcs_current)
@@ -133,7 +151,7 @@ static void self_ipi(uint8_t vector)
         (volatile uint32_t *)(uintptr_t)(base & ~0xfffull & ((1ull << 52) - 1));
     for (unsigned i = 0; i < 100000u && (apic[XAPIC_ICR_LO / 4] & ICR_BUSY); i++)
         pause();
-    apic[XAPIC_ICR_LO / 4] = ICR_SELF | vector; /* fixed, edge, self: ICR-high unused */
+    apic[XAPIC_ICR_LO / 4] = ICR_SELF | ICR_ASSERT | vector; /* fixed, self: ICR-high unused */
 }
 
 bool pmu_vmx_emulated_retire(void)
@@ -148,7 +166,9 @@ bool pmu_vmx_emulated_retire(void)
         return false;
     g.status = rdmsr(MSR_CORE_PERF_GLOBAL_STATUS);
     g.fixed_ctrl = rdmsr(MSR_CORE_PERF_FIXED_CTR_CTRL);
-    g.debugctl = vmcs_read64(GUEST_IA32_DEBUGCTL);
+    g.debugctl = lbr_vmx_guest_debugctl(); /* the VMCS field, or the VMM's copy of it */
+    if (rdmsr_safe(MSR_PMU_PEBS_ENABLE, &g.pebs_enable)) /* no PEBS on this CPU */
+        g.pebs_enable = 0;
     for (unsigned i = 0; i < c->n_gp; i++) {
         g.evtsel[i] = rdmsr(MSR_ARCH_PERFMON_EVENTSEL0 + i);
         g.pmc[i] = rdmsr(MSR_IA32_PERFCTR0 + i);
@@ -169,9 +189,14 @@ bool pmu_vmx_emulated_retire(void)
         else if (i == GLOBAL_FIXED_SHIFT)
             put(MSR_CORE_PERF_FIXED_CTR0, (g.fixed[0] + 1) & width_mask(c->fixed_width));
     }
-    if (out.status_set)
+    if (out.status_set) {
         put(MSR_CORE_PERF_GLOBAL_STATUS_SET, out.status_set);
+        /* a root NMI between the policy's record and the write may have overwritten it */
+        pmu_nmi[this_cpu_id()].seen |= out.status_set;
+    }
     if (out.deliver == 1)
         self_ipi((uint8_t)LVT_VECTOR(g.lvtpc));
+    if (out.deliver)
+        lvt_pmc_mask(g.lvtpc);
     return out.deliver == 2; /* an NMI: the caller owes it to the guest */
 }
