@@ -7,7 +7,6 @@
 #include "panic.h"
 #include "percpu.h"
 #include "smp/smp.h"
-#include "vmx/pmu_vmx.h"
 #include "lib/ptv_string.h"
 
 #define GDT_CODE64            0x00af9b000000ffffull /* P, DPL0, code exec/read accessed, L=1, G=1 */
@@ -166,11 +165,14 @@ void host_exception(struct exc_frame *f)
     if (f->vector == 2) { /* NMI in root operation */
         struct percpu *pc = this_cpu();
         pc->root_nmis++;
-        /* not an EPT shootdown request (vmm/smp/smp.c), or a guest PMI merged into one
-         * (vmm/pmu/pmu_policy.c): the guest's, delivered at the next entry.  No VMCS access
-         * here: the NMI may interrupt the VMM between VMPTRLD and its use */
-        if (pmu_vmx_nmi(smp_nmi(pc), false))
+        /* not an EPT shootdown request (vmm/smp/smp.c): the guest's, delivered at the next
+         * entry; either way the PMU rule looks at it before that entry (vmx_run.c: a guest PMI
+         * may have merged into a VMM NMI), where the VMCS is current and the controls fixed */
+        bool ours = smp_nmi(pc);
+        if (!ours)
             pc->nmi_owed = 1;
+        __atomic_or_fetch(&pc->root_nmi_pmu, ours ? ROOT_NMI_VMM : ROOT_NMI_GUEST,
+                          __ATOMIC_RELAXED);
         return;
     }
     /* only #GP and #UD of an instruction with a fix-up are expected (a probed MSR or XSETBV

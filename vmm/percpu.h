@@ -29,7 +29,12 @@ struct percpu {
     volatile uint32_t exc_fixup_hit;       /* a fixed-up #GP/#UD hit (rdmsr_safe...) */
     volatile uint32_t nmi_owed;            /* a guest NMI the VMM holds (vmx_run.c) */
     volatile uint64_t root_nmis, vmm_nmis; /* NMIs taken in root / that were the VMM's */
+    volatile uint32_t root_nmi_pmu;        /* ROOT_NMI_*: NMIs taken in root since the last
+                                            * entry, for the PMU rule there (vmx_run.c) */
 };
+
+#define ROOT_NMI_VMM   1u /* the VMM's own (a shootdown): a guest PMI may have merged in */
+#define ROOT_NMI_GUEST 2u /* the guest's */
 
 extern struct percpu percpu_area[PTV_MAX_CPUS];
 

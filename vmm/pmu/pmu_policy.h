@@ -6,9 +6,9 @@
  * which the VMCS switches ("load IA32_PERF_GLOBAL_CTRL" at exit = 0, at entry = the guest's).
  * This file decides and states it.  Wired into the VMM (vmm/vmx/pmu_vmx.c): the GLOBAL_CTRL
  * write rule and pmu_observe (exit_msr.c), the CPUID filter of the hidden case (exit_cpuid.c),
- * the NMI rule (the NMI exit and the root NMI handler), the emulated-instruction count
- * (exit_dispatch.c); docs/lbr.md "PMU".  The same file runs in the
- * differential against the PMU model (tests/model/test_pmu_diff.c) and in fuzz_pmu.
+ * the NMI rule (the NMI exit; NMIs taken in root before the next entry), the emulated-instruction
+ * count (exit_dispatch.c); docs/lbr.md "PMU".  The same file runs in the differential against the
+ * PMU model (tests/model/test_pmu_diff.c) and in fuzz_pmu.
  *
  * Sources: Intel SDM Vol. 3B "Performance Monitoring", cited as 20.x (the edition issue 11
  * names; the same sub-sections are 18.x in editions before 2022: 20.2.1-20.2.5 = architectural
@@ -168,7 +168,8 @@ struct pmu_nmi_state {
     uint64_t seen;
 };
 
-/* what the VMM reads when an NMI reaches it (NMI exit, or the root NMI handler) */
+/* what the VMM reads when an NMI reached it (at the NMI exit, or before the entry after one in
+ * root) */
 struct pmu_nmi_view {
     bool vmm_ours;           /* the EPT shootdown protocol claimed the NMI (vmm/smp) */
     uint64_t status;         /* IA32_PERF_GLOBAL_STATUS now */

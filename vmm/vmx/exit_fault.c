@@ -34,7 +34,7 @@ enum exit_action handle_exception_nmi(struct vcpu *v, const struct vmexit *e)
         if (e->intr_info & INTR_INFO_UNBLOCK_NMI && !(e->idt_vec_info & INTR_INFO_VALID))
             vmcs_write32(GUEST_INTERRUPTIBILITY_INFO,
                          vmcs_read32(GUEST_INTERRUPTIBILITY_INFO) | GUEST_INTR_STATE_NMI);
-        if (pmu_vmx_nmi(smp_nmi(pc), true)) /* not the VMM's, or a guest PMI merged in */
+        if (pmu_vmx_nmi(smp_nmi(pc))) /* not the VMM's, or a guest PMI merged in */
             pc->nmi_owed = 1;
         nmi_unblock(); /* the next VMM NMI must reach this CPU (cpu.h) */
         return EXIT_RESUME;

@@ -95,12 +95,8 @@ static void lvt_pmc_mask(uint32_t lvt)
     apic[XAPIC_LVT_PMC / 4] = lvt | LVT_MASKED;
 }
 
-bool pmu_vmx_nmi(bool vmm_ours, bool vmcs_current)
+bool pmu_vmx_nmi(bool vmm_ours)
 {
-    /* the root handler never decides: it may run before the VMX controls are chosen, and a
-     * decision made then would stand for good.  Undecided: no guest has run a counter yet */
-    if (!vmcs_current && !pmu_decided[this_cpu_id()])
-        return !vmm_ours;
     const struct pmu_decision *d = decision();
     struct pmu_nmi_verdict out;
     if (d->mode != PMU_SWITCHED)
@@ -113,12 +109,11 @@ bool pmu_vmx_nmi(bool vmm_ours, bool vmcs_current)
         .status = rdmsr(MSR_CORE_PERF_GLOBAL_STATUS),
         .pmi_bits = pmu_pmi_bits(&d->caps, evtsel, rdmsr(MSR_CORE_PERF_FIXED_CTR_CTRL)),
         .lvtpc = lvt_pmc(),
-        /* the guest's DEBUGCTL is in the VMCS (root runs with 0); without a current VMCS the
-         * freeze bits cannot be known, and there is no copy of GLOBAL_CTRL to clear either */
-        .guest_debugctl = vmcs_current ? lbr_vmx_guest_debugctl() : 0,
+        .guest_debugctl /* root runs with 0: the guest's is the VMCS's (or the VMM's copy) */ =
+            lbr_vmx_guest_debugctl(),
     };
     pmu_on_nmi(d, &pmu_nmi[this_cpu_id()], &view, &out);
-    if (out.clear_global_ctrl && vmcs_current)
+    if (out.clear_global_ctrl)
         vmcs_write64(GUEST_IA32_PERF_GLOBAL_CTRL, 0);
     return out.owe_guest;
 }

@@ -2,10 +2,10 @@
 /*
  * The PMU shim (issue 11 item 3): executes vmm/pmu/pmu_policy.c's rules on this CPU.  Four
  * hooks: the guest's WRMSR IA32_PERF_GLOBAL_CTRL (exit_msr.c), CPUID leaf 0xA (exit_cpuid.c),
- * every NMI that reaches the VMM (the NMI exit in exit_fault.c, the root NMI handler in
- * desc.c) and every instruction the VMM completes for the guest (exit_dispatch.c).  Nothing here
- * runs on the ordinary VM-exit / VM-entry path: IA32_PERF_GLOBAL_CTRL is switched by the VMCS
- * (docs/lbr.md "PMU").
+ * every NMI that reaches the VMM (the NMI exit in exit_fault.c; those taken in root, recorded
+ * by desc.c, before the next entry in vmx_run.c) and every instruction the VMM completes for the
+ * guest (exit_dispatch.c).  Nothing here runs on the ordinary VM-exit / VM-entry path:
+ * IA32_PERF_GLOBAL_CTRL is switched by the VMCS (docs/lbr.md "PMU").
  */
 #ifndef PTV_VMX_PMU_VMX_H
 #define PTV_VMX_PMU_VMX_H
@@ -23,10 +23,10 @@ void pmu_vmx_cpuid(uint32_t leaf, uint32_t r[4]);
 /*
  * An NMI reached the VMM; vmm_ours: the EPT shootdown protocol claimed it.  true: the guest is
  * owed one NMI (it is not the VMM's, or a guest PMI merged into the VMM's: pmu_on_nmi()).
- * vmcs_current: this CPU's VMCS is current (the guest's DEBUGCTL and GLOBAL_CTRL copy can be
- * read and written), false in the root handler before the first VMPTRLD.
+ * Called with the VMCS current: at the NMI exit, and for NMIs taken in root at the next entry
+ * (vmx_run.c; the root handler only records them, desc.c).
  */
-bool pmu_vmx_nmi(bool vmm_ours, bool vmcs_current);
+bool pmu_vmx_nmi(bool vmm_ours);
 
 /*
  * The VMM completed an instruction for the guest (RESUME_SKIP_INSN), at the guest's CPL: the

@@ -3,6 +3,7 @@
 #include "vmx/vmx_cpu.h"
 #include "vmx/exits.h"
 #include "vmx/vmcs.h"
+#include "vmx/pmu_vmx.h"
 #include "cpu.h"
 #include "desc.h"
 #include "log.h"
@@ -139,6 +140,9 @@ int vmx_run(struct vcpu *v, struct vmexit *e)
         if (intr & GUEST_INTR_STATE_SMI)
             vmcs_write32(GUEST_INTERRUPTIBILITY_INFO, intr & ~GUEST_INTR_STATE_SMI);
     }
+    uint32_t root_nmi = __atomic_exchange_n(&pc->root_nmi_pmu, 0, __ATOMIC_RELAXED);
+    if (root_nmi && pmu_vmx_nmi(root_nmi & ROOT_NMI_VMM)) /* NMIs taken in root (desc.c) */
+        pc->nmi_owed = 1;
     if (pc->nmi_owed)
         deliver_owed_nmi(v);
     if (v->trace_stepping)
