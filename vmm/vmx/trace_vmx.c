@@ -46,10 +46,12 @@ struct trace_vcpu {
      * no EPT narrowing happened since (vmm_sd.gen: every narrowing is a shootdown) */
     bool ok_valid;
     uint64_t ok_page, ok_gen;
-    /* the last code page note_code found in the window's set (linear page, CR3), valid
-     * while note_valid: the steps that stay on it skip the set */
-    bool note_valid;
-    uint64_t note_page, note_cr3;
+    /* the last code pages note_code found in the window's set (linear page + 1, CR3; page 0:
+     * empty): the steps on them skip the set, which only grows while the window is open */
+    struct {
+        uint64_t page1, cr3;
+    } noted[4];
+    unsigned noted_next;
     struct code_store *code; /* the bytes of the first code pages the window ran */
     uint64_t windows;
     /* the code pages the window ran (the dump's snapshots) and the paging they ran under */
@@ -155,7 +157,8 @@ static void observe(struct swtrace_cpu *c)
     c->rip = vmcs_readl(GUEST_RIP);
     c->rsp = vmcs_readl(GUEST_RSP);
     c->cs_sel = vmcs_read16(GUEST_CS_SELECTOR);
-    c->cs_base = vmcs_readl(GUEST_CS_BASE);
+    /* 64-bit code ignores the CS base (linear IP = RIP, as swtrace's lin_of) */
+    c->cs_base = lma && (cs_ar & VMX_AR_L) ? 0 : vmcs_readl(GUEST_CS_BASE);
     c->ctx.cpl = (vmcs_read32(GUEST_SS_AR_BYTES) >> 5) & 3;
     c->ctx.cr3 = vmcs_readl(GUEST_CR3);
     c->ctx.cs = lma && (cs_ar & VMX_AR_L) ? X86_CODE64
@@ -389,7 +392,7 @@ static int sw_start(struct vcpu *v, const struct trace_req *rq, uint64_t budget)
     t->ring.stop_on_full = !vmm_cfg->trace_wrap;
     t->boot_window = false;
     cp_reset(&t->cp);
-    t->note_valid = false;
+    memset(t->noted, 0, sizeof(t->noted));
     t->code->n = 0;
     t->pending_start = true; /* starts after this VMCALL (trace_vmx_before_entry) */
     v->trace_stepping = true;
@@ -464,16 +467,17 @@ static void note_code(struct vcpu *v, struct trace_vcpu *t, const struct swtrace
     uint64_t lin = c->cs_base + c->rip;
     t->paging = c->paging;
     bool one_page = (lin & (CP_PAGE - 1)) <= CP_PAGE - 16;
-    if (one_page && t->note_valid && (lin & ~(CP_PAGE - 1)) == t->note_page &&
-        c->ctx.cr3 == t->note_cr3)
-        return; /* the page of the last step, in the set already */
-    t->note_valid = false;
+    uint64_t page1 = (lin & ~(CP_PAGE - 1)) + 1;
+    if (one_page)
+        for (unsigned i = 0; i < 4; i++)
+            if (t->noted[i].page1 == page1 && t->noted[i].cr3 == c->ctx.cr3)
+                return; /* a page of the last steps, in the set already */
     for (uint64_t va = lin; va <= lin + 15; va = (va | (CP_PAGE - 1)) + 1) {
         int in_set = cp_note(&t->cp, c->ctx.cr3, va);
         if (in_set >= 0 && one_page) {
-            t->note_valid = true;
-            t->note_page = lin & ~(CP_PAGE - 1);
-            t->note_cr3 = c->ctx.cr3;
+            t->noted[t->noted_next].page1 = page1;
+            t->noted[t->noted_next].cr3 = c->ctx.cr3;
+            t->noted_next = (t->noted_next + 1) % 4;
         }
         if (in_set == 1) {
             struct code_store *cs = t->code;
