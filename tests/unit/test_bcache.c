@@ -80,7 +80,8 @@ static void same_as_fresh(struct bcache *bc, const struct gw_paging *p, uint64_t
                           enum x86_code_size cs, const char *what)
 {
     struct x86_insn a = {0}, b = {0};
-    bool va = bc_fetch(bc, M, p, lin, cs, &a);
+    /* as the stepping logic fetches: the inline common case, else the full fetch */
+    bool va = bc_fetch_hot(bc, M, p, lin, cs, &a) || bc_fetch(bc, M, p, lin, cs, &a);
     bool vb = fresh(p, lin, cs, &b);
     if (va != vb || (va && memcmp(&a, &b, sizeof(a)) != 0))
         fail_msg("%s: at %#lx code%d cached %d len %u %s flags %#x rel %d, fresh %d len %u %s "
@@ -241,6 +242,12 @@ static void test_remap_same_cr3(void **state)
 
 /* ---- the code page read in place (gw_mem.map) is a translation too ---- */
 
+/* as the stepping logic fetches (swtrace.c fetch): the inline common case, else bc_fetch */
+static bool fetch2(struct bcache *bc, const struct gw_paging *p, uint64_t lin, struct x86_insn *in)
+{
+    return bc_fetch_hot(bc, M, p, lin, X86_CODE64, in) || bc_fetch(bc, M, p, lin, X86_CODE64, in);
+}
+
 static void test_mapped_page(void **state)
 {
     (void)state;
@@ -254,38 +261,53 @@ static void test_mapped_page(void **state)
     bc_init(&bc, true, NULL, 0);
     M = &mem_map;
 
-    assert_true(bc_fetch(&bc, M, &paging, LIN + 0x100, X86_CODE64, &in));
-    assert_true(bc_fetch(&bc, M, &paging, LIN + 0x101, X86_CODE64, &in));
+    assert_true(fetch2(&bc, &paging, LIN + 0x100, &in));
+    assert_true(fetch2(&bc, &paging, LIN + 0x101, &in));
     assert_int_equal(bc.st.hot_hits, 1); /* the next instruction on the same page */
     assert_int_equal(bc.st.tlb_hits + bc.st.tlb_misses, 1);
+    assert_true(bc_fetch_hot(&bc, M, &paging, LIN + 0x101, X86_CODE64, &in)); /* inline hit */
     /* remapped without invalidation: the old page, as the TLB; after INVLPG the new one */
     map(0, CODE + 0x5000);
     bc_retired(&bc, &nop);
-    assert_true(bc_fetch(&bc, M, &paging, LIN + 0x102, X86_CODE64, &in));
+    assert_true(fetch2(&bc, &paging, LIN + 0x101, &in));
     assert_int_equal(in.branch, X86_BR_NONE);
     bc_retired(&bc, &invlpg);
-    assert_true(bc_fetch(&bc, M, &paging, LIN + 0x103, X86_CODE64, &in));
+    assert_false(bc_fetch_hot(&bc, M, &paging, LIN + 0x101, X86_CODE64, &in));
+    assert_true(fetch2(&bc, &paging, LIN + 0x101, &in));
+    assert_int_equal(in.branch, X86_BR_RET);
+    assert_true(fetch2(&bc, &paging, LIN + 0x101, &in)); /* kept: the inline path answers */
     assert_int_equal(in.branch, X86_BR_RET);
     /* the page stops being guest RAM (an EPT narrowing: the generation moves): not read */
     ram_hole = CODE + 0x5000;
     mem_map.gen++;
-    assert_false(bc_fetch(&bc, M, &paging, LIN + 0x104, X86_CODE64, &in));
+    assert_false(fetch2(&bc, &paging, LIN + 0x101, &in));
     ram_hole = ~0ull;
     mem_map.gen++;
-    assert_true(bc_fetch(&bc, M, &paging, LIN + 0x104, X86_CODE64, &in));
+    assert_true(fetch2(&bc, &paging, LIN + 0x101, &in));
     assert_int_equal(in.branch, X86_BR_RET);
-    /* another paging key (CR3) drops it: linear page 0 is page 0 again under CR3B's walk
-     * after the remap back */
+    /* another paging key drops it: under CR3B (the same tables) after the remap back to page
+     * 0 the walk finds the nop, and so under another CR0 / CR4 */
     map(0, CODE);
     struct gw_paging pb = paging;
     pb.cr3 = CR3B;
-    assert_true(bc_fetch(&bc, M, &pb, LIN + 0x105, X86_CODE64, &in));
+    assert_true(fetch2(&bc, &pb, LIN + 0x101, &in));
+    assert_int_equal(in.branch, X86_BR_NONE);
+    map(0, CODE + 0x5000);
+    struct gw_paging pc = pb;
+    pc.cr4 |= 0x80;
+    assert_true(fetch2(&bc, &pc, LIN + 0x101, &in));
+    assert_int_equal(in.branch, X86_BR_RET);
+    map(0, CODE);
+    pc.cr0 |= 0x10000;
+    assert_true(fetch2(&bc, &pc, LIN + 0x101, &in));
     assert_int_equal(in.branch, X86_BR_NONE);
     /* the last 14 bytes of a page are read through the copy (the instruction may cross) */
     uint64_t hot = bc.st.hot_hits;
-    assert_true(bc_fetch(&bc, M, &pb, LIN + 0xff2, X86_CODE64, &in));
+    assert_true(fetch2(&bc, &pc, LIN + 0xff2, &in));
     assert_int_equal(bc.st.hot_hits, hot);
-    same_as_fresh(&bc, &pb, LIN + 0xfff, X86_CODE64, "page end");
+    same_as_fresh(&bc, &pc, LIN + 0xfff, X86_CODE64, "page end");
+    /* without gw_mem.map nothing is read in place */
+    assert_false(bc_fetch_hot(&bc, &mem, &pc, LIN + 0x101, X86_CODE64, &in));
     M = &mem;
 }
 

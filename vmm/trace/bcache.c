@@ -32,7 +32,8 @@ void bc_retired(struct bcache *bc, const struct x86_insn *in)
 }
 
 /* the translations are kept only under the exact paging state they were made in */
-static void check_key(struct bcache *bc, const struct gw_paging *p)
+static inline __attribute__((always_inline)) void check_key(struct bcache *bc,
+                                                            const struct gw_paging *p)
 {
     if (bc->keyed && bc->key.cr3 == p->cr3 && bc->key.cr0 == p->cr0 && bc->key.cr4 == p->cr4 &&
         bc->key.efer == p->efer)
@@ -99,14 +100,20 @@ int bc_read(struct bcache *bc, const struct gw_mem *m, const struct gw_paging *p
 
 static unsigned insn_slot(const struct bcache *bc, uint64_t lin)
 {
-    /* consecutive instructions of a 64-byte block never collide; blocks are spread */
+    /* consecutive instructions of a 64-byte block never collide; blocks are spread (the
+     * same hash as bc_fetch_hot's, bcache.h) */
     return (unsigned)(lin ^ (lin >> 6) ^ (lin >> 12)) & bc->insn_mask;
 }
 
 /* the instruction whose bytes start at code[0] (got of them readable, a copy or the mapped
  * page): from the entry when its bytes are these, else decoded and kept */
-static bool decode(struct bcache *bc, const uint8_t *code, unsigned got, uint64_t lin,
-                   enum x86_code_size cs, struct x86_insn *out)
+static bool decode_miss(struct bcache *bc, struct bc_insn_entry *e, const uint8_t *code,
+                        unsigned got, uint64_t lin, enum x86_code_size cs, struct x86_insn *out);
+
+static inline __attribute__((always_inline)) bool decode(struct bcache *bc, const uint8_t *code,
+                                                         unsigned got, uint64_t lin,
+                                                         enum x86_code_size cs,
+                                                         struct x86_insn *out)
 {
     struct bc_insn_entry *e = &bc->insn[insn_slot(bc, lin)];
     if (e->insn.len && e->lin == lin && e->cs == (uint8_t)cs && e->insn.len <= got) {
@@ -120,6 +127,13 @@ static bool decode(struct bcache *bc, const uint8_t *code, unsigned got, uint64_
         }
         bc->st.insn_stale++;
     }
+    return decode_miss(bc, e, code, got, lin, cs, out);
+}
+
+/* decode() without a usable entry: classify, and keep it in e */
+static bool decode_miss(struct bcache *bc, struct bc_insn_entry *e, const uint8_t *code,
+                        unsigned got, uint64_t lin, enum x86_code_size cs, struct x86_insn *out)
+{
     bc->st.insn_misses++;
     /* decoded from a copy: bytes another CPU changes meanwhile cannot make the entry's
      * bytes differ from the bytes its decode saw */

@@ -121,6 +121,33 @@ bool bc_fetch(struct bcache *bc, const struct gw_mem *m, const struct gw_paging 
 int bc_read(struct bcache *bc, const struct gw_mem *m, const struct gw_paging *p, uint64_t lin,
             void *buf, unsigned len);
 
+/*
+ * bc_fetch's common case, inline: the paging key unchanged, lin on the code page read in
+ * place (all 15 bytes on it), and an entry whose bytes are the bytes there now.  True with *out
+ * as bc_fetch would give it; false: nothing decided, call bc_fetch.
+ */
+static inline bool bc_fetch_hot(struct bcache *bc, const struct gw_mem *m,
+                                const struct gw_paging *p, uint64_t lin, enum x86_code_size cs,
+                                struct x86_insn *out)
+{
+    if (bc->hot_vpn1 != (lin >> 12) + 1 || bc->hot_gen != m->gen || !m->map ||
+        (lin & 0xfff) > 0x1000 - X86_MAX_INSN || bc->key.cr3 != p->cr3 || bc->key.cr0 != p->cr0 ||
+        bc->key.cr4 != p->cr4 || bc->key.efer != p->efer)
+        return false;
+    const struct bc_insn_entry *e =
+        &bc->insn[(unsigned)(lin ^ (lin >> 6) ^ (lin >> 12)) & bc->insn_mask];
+    const uint8_t *code = bc->hot + (lin & 0xfff);
+    if (e->lin != lin || e->cs != (uint8_t)cs || !e->insn.len)
+        return false;
+    for (unsigned i = 0; i < e->insn.len; i++)
+        if (e->bytes[i] != code[i])
+            return false;
+    bc->st.hot_hits++;
+    bc->st.insn_hits++;
+    *out = e->insn;
+    return true;
+}
+
 /* linear -> guest-physical through the cached translations (as gw_translate) */
 int bc_translate(struct bcache *bc, const struct gw_mem *m, const struct gw_paging *p, uint64_t lin,
                  uint64_t *gpa);

@@ -96,7 +96,8 @@ static bool filter_en(const struct swpt *t, uint64_t ip)
     return false;
 }
 
-static bool packet_en(const struct swpt *t, const struct swpt_ctx *c, uint64_t ip)
+static inline __attribute__((always_inline)) bool packet_en(const struct swpt *t,
+                                                            const struct swpt_ctx *c, uint64_t ip)
 {
     if (t->armed) /* true only where the trigger fires */
         return ip == t->cfg.filter.start_ip && context_match(t, c) && filter_en(t, ip);
@@ -329,8 +330,6 @@ void swpt_start(struct swpt *t, const struct swpt_cfg *cfg, struct swpt_ring *ri
 void swpt_insn(struct swpt *t, uint64_t ip, const struct x86_insn *in, uint64_t next_ip,
                const struct swpt_ctx *after, uint64_t tsc)
 {
-    struct xfer x = {.to = next_ip, .after = after, .from = ip, .tsc = tsc};
-
     if (!t->on)
         return;
     t->insns++;
@@ -344,6 +343,7 @@ void swpt_insn(struct swpt *t, uint64_t ip, const struct x86_insn *in, uint64_t 
         psb_if_due(t, next_ip, tsc);
         return;
     }
+    struct xfer x = {.to = next_ip, .after = after, .from = ip, .tsc = tsc};
     switch (in->branch) {
     case X86_BR_JCC:
         x.jcc = true;
