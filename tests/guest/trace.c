@@ -201,28 +201,31 @@ static void dump_out(void)
     struct vc6 x0 = call(PTV_VMCALL_EXIT_STATS, 52 /* PREEMPTION_TIMER */, 0, 0, 0, 0);
     struct vc6 r = call(PTV_VMCALL_TRACE_DUMP, 0, 0, 0, 0, 0);
     struct vc6 again = call(PTV_VMCALL_TRACE_DUMP, 0, 0, 0, 0, 0);
-    report(r.rax == PTV_VMCALL_OK && r.rbx >= 1, "TRACE_DUMP: dump %lu started (%ld)", r.rbx,
-           (int64_t)r.rax);
-    /* dump_stall = 1us in trace.cfg: one line per slice, so the dump is still going out */
-    report((int64_t)again.rax == PTV_VMCALL_EBUSY,
-           "a second TRACE_DUMP while one goes out: EBUSY (%ld)", (int64_t)again.rax);
     unsigned polls = 0, lines = 0, busy = 0, started = 0, other = 0;
     struct vc6 log0 = call(PTV_VMCALL_VMM_STATS, 0, 0, 0, 0, 0);
     for (; polls < 200000; polls++) {
         struct vc6 st = call(PTV_VMCALL_TRACE_STATUS, 0, 0, 0, 0, 0);
         if (!(st.rbx & PTV_TRACE_ST_DUMPING))
             break;
-        if (polls % 3 == 0)
-            test_printf("TRACE-GUESTLINE %u while the dump goes out\n", lines++);
-        /* hostile: a storm of TRACE_DUMPs while one goes out */
+        /* hostile: a storm of TRACE_DUMPs while one goes out (before this poll's guest line:
+         * a line takes the UART long enough for the rest of a dump to go out meanwhile) */
         for (unsigned k = 0; k < 20 && polls < 50; k++) {
             int64_t d = (int64_t)call(PTV_VMCALL_TRACE_DUMP, 0, 0, 0, 0, 0).rax;
             busy += d == PTV_VMCALL_EBUSY;
             started += d == PTV_VMCALL_OK; /* the previous one was out: a new one starts */
             other += d != PTV_VMCALL_EBUSY && d != PTV_VMCALL_OK;
         }
+        if (polls % 3 == 0)
+            test_printf("TRACE-GUESTLINE %u while the dump goes out\n", lines++);
     }
     struct vc6 log1 = call(PTV_VMCALL_VMM_STATS, 0, 0, 0, 0, 0);
+    /* reported after the storm: the guest's lines before it could let the dump go out before
+     * the first poll */
+    report(r.rax == PTV_VMCALL_OK && r.rbx >= 1, "TRACE_DUMP: dump %lu started (%ld)", r.rbx,
+           (int64_t)r.rax);
+    /* dump_stall = 1us in trace.cfg: one line per slice, so the dump is still going out */
+    report((int64_t)again.rax == PTV_VMCALL_EBUSY,
+           "a second TRACE_DUMP while one goes out: EBUSY (%ld)", (int64_t)again.rax);
     /* two VMM lines per dump (its start and its end), nothing per refused call */
     report(busy >= 20 && other == 0 && log1.rdx - log0.rdx <= 2 * (started + 1) + 1,
            "%u TRACE_DUMPs while a dump went out: EBUSY (%u started after one ended), %lu VMM "
