@@ -20,6 +20,7 @@
 #include <string.h>
 #include "vmx/task_switch.h"
 #include "vmx/guest_check.h"
+#include "unit/ts_entry.h"
 
 #define CHECK(c)                                                                                   \
     do {                                                                                           \
@@ -90,18 +91,7 @@ static const struct ts_mem mem = {.read = f_read, .write = f_write, .cr3_ok = f_
 
 static const char *entry_check(const struct ts_state *s)
 {
-    struct vmx_guest_state g = {
-        .cr0 = (s->cr0 | 0x21) & 0xffffffffull & ~(1ull << 31),
-        .cr4 = 0x2000,
-        .rflags = s->eflags,
-        .unrestricted = true,
-        .cr0_fixed0 = 0x80000021ull,
-        .cr0_fixed1 = 0xffffffffull,
-        .cr4_fixed0 = 0x2000ull,
-        .cr4_fixed1 = 0x3767ffull,
-    };
-    memcpy(g.seg, s->seg, sizeof(g.seg));
-    return vmx_guest_state_check(&g);
+    return ts_entry_check(s, (s->cr0 | 0x21) & 0xffffffffull & ~(1ull << 31));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 #include "vmx/task_switch.h"
 #include "vmx/guest_check.h"
+#include "ts_entry.h"
 
 #define RAM_SIZE 0x10000u
 static uint8_t ram[RAM_SIZE];
@@ -200,18 +201,7 @@ static struct ts_in setup(uint16_t target, enum ts_source src)
 
 static void entry_ok(const struct ts_state *s)
 {
-    struct vmx_guest_state g = {
-        .cr0 = s->cr0 | 0x20, /* NE: a VMX fixed bit */
-        .cr4 = 0x2000,
-        .rflags = s->eflags,
-        .unrestricted = true,
-        .cr0_fixed0 = 0x80000021ull,
-        .cr0_fixed1 = 0xffffffffull,
-        .cr4_fixed0 = 0x2000ull,
-        .cr4_fixed1 = 0x3767ffull,
-    };
-    memcpy(g.seg, s->seg, sizeof(g.seg));
-    const char *why = vmx_guest_state_check(&g);
+    const char *why = ts_entry_check(s, s->cr0 | 0x20); /* NE: a VMX fixed bit */
     if (why)
         fail_msg("VM entry would fail: %s", why);
 }
