@@ -114,7 +114,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct ts_in in = {
         .sel = h.sel,
         .source = (enum ts_source)(h.source & 3),
-        .event = (h.flags & 1) ? TS_EV_SOFT : TS_EV_HW,
+        .event = (h.flags & 1)      ? TS_EV_SOFT
+                 : (h.flags & 0x80) ? TS_EV_ICEBP
+                                    : TS_EV_HW,
         .has_error = h.flags & 2,
         .error = h.error,
         .insn_len = h.insn_len & 15,

@@ -306,6 +306,59 @@ static void test_gate_soft(void **state)
     assert_int_equal(o.next.gpr[4], STACK_B);
 }
 
+/* after the commit, the first bad data segment ends the loads (Bochs, KVM): the segments after
+ * it stay unusable and the event's error code is not pushed */
+static void test_data_fault_stops_loads(void **state)
+{
+    (void)state;
+    struct ts_in in = setup(SEL_B, TS_GATE);
+    in.event = TS_EV_HW;
+    in.has_error = true;
+    in.error = 0xbeef;
+    wr16(TSS_B + 0x54, SEL_DS_NP); /* DS: after ES, before FS and GS */
+    struct ts_out o;
+    assert_int_equal(task_switch(&in, &mem, &o), TS_FAULT);
+    assert_true(o.committed);
+    assert_int_equal(o.vector, TS_VEC_NP);
+    assert_int_equal(o.error, SEL_DS_NP | 1); /* EXT: a hardware event caused the switch */
+    assert_int_equal(o.next.seg[VSEG_ES].sel, SEL_DS);
+    assert_int_not_equal(o.next.seg[VSEG_ES].ar, 0x10000); /* loaded before the fault */
+    assert_int_equal(o.next.seg[VSEG_FS].ar, 0x10000);     /* after it: unusable */
+    assert_int_equal(o.next.seg[VSEG_GS].ar, 0x10000);
+    assert_int_equal(o.next.gpr[4], STACK_B); /* nothing pushed */
+    assert_int_equal(rd32(STACK_B - 4), 0);
+}
+
+/* the new SS: present is checked before its DPL (SDM Vol. 3A table 7-1, items 8 and 9) */
+static void test_ss_present_before_dpl(void **state)
+{
+    (void)state;
+    struct ts_in in = setup(SEL_B, TS_JMP);
+    desc(0x68, 0, 0xfffff, 0x73, 0xc); /* writable data, DPL 3, not present */
+    wr16(TSS_B + 0x50, 0x68);
+    struct ts_out o;
+    assert_int_equal(task_switch(&in, &mem, &o), TS_FAULT);
+    assert_int_equal(o.vector, TS_VEC_SS);
+    assert_int_equal(o.error, 0x68);
+}
+
+/* ICEBP (INT1) through a task gate: EIP past the instruction as INT n, but EXT = 1 in error
+ * codes, as for a hardware event (SDM Vol. 3A 6.13) */
+static void test_gate_icebp_ext(void **state)
+{
+    (void)state;
+    for (int k = 0; k < 2; k++) {
+        struct ts_in in = setup(SEL_B, TS_GATE);
+        in.event = k ? TS_EV_ICEBP : TS_EV_SOFT;
+        in.insn_len = 1;
+        wr16(TSS_B + 0x54, SEL_DS_NP);
+        struct ts_out o;
+        assert_int_equal(task_switch(&in, &mem, &o), TS_FAULT);
+        assert_saved_a(0x501, 0x4202);
+        assert_int_equal(o.error, SEL_DS_NP | (k ? 1 : 0));
+    }
+}
+
 /* CALL A -> B, then IRET from B back to A through the back link */
 static void test_iret(void **state)
 {
@@ -572,6 +625,9 @@ int main(void)
         cmocka_unit_test(test_call),
         cmocka_unit_test(test_gate_hw_error),
         cmocka_unit_test(test_gate_soft),
+        cmocka_unit_test(test_data_fault_stops_loads),
+        cmocka_unit_test(test_ss_present_before_dpl),
+        cmocka_unit_test(test_gate_icebp_ext),
         cmocka_unit_test(test_iret),
         cmocka_unit_test(test_iret_to_itself),
         cmocka_unit_test(test_paging_loads_cr3),

@@ -281,10 +281,10 @@ static enum ts_result load_cs_ss(struct ts_run *r, const struct ts_in *in, struc
     }
     if (!(d.ar & AR_S) || (AR_TYPE(d.ar) & TYPE_CODE) || !(AR_TYPE(d.ar) & TYPE_RW))
         return fault(r, TS_VEC_TS, ss, "the new SS is not a writable data segment");
+    if (!(d.ar & AR_P)) /* present before DPL (SDM Vol. 3A table 7-1, items 8 and 9) */
+        return fault(r, TS_VEC_SS, ss, "the new SS is not present");
     if (AR_DPL(d.ar) != cpl)
         return fault(r, TS_VEC_TS, ss, "the new SS's DPL is not the new CPL");
-    if (!(d.ar & AR_P))
-        return fault(r, TS_VEC_SS, ss, "the new SS is not present");
     mark_accessed(&d, &ab[1]);
     n->seg[VSEG_SS] = seg_of(ss, &d);
     return TS_OK;
@@ -351,7 +351,7 @@ enum ts_result task_switch(const struct ts_in *in, const struct ts_mem *m, struc
     struct ts_run run = {.m = m,
                          .out = out,
                          .cur = cur,
-                         .ext = in->source == TS_GATE && in->event == TS_EV_HW ? 1u : 0u};
+                         .ext = in->source == TS_GATE && in->event != TS_EV_SOFT ? 1u : 0u};
     struct ts_run *r = &run;
     bool iret = in->source == TS_IRET, nest = in->source == TS_CALL || in->source == TS_GATE;
     unsigned bad_sel_vec = iret ? TS_VEC_TS : TS_VEC_GP;
@@ -406,7 +406,7 @@ enum ts_result task_switch(const struct ts_in *in, const struct ts_mem *m, struc
 
     /* --- the old task's state as the save will write it (step 6-7) --- */
     uint32_t eip = cur->eip;
-    if (in->source != TS_GATE || in->event == TS_EV_SOFT)
+    if (in->source != TS_GATE || in->event != TS_EV_HW)
         eip += in->insn_len;
     uint32_t eflags = cur->eflags & ~(iret ? EFLAGS_NT : 0u);
     /* obuf holds the old TSS from offset dyn_lo on */
@@ -497,23 +497,21 @@ enum ts_result task_switch(const struct ts_in *in, const struct ts_mem *m, struc
             mem_write(r, n->cr3, ab[i].lin, &ab[i].byte, 1);
     enum ts_result res = TS_OK;
     if (!v86) {
+        /* the first failure ends the loads (as Bochs and KVM do): the segments after it stay
+         * unusable with their selectors, and no error code is pushed */
         static const unsigned data[4] = {VSEG_ES, VSEG_DS, VSEG_FS, VSEG_GS};
-        for (unsigned i = 0; i < 4; i++) {
-            struct ts_out first = *out;
-            if (load_data(r, in, n, data[i], &ab[2 + i]) != TS_OK) {
-                if (res == TS_OK)
-                    res = TS_FAULT;
-                else { /* the first failure is the one delivered */
-                    out->vector = first.vector;
-                    out->error = first.error;
-                    out->why = first.why;
-                }
-            }
+        unsigned i = 0;
+        for (; i < 4; i++) {
+            res = load_data(r, in, n, data[i], &ab[2 + i]);
+            if (res != TS_OK)
+                break;
             if (ab[2 + i].write)
                 mem_write(r, n->cr3, ab[2 + i].lin, &ab[2 + i].byte, 1);
         }
+        for (unsigned k = i + 1; k < 4; k++)
+            n->seg[data[k]] = seg_unusable(n->seg[data[k]].sel);
     }
-    if (push) {
+    if (push && res == TS_OK) {
         if (!push_ok) {
             if (res == TS_OK)
                 res = fault(r, TS_VEC_SS, 0, "the error code does not fit the new stack");

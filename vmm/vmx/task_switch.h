@@ -64,7 +64,9 @@
 enum ts_source { TS_CALL = 0, TS_IRET = 1, TS_JMP = 2, TS_GATE = 3 };
 
 /* what delivered the event of a TS_GATE switch (the IDT-vectoring information's type) */
-enum ts_event { TS_EV_HW, TS_EV_SOFT }; /* SOFT: INT n / INT3 / INTO: EIP past the instruction */
+/* SOFT: INT n / INT3 / INTO: EIP past the instruction, EXT = 0; ICEBP (INT1, a privileged
+ * software exception): EIP past the instruction, EXT = 1 (SDM Vol. 3A 6.13); HW: EXT = 1 */
+enum ts_event { TS_EV_HW, TS_EV_SOFT, TS_EV_ICEBP };
 
 /* guest memory by 32-bit linear address, translated with the given CR3 (the rest of the
  * paging state is the caller's); false where the bytes are not guest RAM or not mapped.

@@ -178,10 +178,9 @@ enum exit_action vmx_task_switch(struct vcpu *v, const struct vmexit *e)
         .insn_len = e->insn_len,
     };
     if (in.source == TS_GATE && (idt & INTR_INFO_VALID)) {
-        in.event = type == INTR_TYPE_SOFT_INTR || type == INTR_TYPE_SOFT_EXCEPTION ||
-                           type == INTR_TYPE_PRIV_SW_EXCEPTION
-                       ? TS_EV_SOFT
-                       : TS_EV_HW;
+        in.event = type == INTR_TYPE_SOFT_INTR || type == INTR_TYPE_SOFT_EXCEPTION ? TS_EV_SOFT
+                   : type == INTR_TYPE_PRIV_SW_EXCEPTION                           ? TS_EV_ICEBP
+                                                                                   : TS_EV_HW;
         in.has_error = type == INTR_TYPE_HARD_EXCEPTION && (idt & INTR_INFO_DELIVER_CODE);
         if (in.has_error)
             in.error = vmcs_read32(IDT_VECTORING_ERROR_CODE);
@@ -204,6 +203,10 @@ enum exit_action vmx_task_switch(struct vcpu *v, const struct vmexit *e)
         intr &= ~(GUEST_INTR_STATE_STI | GUEST_INTR_STATE_MOV_SS);
         if (in.source == TS_GATE && (idt & INTR_INFO_VALID) && type == INTR_TYPE_NMI_INTR)
             intr |= GUEST_INTR_STATE_NMI;
+        /* an IRET ends NMI blocking (SDM Vol. 3A 6.7.1), also one that switches tasks: the
+         * exit came before it completed, so the VMM ends it (32-bit Windows' NMI task) */
+        if (in.source == TS_IRET)
+            intr &= ~GUEST_INTR_STATE_NMI;
         vmcs_write32(GUEST_INTERRUPTIBILITY_INFO, intr);
         if (o.t_bit)
             pr_info_rl("vmx", "task switch to %#x: the TSS T bit is not emulated (no #DB)", in.sel);
