@@ -6,17 +6,11 @@
  */
 #include "smp/smp.h"
 #include "cpu.h"
+#include "lapic.h"
 #include "log.h"
 #include "vmx/vmx_cpu.h"
 
-#define APIC_BASE_EXTD    (1ull << 10) /* x2APIC mode */
-#define XAPIC_ICR_LO      0x300
-#define XAPIC_ICR_HI      0x310
-#define X2APIC_ICR_MSR    0x830
-#define ICR_DM_NMI        (4u << 8)
-#define ICR_LEVEL_ASSERT  (1u << 14)
-#define ICR_DELIVERY_BUSY (1u << 12)
-#define ICR_BUSY_POLLS    100000u
+#define ICR_BUSY_POLLS 100000u
 /* how long an initiator waits for the others' INVEPT: ~0.3 s at 3 GHz */
 #define SHOOTDOWN_TIMEOUT (1ull << 30)
 
@@ -26,7 +20,7 @@ static volatile uint32_t nr_online;
 /* bounded: a wedged ICR costs a lost IPI (the shootdown then times out), never a hang */
 static void icr_wait_idle(volatile uint32_t *apic)
 {
-    for (unsigned i = 0; i < ICR_BUSY_POLLS && (apic[XAPIC_ICR_LO / 4] & ICR_DELIVERY_BUSY); i++)
+    for (unsigned i = 0; i < ICR_BUSY_POLLS && (apic[LAPIC_ICR_LO / 4] & ICR_DELIVERY_BUSY); i++)
         pause();
 }
 
@@ -39,18 +33,17 @@ static void send_nmi(void *ctx, unsigned cpu)
 {
     const struct percpu *t = &percpu_area[cpu];
     uint64_t base = rdmsr(MSR_IA32_APICBASE);
-    if (base & APIC_BASE_EXTD) {
-        wrmsr(X2APIC_ICR_MSR, (uint64_t)t->x2apic_id << 32 | ICR_DM_NMI | ICR_LEVEL_ASSERT);
+    if (base & LAPIC_BASE_EXTD) {
+        wrmsr(X2APIC_ICR, (uint64_t)t->x2apic_id << 32 | ICR_DM_NMI | ICR_LEVEL_ASSERT);
         return;
     }
-    volatile uint32_t *apic =
-        (volatile uint32_t *)(uintptr_t)(base & ~0xfffull & ((1ull << 52) - 1));
+    volatile uint32_t *apic = lapic_xapic(base);
     icr_wait_idle(apic); /* a guest IPI still on its way: let it go first */
-    uint32_t hi = apic[XAPIC_ICR_HI / 4];
-    apic[XAPIC_ICR_HI / 4] = t->apic_id << 24;
-    apic[XAPIC_ICR_LO / 4] = ICR_DM_NMI | ICR_LEVEL_ASSERT;
+    uint32_t hi = apic[LAPIC_ICR_HI / 4];
+    apic[LAPIC_ICR_HI / 4] = t->apic_id << 24;
+    apic[LAPIC_ICR_LO / 4] = ICR_DM_NMI | ICR_LEVEL_ASSERT;
     icr_wait_idle(apic);
-    apic[XAPIC_ICR_HI / 4] = hi;
+    apic[LAPIC_ICR_HI / 4] = hi;
 }
 
 static void flush_local(void *ctx)

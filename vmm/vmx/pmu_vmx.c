@@ -8,25 +8,18 @@
 #include "vmx/vmx.h"
 #include "vmx/vmx_cpu.h"
 #include "vmx/vmcs.h"
-#include "vmx/emul_policy.h"
 #include "vmx/lbr_vmx.h"
 #include "cpu.h"
+#include "lapic.h"
 #include "log.h"
 #include "percpu.h"
 
 #define CPUID_1_ECX_PDCM (1u << 15) /* IA32_PERF_CAPABILITIES exists */
 
-#define XAPIC_LVT_PMC   0x340 /* LVT performance-counter entry (SDM Vol. 3A "Local APIC") */
-#define X2APIC_LVT_PMC  0x834
-#define X2APIC_SELF_IPI 0x83f
-#define XAPIC_ICR_LO    0x300
-#define ICR_BUSY        (1u << 12)
-#define ICR_SELF        (1u << 18) /* destination shorthand "self" */
-#define ICR_ASSERT      (1u << 14) /* level: 1 for every mode but INIT de-assert */
-
 /* per CPU, decided at its first use (each CPU reads its own CPUID) */
 static struct pmu_decision pmu_dec[PTV_MAX_CPUS];
 static bool pmu_decided[PTV_MAX_CPUS];
+static bool pmu_pebs[PTV_MAX_CPUS]; /* IA32_PEBS_ENABLE exists (probed once, with the decision) */
 static struct pmu_nmi_state pmu_nmi[PTV_MAX_CPUS];
 
 static const struct pmu_decision *decision(void)
@@ -46,6 +39,8 @@ static const struct pmu_decision *decision(void)
     pmu_caps_from_cpuid(max, a, caps_ok, caps, &c);
     pmu_decide(&c, vmx_ctls.exit & VM_EXIT_LOAD_IA32_PERF_GLOBAL_CTRL,
                vmx_ctls.entry & VM_ENTRY_LOAD_IA32_PERF_GLOBAL_CTRL, &pmu_dec[id]);
+    uint64_t pebs;
+    pmu_pebs[id] = !rdmsr_safe(MSR_PMU_PEBS_ENABLE, &pebs);
     pmu_decided[id] = true;
     return &pmu_dec[id];
 }
@@ -69,30 +64,16 @@ void pmu_vmx_cpuid(uint32_t leaf, uint32_t r[4])
 /* the guest's LVT performance-counter entry, read from the real APIC (the guest's) */
 static uint32_t lvt_pmc(void)
 {
-    uint64_t base = rdmsr(MSR_IA32_APICBASE);
-    if (!(base & APIC_BASE_EN))
-        return LVT_MASKED;
-    if (base & APIC_BASE_EXTD)
-        return (uint32_t)rdmsr(X2APIC_LVT_PMC);
-    volatile uint32_t *apic =
-        (volatile uint32_t *)(uintptr_t)(base & ~0xfffull & ((1ull << 52) - 1));
-    return apic[XAPIC_LVT_PMC / 4];
+    uint32_t lvt;
+    return lapic_read(LAPIC_LVT_PMC, &lvt) ? lvt : LVT_MASKED;
 }
 
 /* the local APIC masks the LVT performance-counter entry when it handles a PMI (SDM Vol. 3A
  * "Local Vector Table", mask flag); an emulated PMI does what the APIC would */
 static void lvt_pmc_mask(uint32_t lvt)
 {
-    uint64_t base = rdmsr(MSR_IA32_APICBASE);
-    if (!(base & APIC_BASE_EN) || (lvt & LVT_MASKED))
-        return;
-    if (base & APIC_BASE_EXTD) {
-        wrmsr(X2APIC_LVT_PMC, lvt | LVT_MASKED);
-        return;
-    }
-    volatile uint32_t *apic =
-        (volatile uint32_t *)(uintptr_t)(base & ~0xfffull & ((1ull << 52) - 1));
-    apic[XAPIC_LVT_PMC / 4] = lvt | LVT_MASKED;
+    if (!(lvt & LVT_MASKED))
+        (void)lapic_write(LAPIC_LVT_PMC, lvt | LVT_MASKED);
 }
 
 bool pmu_vmx_nmi(bool vmm_ours)
@@ -136,17 +117,17 @@ static uint64_t width_mask(unsigned w)
 static void self_ipi(uint8_t vector)
 {
     uint64_t base = rdmsr(MSR_IA32_APICBASE);
-    if (!(base & APIC_BASE_EN))
+    if (!(base & LAPIC_BASE_EN))
         return;
-    if (base & APIC_BASE_EXTD) {
+    if (base & LAPIC_BASE_EXTD) {
         wrmsr(X2APIC_SELF_IPI, vector);
         return;
     }
-    volatile uint32_t *apic =
-        (volatile uint32_t *)(uintptr_t)(base & ~0xfffull & ((1ull << 52) - 1));
-    for (unsigned i = 0; i < 100000u && (apic[XAPIC_ICR_LO / 4] & ICR_BUSY); i++)
+    volatile uint32_t *apic = lapic_xapic(base);
+    for (unsigned i = 0; i < 100000u && (apic[LAPIC_ICR_LO / 4] & ICR_DELIVERY_BUSY); i++)
         pause();
-    apic[XAPIC_ICR_LO / 4] = ICR_SELF | ICR_ASSERT | vector; /* fixed, self: ICR-high unused */
+    apic[LAPIC_ICR_LO / 4] =
+        ICR_SELF | ICR_LEVEL_ASSERT | vector; /* fixed, self: ICR-high unused */
 }
 
 bool pmu_vmx_emulated_retire(void)
@@ -162,8 +143,8 @@ bool pmu_vmx_emulated_retire(void)
     g.status = rdmsr(MSR_CORE_PERF_GLOBAL_STATUS);
     g.fixed_ctrl = rdmsr(MSR_CORE_PERF_FIXED_CTR_CTRL);
     g.debugctl = lbr_vmx_guest_debugctl(); /* the VMCS field, or the VMM's copy of it */
-    if (rdmsr_safe(MSR_PMU_PEBS_ENABLE, &g.pebs_enable)) /* no PEBS on this CPU */
-        g.pebs_enable = 0;
+    if (pmu_pebs[this_cpu_id()])
+        g.pebs_enable = rdmsr(MSR_PMU_PEBS_ENABLE);
     for (unsigned i = 0; i < c->n_gp; i++) {
         g.evtsel[i] = rdmsr(MSR_ARCH_PERFMON_EVENTSEL0 + i);
         g.pmc[i] = rdmsr(MSR_IA32_PERFCTR0 + i);
