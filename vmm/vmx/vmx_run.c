@@ -140,9 +140,12 @@ int vmx_run(struct vcpu *v, struct vmexit *e)
         if (intr & GUEST_INTR_STATE_SMI)
             vmcs_write32(GUEST_INTERRUPTIBILITY_INFO, intr & ~GUEST_INTR_STATE_SMI);
     }
-    uint32_t root_nmi = __atomic_exchange_n(&pc->root_nmi_pmu, 0, __ATOMIC_RELAXED);
-    if (root_nmi && pmu_vmx_nmi(root_nmi & ROOT_NMI_VMM)) /* NMIs taken in root (desc.c) */
-        pc->nmi_owed = 1;
+    if (pc->root_nmi_pmu) { /* NMIs taken in root (desc.c); a plain read first: no locked
+                             * exchange on every entry */
+        uint32_t root_nmi = __atomic_exchange_n(&pc->root_nmi_pmu, 0, __ATOMIC_RELAXED);
+        if (pmu_vmx_nmi(root_nmi & ROOT_NMI_VMM))
+            pc->nmi_owed = 1;
+    }
     if (pc->nmi_owed)
         deliver_owed_nmi(v);
     if (v->trace_stepping)
