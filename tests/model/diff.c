@@ -274,6 +274,18 @@ static uint64_t topa_entry(uint64_t base, unsigned size_code, uint64_t flags)
     return base | ((uint64_t)size_code << TOPA_SIZE_SHIFT) | flags;
 }
 
+/* A built set-up from now on (checked on both machines): STATUS = 0, OUTPUT_BASE = table,
+ * MASK_PTRS = 0x7f. */
+static bool program_output(struct diff *x, uint64_t table)
+{
+    x->checked = true;
+    x->built = true;
+    x->ref.wild = 0;
+    return both_wrmsr(x, MSR_IA32_RTIT_STATUS, 0, true) &&
+           both_wrmsr(x, MSR_IA32_RTIT_OUTPUT_BASE, table, true) &&
+           both_wrmsr(x, MSR_IA32_RTIT_OUTPUT_MASK_PTRS, 0x7f, true);
+}
+
 /* A legal ToPA ring (or, without ToPA multi, a single-entry table) + OUTPUT_BASE/MASK. */
 static bool build_topa(struct diff *x, uint64_t a)
 {
@@ -311,12 +323,7 @@ static bool build_topa(struct diff *x, uint64_t a)
         }
         guest_store(x, tg + 8ull * k, (TABLE_GPA + 4096ull * (first + (t + 1) % ntab)) | TOPA_END);
     }
-    x->checked = true;
-    x->built = true;
-    x->ref.wild = 0;
-    return both_wrmsr(x, MSR_IA32_RTIT_STATUS, 0, true) &&
-           both_wrmsr(x, MSR_IA32_RTIT_OUTPUT_BASE, TABLE_GPA + 4096ull * first, true) &&
-           both_wrmsr(x, MSR_IA32_RTIT_OUTPUT_MASK_PTRS, 0x7f, true);
+    return program_output(x, TABLE_GPA + 4096ull * first);
 }
 
 static uint64_t shaped_ctl(struct diff *x, uint64_t a)
@@ -560,11 +567,7 @@ bool diff_setup_topa(struct diff *x, const uint64_t *entries, unsigned n)
         return false;
     for (unsigned i = 0; i < n; i++)
         guest_store(x, TABLE_GPA + 8ull * i, entries[i]);
-    x->checked = x->built = true;
-    x->ref.wild = 0;
-    return both_wrmsr(x, MSR_IA32_RTIT_STATUS, 0, true) &&
-           both_wrmsr(x, MSR_IA32_RTIT_OUTPUT_BASE, TABLE_GPA, true) &&
-           both_wrmsr(x, MSR_IA32_RTIT_OUTPUT_MASK_PTRS, 0x7f, true) && !x->why[0];
+    return program_output(x, TABLE_GPA) && !x->why[0];
 }
 
 uint64_t diff_table_gpa(void)
