@@ -104,28 +104,11 @@ static __attribute__((noinline)) int workload(int n)
 
 /* ---- VMCALLs ---- */
 
-struct vc6 {
-    uint64_t rax, rbx, rcx, rdx, rsi, rdi, r8, r9, r10;
-};
-
-static void vc(struct vc6 *r)
+static struct vmcall6 call(uint64_t fn, uint64_t rbx, uint64_t rcx, uint64_t rdx, uint64_t rsi,
+                           uint64_t r8)
 {
-    register uint64_t r8 __asm__("r8") = r->r8;
-    register uint64_t r9 __asm__("r9") = r->r9;
-    register uint64_t r10 __asm__("r10") = r->r10;
-    __asm__ volatile("vmcall"
-                     : "+a"(r->rax), "+b"(r->rbx), "+c"(r->rcx), "+d"(r->rdx), "+S"(r->rsi),
-                       "+D"(r->rdi), "+r"(r8), "+r"(r9), "+r"(r10)::"memory");
-    r->r8 = r8;
-    r->r9 = r9;
-    r->r10 = r10;
-}
-
-static struct vc6 call(uint64_t fn, uint64_t rbx, uint64_t rcx, uint64_t rdx, uint64_t rsi,
-                       uint64_t r8)
-{
-    struct vc6 r = {.rax = fn, .rbx = rbx, .rcx = rcx, .rdx = rdx, .rsi = rsi, .r8 = r8};
-    vc(&r);
+    struct vmcall6 r = {.rax = fn, .rbx = rbx, .rcx = rcx, .rdx = rdx, .rsi = rsi, .r8 = r8};
+    vmcall6(&r);
     return r;
 }
 
@@ -149,14 +132,15 @@ static bool nomtf; /* the CPU delivered no MTF exit: the instruction checks cann
 /* read this vCPU's whole stream back and print it; the byte count */
 static uint64_t dump_ring(unsigned window)
 {
-    struct vc6 st = call(PTV_VMCALL_TRACE_STATUS, 0, 0, 0, 0, 0);
+    struct vmcall6 st = call(PTV_VMCALL_TRACE_STATUS, 0, 0, 0, 0, 0);
     uint64_t head = st.rdx, got = 0;
     if (head > sizeof(ring_copy)) {
         report(false, "window %u: %lu trace bytes fit the copy buffer", window, head);
         return 0;
     }
     while (got < head) {
-        struct vc6 r = call(PTV_VMCALL_TRACE_READ, (uint64_t)(ring_copy + got), 4096, got, 0, 0);
+        struct vmcall6 r =
+            call(PTV_VMCALL_TRACE_READ, (uint64_t)(ring_copy + got), 4096, got, 0, 0);
         if ((int64_t)r.rax != PTV_VMCALL_OK || r.rbx == 0)
             break;
         got += r.rbx;
@@ -198,13 +182,13 @@ static void dump_code(void)
  * prints between the VMM's frame lines */
 static void dump_out(void)
 {
-    struct vc6 x0 = call(PTV_VMCALL_EXIT_STATS, 52 /* PREEMPTION_TIMER */, 0, 0, 0, 0);
-    struct vc6 r = call(PTV_VMCALL_TRACE_DUMP, 0, 0, 0, 0, 0);
-    struct vc6 again = call(PTV_VMCALL_TRACE_DUMP, 0, 0, 0, 0, 0);
+    struct vmcall6 x0 = call(PTV_VMCALL_EXIT_STATS, 52 /* PREEMPTION_TIMER */, 0, 0, 0, 0);
+    struct vmcall6 r = call(PTV_VMCALL_TRACE_DUMP, 0, 0, 0, 0, 0);
+    struct vmcall6 again = call(PTV_VMCALL_TRACE_DUMP, 0, 0, 0, 0, 0);
     unsigned polls = 0, lines = 0, busy = 0, started = 0, other = 0;
-    struct vc6 log0 = call(PTV_VMCALL_VMM_STATS, 0, 0, 0, 0, 0);
+    struct vmcall6 log0 = call(PTV_VMCALL_VMM_STATS, 0, 0, 0, 0, 0);
     for (; polls < 200000; polls++) {
-        struct vc6 st = call(PTV_VMCALL_TRACE_STATUS, 0, 0, 0, 0, 0);
+        struct vmcall6 st = call(PTV_VMCALL_TRACE_STATUS, 0, 0, 0, 0, 0);
         if (!(st.rbx & PTV_TRACE_ST_DUMPING))
             break;
         /* hostile: a storm of TRACE_DUMPs while one goes out (before this poll's guest line:
@@ -218,7 +202,7 @@ static void dump_out(void)
         if (polls % 3 == 0)
             test_printf("TRACE-GUESTLINE %u while the dump goes out\n", lines++);
     }
-    struct vc6 log1 = call(PTV_VMCALL_VMM_STATS, 0, 0, 0, 0, 0);
+    struct vmcall6 log1 = call(PTV_VMCALL_VMM_STATS, 0, 0, 0, 0, 0);
     /* reported after the storm: the guest's lines before it could let the dump go out before
      * the first poll */
     report(r.rax == PTV_VMCALL_OK && r.rbx >= 1, "TRACE_DUMP: dump %lu started (%ld)", r.rbx,
@@ -235,7 +219,7 @@ static void dump_out(void)
     for (unsigned k = 0; k < 200000; k++)
         if (!(call(PTV_VMCALL_TRACE_STATUS, 0, 0, 0, 0, 0).rbx & PTV_TRACE_ST_DUMPING))
             break;
-    struct vc6 x1 = call(PTV_VMCALL_EXIT_STATS, 52, 0, 0, 0, 0);
+    struct vmcall6 x1 = call(PTV_VMCALL_EXIT_STATS, 52, 0, 0, 0, 0);
     /* one frame line per slice and a slice per exit: ~30 lines need ~30 exits; without the
      * pacing the whole dump would go out at the first one */
     report(polls < 200000 && x1.rbx - x0.rbx >= 20,
@@ -273,7 +257,7 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
     test_init(image, systab);
     sys = systab;
     test_printf("trace: the software tracer seen from inside\n");
-    struct vc6 v = call(PTV_VMCALL_VERSION, 0, 0, 0, 0, 0);
+    struct vmcall6 v = call(PTV_VMCALL_VERSION, 0, 0, 0, 0, 0);
     if (v.rax != PTV_VMCALL_OK || v.rbx != PTV_VMCALL_ABI_VERSION) {
         report(false, "VMCALL ABI %d answered (got %lu)", PTV_VMCALL_ABI_VERSION, v.rbx);
         report_summary();
@@ -306,12 +290,12 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
     int got = trace_mtf_run(workload, arg, PTV_TRACE_F_KERNEL, 0, &rc);
     report(rc == PTV_VMCALL_OK, "TRACE_START answered OK (%ld)", rc);
     report(got == ref, "the traced workload computed what the stepped one did (%d)", got);
-    struct vc6 st = call(PTV_VMCALL_TRACE_STATUS, 0, 0, 0, 0, 0);
+    struct vmcall6 st = call(PTV_VMCALL_TRACE_STATUS, 0, 0, 0, 0, 0);
     report(!(st.rbx & PTV_TRACE_ST_ON) && (st.rbx & PTV_TRACE_ST_SOFTWARE),
            "TRACE_STATUS: window closed, software source (flags %#lx)", st.rbx);
     /* the steps: MTF exits, or #DB exits where sw_trace = tf steps with the trap flag */
-    struct vc6 mtf = call(PTV_VMCALL_EXIT_STATS, 37 /* MONITOR_TRAP_FLAG */, 0, 0, 0, 0);
-    struct vc6 db = call(PTV_VMCALL_EXIT_STATS, 0 /* EXCEPTION_NMI */, 0, 0, 0, 0);
+    struct vmcall6 mtf = call(PTV_VMCALL_EXIT_STATS, 37 /* MONITOR_TRAP_FLAG */, 0, 0, 0, 0);
+    struct vmcall6 db = call(PTV_VMCALL_EXIT_STATS, 0 /* EXCEPTION_NMI */, 0, 0, 0, 0);
     nomtf = mtf.rcx + db.rcx == 0;
     test_printf("TRACE-STEPS mtf %lu db %lu\n", mtf.rcx, db.rcx);
     if (nomtf) {
@@ -350,16 +334,16 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
     if (!nomtf)
         report(rc == PTV_VMCALL_OK && (st.rbx & PTV_TRACE_ST_BUDGET) && st.rsi == 100,
                "a budget of 100 instructions closes the window at 100 (%lu)", st.rsi);
-    struct vc6 r = call(PTV_VMCALL_TRACE_START, PTV_TRACE_F_KERNEL, 0, 0, 0, 0);
-    struct vc6 r2 = call(PTV_VMCALL_TRACE_START, PTV_TRACE_F_KERNEL, 0, 0, 0, 0);
-    struct vc6 r3 = call(PTV_VMCALL_TRACE_STOP, 0, 0, 0, 0, 0);
+    struct vmcall6 r = call(PTV_VMCALL_TRACE_START, PTV_TRACE_F_KERNEL, 0, 0, 0, 0);
+    struct vmcall6 r2 = call(PTV_VMCALL_TRACE_START, PTV_TRACE_F_KERNEL, 0, 0, 0, 0);
+    struct vmcall6 r3 = call(PTV_VMCALL_TRACE_STOP, 0, 0, 0, 0, 0);
     report(r.rax == PTV_VMCALL_OK && (int64_t)r2.rax == PTV_VMCALL_EBUSY && r3.rax == PTV_VMCALL_OK,
            "a second TRACE_START while tracing: EBUSY (%ld)", (int64_t)r2.rax);
     r = call(PTV_VMCALL_TRACE_START, 1u << 7, 0, 0, 0, 0);
     report((int64_t)r.rax == PTV_VMCALL_EINVAL, "unknown filter flags: EINVAL");
     r = call(PTV_VMCALL_TRACE_START, PTV_TRACE_F_RANGE | PTV_TRACE_F_KERNEL, 0, 0x2000, 0x1000, 0);
     report((int64_t)r.rax == PTV_VMCALL_EINVAL, "an IP range with lo > hi: EINVAL");
-    struct vc6 span = call(PTV_VMCALL_VMM_RANGE, 0, 0, 0, 0, 0);
+    struct vmcall6 span = call(PTV_VMCALL_VMM_RANGE, 0, 0, 0, 0, 0);
     r = call(PTV_VMCALL_TRACE_READ, span.rdx, 64, 0, 0, 0);
     report((int64_t)r.rax == PTV_VMCALL_EINVAL && r.rbx == 0,
            "TRACE_READ into the VMM's canary page: EINVAL, nothing copied");
@@ -373,7 +357,7 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
     unsigned failed = report_summary();
     /* 6. the crash, with a dump still going out (one line per slice): the crash dump takes
      * over; then an IDT that holds no gate and a breakpoint: #GP, #DF, triple fault */
-    struct vc6 inflight = call(PTV_VMCALL_TRACE_DUMP, 0, 0, 0, 0, 0);
+    struct vmcall6 inflight = call(PTV_VMCALL_TRACE_DUMP, 0, 0, 0, 0, 0);
     test_printf("TRACE-INFLIGHT %ld %lu\n", (int64_t)inflight.rax, inflight.rbx);
     test_printf("TRACE-CRASH the guest triple-faults now: the VMM's crash dump follows\n");
     static const struct {

@@ -13,6 +13,7 @@
 #include "ptv/vmcall.h"
 
 #include "libtest.h"
+#include "x86.h"
 #include "pt_seq_check.h"
 #include "vmm_trace_selftest.h"
 
@@ -21,27 +22,20 @@ extern const char ptv_pt_seq_t4[], ptv_pt_seq_end[];
 
 #define RING_COPY (64u << 10)
 
-struct vc {
-    uint64_t rax, rbx, rcx, rdx, rsi, r8;
-};
-
-static int64_t vmcall6(struct vc *r)
+static int64_t vc(struct vmcall6 *r)
 {
-    register uint64_t r8 __asm__("r8") = r->r8;
-    __asm__ volatile("vmcall"
-                     : "+a"(r->rax), "+b"(r->rbx), "+c"(r->rcx), "+d"(r->rdx), "+S"(r->rsi),
-                       "+r"(r8)::"rdi", "r9", "r10", "memory");
+    vmcall6(r);
     return (int64_t)r->rax;
 }
 
 void vmm_trace_selftest(EFI_SYSTEM_TABLE *st)
 {
     uint64_t start = (uint64_t)(uintptr_t)ptv_pt_seq, end = (uint64_t)(uintptr_t)ptv_pt_seq_end;
-    struct vc r = {.rax = PTV_VMCALL_TRACE_START,
-                   .rbx = PTV_TRACE_F_KERNEL | PTV_TRACE_F_RANGE,
-                   .rdx = start,
-                   .rsi = end - 1};
-    int64_t rc = vmcall6(&r);
+    struct vmcall6 r = {.rax = PTV_VMCALL_TRACE_START,
+                        .rbx = PTV_TRACE_F_KERNEL | PTV_TRACE_F_RANGE,
+                        .rdx = start,
+                        .rsi = end - 1};
+    int64_t rc = vc(&r);
     if (rc == PTV_VMCALL_ENODEV || rc == PTV_VMCALL_ENOSYS) {
         report_skip("vmm trace: the VMM has no trace source here (no PT for system mode, "
                     "sw_trace off or no way to step): rc %ld",
@@ -57,8 +51,8 @@ void vmm_trace_selftest(EFI_SYSTEM_TABLE *st)
                                                         : "unknown source";
     report(true, "vmm trace (%s): TRACE_START over the known sequence", src);
     (void)ptv_pt_seq();
-    struct vc s = {.rax = PTV_VMCALL_TRACE_STOP};
-    rc = vmcall6(&s);
+    struct vmcall6 s = {.rax = PTV_VMCALL_TRACE_STOP};
+    rc = vc(&s);
     uint64_t written = s.rbx;
     if (!report(rc == PTV_VMCALL_OK && written > 0,
                 "vmm trace (%s): TRACE_STOP, %lu bytes, %lu gaps", src, (unsigned long)written,
@@ -72,13 +66,13 @@ void vmm_trace_selftest(EFI_SYSTEM_TABLE *st)
     }
     uint8_t *copy = (uint8_t *)(uintptr_t)pa;
     /* the oldest bytes still in the ring: a window this short never wraps a ring */
-    struct vc q = {.rax = PTV_VMCALL_TRACE_READ, .rbx = pa, .rcx = 0, .rdx = 0};
-    (void)vmcall6(&q);
+    struct vmcall6 q = {.rax = PTV_VMCALL_TRACE_READ, .rbx = pa, .rcx = 0, .rdx = 0};
+    (void)vc(&q);
     uint64_t from = q.rcx, got = 0;
     while (got < RING_COPY && from + got < written) {
-        struct vc t = {
+        struct vmcall6 t = {
             .rax = PTV_VMCALL_TRACE_READ, .rbx = pa + got, .rcx = 4096, .rdx = from + got};
-        if (vmcall6(&t) != PTV_VMCALL_OK || t.rbx == 0)
+        if (vc(&t) != PTV_VMCALL_OK || t.rbx == 0)
             break;
         got += t.rbx;
     }

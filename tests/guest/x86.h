@@ -60,6 +60,25 @@ struct vmcall_regs {
     uint64_t rax, rbx, rcx, rdx;
 };
 
+/* a VMCALL with every register the VMCALL ABI uses (include/ptv/vmcall.h: RAX..RDI, R8..R10,
+ * in and out); no trap catcher: the trace calls never fault */
+struct vmcall6 {
+    uint64_t rax, rbx, rcx, rdx, rsi, rdi, r8, r9, r10;
+};
+
+static inline void vmcall6(struct vmcall6 *r)
+{
+    register uint64_t r8 __asm__("r8") = r->r8;
+    register uint64_t r9 __asm__("r9") = r->r9;
+    register uint64_t r10 __asm__("r10") = r->r10;
+    __asm__ volatile("vmcall"
+                     : "+a"(r->rax), "+b"(r->rbx), "+c"(r->rcx), "+d"(r->rdx), "+S"(r->rsi),
+                       "+D"(r->rdi), "+r"(r8), "+r"(r9), "+r"(r10)::"memory");
+    r->r8 = r8;
+    r->r9 = r9;
+    r->r10 = r10;
+}
+
 static inline int vmcall_trap(struct vmcall_regs *r)
 {
     trap_arm();
