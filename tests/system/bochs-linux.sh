@@ -83,6 +83,30 @@ fi
 guest_val() { # guest_val KEY -> the value of KEY=... on the guest's last line that has it
     tr -d '\r' <"$serial" | sed -n "s/^ptvisor-guest: .*\b$1=\([^ ]*\).*/\1/p" | tail -n 1
 }
+# same_as_native DIR LABEL OK-TEXT NATIVE-ARGS...: DIR's dump decoded (code from its snapshots
+# alone, no ELF) against the program stepped natively here (NATIVE_STEPS NATIVE-ARGS: ptrace,
+# answering its VMCALLs as ptvisor does), instruction by instruction; says SKIP, "ok LABEL:
+# OK-TEXT" (@N@: the instruction count) or FAIL.  0: equal; sets n_native.
+same_as_native() {
+    local d=$1 label=$2 okmsg=$3 nrc n_guest first
+    shift 3
+    "$PTT" decode -q "$d" 2>"$d/decode.err" | awk '{ sub(/^0x/, "", $2); print $2 }' >"$d/guest.ips"
+    "$NATIVE_STEPS" "$@" >"$d/native.ips" 2>"$d/native.err"
+    nrc=$?
+    n_native=$(wc -l <"$d/native.ips") n_guest=$(wc -l <"$d/guest.ips")
+    if [ $nrc = 77 ]; then
+        echo "  SKIP $label vs native: ptrace refused on this host ($(cat "$d/native.err"))"
+        return 1
+    fi
+    if [ $nrc = 0 ] && [ "$n_native" -gt 1000 ] && cmp -s "$d/native.ips" "$d/guest.ips"; then
+        echo "  ok   $label: ${okmsg//@N@/$n_native}"
+        return 0
+    fi
+    first=$(cmp "$d/native.ips" "$d/guest.ips" 2>&1 | head -n 1)
+    echo "  FAIL $label vs native: guest $n_guest, native $n_native instructions (rc $nrc); $first"
+    fail=1
+    return 1
+}
 smp_context() { # what the loader, the VMM and the kernel said about bringing up CPUs
     tr -d '\r' <"$serial" |
         grep -aE 'ptvisor: (firmware has no MADT|ACPI|[0-9]+ of [0-9]+ CPUs)|\[cpu[0-9]+ [a-z]+\] (error|launched)|\[cpu[0-9]+ smp\]|smpboot: (Allowing|Total|CPU[0-9]+: (failed|stuck))|do_boot_cpu failed|APIC: (No|Unable)' |
@@ -182,20 +206,10 @@ elif [ -n "${PTT:-}" ]; then
                 fi
             fi
         fi
-        # the differential: the guest's trace, decoded from the dump alone (its code
-        # snapshots, no ELF), instruction by instruction == the same program stepped natively
-        # here with ptrace (NATIVE_STEPS answers its VMCALLs as ptvisor does)
+        # the differential (same_as_native): the guest's trace == ptt-work stepped natively
         if [ -n "${NATIVE_STEPS:-}" ]; then
-            "$NATIVE_STEPS" "$WORK_ELF" >"$out/trace/native.ips" 2>"$out/trace/native.err"
-            nrc=$?
-            "$PTT" decode -q "$out/trace" 2>/dev/null | awk '{ sub(/^0x/, "", $2); print $2 }' \
-                >"$out/trace/guest.ips"
-            n_native=$(wc -l <"$out/trace/native.ips") n_guest=$(wc -l <"$out/trace/guest.ips")
-            if [ $nrc = 77 ]; then
-                echo "  SKIP trace vs native: ptrace refused on this host ($(cat "$out/trace/native.err"))"
-            elif [ $nrc = 0 ] && [ "$n_native" -gt 1000 ] &&
-                cmp -s "$out/trace/native.ips" "$out/trace/guest.ips"; then
-                echo "  ok   trace: the guest's decoded trace == its native run, $n_native instructions in order"
+            if same_as_native "$out/trace" trace \
+                "the guest's decoded trace == its native run, @N@ instructions in order" "$WORK_ELF"; then
                 # perf's own Intel PT decoder on the exported perf.data: the same sequence
                 if [ -n "${PERF:-}" ] && command -v "$PERF" >/dev/null; then
                     mkdir -p "$out/trace/perf-home"
@@ -215,10 +229,6 @@ elif [ -n "${PTT:-}" ]; then
                 [ -n "$plain" ] && [ -n "$traced" ] &&
                     echo "  INFO bench tracer_ticks_per_instruction=$(( (traced - plain) / n_native ))" \
                         "(work untraced $plain ticks, traced $traced ticks, $n_native instructions)"
-            else
-                first=$(cmp "$out/trace/native.ips" "$out/trace/guest.ips" 2>&1 | head -n 1)
-                echo "  FAIL trace vs native: guest $n_guest, native $n_native instructions (rc $nrc); $first"
-                fail=1
             fi
         fi
     fi
@@ -237,26 +247,11 @@ if [ -n "${PTT:-}" ] && [ -n "${EXACT_ELF:-}" ] && ! grep -aq 'ptvisor-guest: tr
         fail=1
     else
         tr -d '\r' <"$serial" | grep -a '^ptvisor-ctl: \(tracing pid\|stopped\)' | sed 's/^/         /'
-        "$PTT" decode -q "$out/exact" 2>"$out/exact/decode.err" | awk '{ sub(/^0x/, "", $2); print $2 }' \
-            >"$out/exact/guest.ips"
         "$PTT" summary -e "$EXACT_ELF" "$out/exact" >"$out/exact/summary.txt" 2>&1
-        n_guest=$(wc -l <"$out/exact/guest.ips")
         stepped=$(tr -d '\r' <"$serial" | sed -n '/^ptvisor-guest: trace exact start/,$p' |
             sed -n 's/^ptvisor-ctl: stopped: [0-9]* bytes, \([0-9]*\) instructions.*/\1/p' | head -n 1)
         if [ -n "${NATIVE_STEPS:-}" ]; then
-            "$NATIVE_STEPS" -e "$EXACT_ELF" >"$out/exact/native.ips" 2>"$out/exact/native.err"
-            nrc=$?
-            n_native=$(wc -l <"$out/exact/native.ips")
-            if [ $nrc = 77 ]; then
-                echo "  SKIP trace exact vs native: ptrace refused on this host ($(cat "$out/exact/native.err"))"
-            elif [ $nrc = 0 ] && [ "$n_native" -gt 1000 ] && cmp -s "$out/exact/native.ips" "$out/exact/guest.ips"; then
-                echo "  ok   trace exact: ptvisor-ctl trace's window == ptt-exact stepped natively, entry to exit," \
-                    "$n_native instructions in order (the window stepped ${stepped:-?}: the other process and the kernel filtered out)"
-            else
-                first=$(cmp "$out/exact/native.ips" "$out/exact/guest.ips" 2>&1 | head -n 1)
-                echo "  FAIL trace exact vs native: guest $n_guest, native $n_native instructions (rc $nrc); $first"
-                fail=1
-            fi
+            same_as_native "$out/exact" "trace exact" "ptvisor-ctl trace's window == ptt-exact stepped natively, entry to exit, @N@ instructions in order (the window stepped ${stepped:-?}: the other process and the kernel filtered out)" -e "$EXACT_ELF"
         fi
     fi
 fi
