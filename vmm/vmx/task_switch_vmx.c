@@ -32,11 +32,9 @@ enum copy { COPY_IN, COPY_OUT, PROBE_OUT }; /* PROBE_OUT: may COPY_OUT, copies n
 static bool gpa_copy(struct vcpu *v, uint64_t gpa, void *buf, unsigned len, enum copy how)
 {
     bool write = how != COPY_IN;
-    uint64_t end, hpa;
+    uint64_t hpa;
     unsigned perms = 0;
-    if (gpa - vmm_span.base < vmm_span.size || gpa + len - 1 - vmm_span.base < vmm_span.size)
-        return false;
-    if (ptv_mem_type_at(v->handoff, gpa, &end) != PTV_MEM_RAM || gpa + len > end)
+    if (vm_mem_type(v->handoff, gpa, len) != PTV_MEM_RAM)
         return false;
     vm_ept_lock(); /* another CPU may be narrowing EPT */
     bool ok = !ept_translate(v->ept, gpa, &hpa, &perms, NULL, NULL) && hpa == gpa &&

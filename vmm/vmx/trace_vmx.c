@@ -80,22 +80,12 @@ struct code_store {
 
 /* --- guest memory over EPT --- */
 
-/* what the handoff says [gpa, gpa + len) is, if one range holds it all */
-static uint32_t mem_type(const struct vcpu *v, uint64_t gpa, uint64_t len)
-{
-    uint64_t end;
-    if (gpa - vmm_span.base < vmm_span.size || gpa + len - 1 - vmm_span.base < vmm_span.size)
-        return PTV_MEM_VMM;
-    uint32_t type = ptv_mem_type_at(v->handoff, gpa, &end);
-    return gpa + len <= end ? type : PTV_MEM_MMIO;
-}
-
 /* the host address of guest-physical [gpa, gpa + len) inside one 4 KiB page, or 0 */
 static uint64_t guest_page(struct vcpu *v, uint64_t gpa, uint64_t len, bool write)
 {
     uint64_t hpa;
     unsigned level;
-    uint32_t type = mem_type(v, gpa, len);
+    uint32_t type = vm_mem_type(v->handoff, gpa, len);
     /* code may run from firmware-reserved memory; the VMM reads no device and
      * writes only guest RAM */
     if (type != PTV_MEM_RAM && (write || (type != PTV_MEM_RESERVED && type != PTV_MEM_ACPI)))
@@ -130,7 +120,7 @@ static bool read_gpa_step(void *ctx, uint64_t gpa, void *buf, unsigned len)
     if (!(t->ok_valid && t->ok_page == page && t->ok_gen == gen)) {
         if (!guest_page(v, gpa, len, false))
             return false;
-        t->ok_valid = mem_type(v, page, 0x1000) == PTV_MEM_RAM;
+        t->ok_valid = vm_mem_type(v->handoff, page, 0x1000) == PTV_MEM_RAM;
         t->ok_page = page;
         t->ok_gen = gen;
     }
@@ -143,7 +133,7 @@ static bool read_gpa_step(void *ctx, uint64_t gpa, void *buf, unsigned len)
 static const uint8_t *map_step(void *ctx, uint64_t gpa)
 {
     struct vcpu *v = ctx;
-    if (!guest_page(v, gpa, 0x1000, false) || mem_type(v, gpa, 0x1000) != PTV_MEM_RAM)
+    if (!guest_page(v, gpa, 0x1000, false) || vm_mem_type(v->handoff, gpa, 0x1000) != PTV_MEM_RAM)
         return NULL;
     return (const uint8_t *)(uintptr_t)gpa;
 }

@@ -8,6 +8,7 @@
 #include "vmx/vmx_cpu.h"
 #include "vmx/vcpu.h"
 #include "vmm.h"
+#include "handoff.h"
 #include "cpu.h"
 #include "log.h"
 #include "palloc.h"
@@ -153,4 +154,15 @@ int vmx_ept_sync(struct ept *e)
     }
     ept_flush_done(e);
     return 0;
+}
+
+/* what the handoff map says guest-physical [gpa, gpa + len) is, if one range holds it all
+ * (PTV_MEM_MMIO if not); the VMM's own span always reads PTV_MEM_VMM */
+uint32_t vm_mem_type(const struct ptv_handoff *h, uint64_t gpa, uint64_t len)
+{
+    uint64_t end;
+    if (gpa - vmm_span.base < vmm_span.size || gpa + len - 1 - vmm_span.base < vmm_span.size)
+        return PTV_MEM_VMM;
+    uint32_t type = ptv_mem_type_at(h, gpa, &end);
+    return gpa + len <= end ? type : PTV_MEM_MMIO;
 }

@@ -36,6 +36,10 @@ void vmx_invept_all(void);
 /* INVEPT if an EPT change since the last sync requires it (ept_flush_needed) */
 /* -1 when some CPU did not answer the shootdown: the narrowing is not in force there */
 int vmx_ept_sync(struct ept *e);
+struct ptv_handoff;
+/* the handoff map's type of guest-physical [gpa, gpa + len) if one range holds it all, else
+ * PTV_MEM_MMIO; the VMM's span is PTV_MEM_VMM (vm_ept.c) */
+uint32_t vm_mem_type(const struct ptv_handoff *h, uint64_t gpa, uint64_t len);
 /* read the PT capabilities and let the engine decide the mode (pt_probe.c) */
 void pt_probe(uint32_t requested);
 /* this vCPU's UART traps follow the multiplexer, which another vCPU may have
