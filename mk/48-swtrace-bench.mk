@@ -2,8 +2,9 @@
 # A real program is single-stepped with ptrace and its code put behind fake 4-level page
 # tables (tests/unit/test_swtrace_ptrace.c --bench); the recorded steps are replayed into
 # vmm/trace/swtrace.c five times each: without the cache, with it (the 64 instructions inside
-# struct swtrace, what the VMM has unless the shim gives it a table), and with a 32 KiB
-# table (1024 instructions, swtrace_cache_mem).  The figure: host instructions per traced
+# struct swtrace, what the VMM has unless the shim gives it a table), and as the VMM runs it:
+# a 32 KiB table (1024 instructions, swtrace_cache_mem) and the code page read in place
+# (gw_mem.map, the shim's map_step).  The figure: host instructions per traced
 # instruction (callgrind, inclusive, of replay_nocache / replay_cached / replay_cached_big),
 # the guest memory reads per step (each one an EPT translation in the VMM), wall-clock ns
 # per step and the hit rates.  Built -O2 without sanitizers, as the VMM is; SKIPs where
@@ -34,7 +35,7 @@ bench-swtrace: $(SWTRACE_BENCH)
 	    on=$$(awk '/^summary:/ {print $$2}' $$d/cg.replay_cached); \
 	    big=$$(awk '/^summary:/ {print $$2}' $$d/cg.replay_cached_big); \
 	    ir=$$(awk -v a="$$off" -v b="$$on" -v c="$$big" -v n="$$steps" 'BEGIN { \
-	        if (a > 0 && b > 0 && c > 0) printf "%.0f -> %.0f (1024-entry table: %.0f)" \
+	        if (a > 0 && b > 0 && c > 0) printf "%.0f -> %.0f (as in the VMM, 1024-entry table and mapped code page: %.0f)" \
 	        " host instructions/step (callgrind)", a / (5 * n), b / (5 * n), c / (5 * n); \
 	        else print "callgrind gave no count" }'); \
 	fi; \

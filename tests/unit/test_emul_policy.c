@@ -198,6 +198,36 @@ static void test_mtrr(void **state)
     assert_non_null(mtrr_write_check(0x210, 6, cap, 39)); /* pair 8 of 8 */
 }
 
+/* which #DB exits are the tracer's own steps, and which of those the exit loop may trace
+ * without the exit handler (vmx/trace_vmx.c, vmx/vmx_run.c) */
+static void test_db_step(void **state)
+{
+    const uint32_t db = INTR_INFO_VALID | INTR_TYPE_HARD_EXCEPTION | DB_VECTOR;
+    (void)state;
+    assert_true(db_qual_single_step(PENDING_DBG_BS));
+    assert_true(db_qual_single_step(PENDING_DBG_BS | (1u << 13))); /* BD too: still a step */
+    assert_false(db_qual_single_step(0));
+    for (unsigned b = 0; b < 4; b++) /* a breakpoint hit as well: the guest's #DB */
+        assert_false(db_qual_single_step(PENDING_DBG_BS | 1u << b));
+    assert_false(db_qual_single_step(1)); /* a breakpoint alone */
+
+    assert_true(db_exit_plain_step(db, PENDING_DBG_BS, 0));
+    assert_false(db_exit_plain_step(db, PENDING_DBG_BS | 2, 0));
+    assert_false(db_exit_plain_step(db, 0, 0));
+    /* an IRET that unblocked NMIs faulted: the handler re-blocks them */
+    assert_false(db_exit_plain_step(db | INTR_INFO_UNBLOCK_NMI, PENDING_DBG_BS, 0));
+    /* not a hardware #DB: an ICEBP (privileged software exception), #BP, an NMI, no info */
+    assert_false(db_exit_plain_step(INTR_INFO_VALID | INTR_TYPE_PRIV_SW_EXCEPTION | DB_VECTOR,
+                                    PENDING_DBG_BS, 0));
+    assert_false(
+        db_exit_plain_step(INTR_INFO_VALID | INTR_TYPE_HARD_EXCEPTION | 3, PENDING_DBG_BS, 0));
+    assert_false(db_exit_plain_step(INTR_INFO_VALID | INTR_TYPE_NMI_INTR | 2, PENDING_DBG_BS, 0));
+    assert_false(db_exit_plain_step(DB_VECTOR, PENDING_DBG_BS, 0));
+    /* during event delivery: the event must be delivered again */
+    assert_false(db_exit_plain_step(db, PENDING_DBG_BS, INTR_INFO_VALID | INTR_TYPE_EXT_INTR | 32));
+    assert_true(db_exit_plain_step(db, PENDING_DBG_BS, INTR_TYPE_EXT_INTR | 32)); /* not valid */
+}
+
 static void test_nmi(void **state)
 {
     (void)state;
@@ -214,10 +244,11 @@ static void test_nmi(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_retire), cmocka_unit_test(test_fault_class),
-        cmocka_unit_test(test_cr0),    cmocka_unit_test(test_cr4),
-        cmocka_unit_test(test_pdptes), cmocka_unit_test(test_apic_base),
-        cmocka_unit_test(test_mtrr),   cmocka_unit_test(test_nmi),
+        cmocka_unit_test(test_retire),  cmocka_unit_test(test_fault_class),
+        cmocka_unit_test(test_cr0),     cmocka_unit_test(test_cr4),
+        cmocka_unit_test(test_pdptes),  cmocka_unit_test(test_apic_base),
+        cmocka_unit_test(test_mtrr),    cmocka_unit_test(test_nmi),
+        cmocka_unit_test(test_db_step),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -64,6 +64,14 @@ static bool phys_read(void *ctx, uint64_t gpa, void *buf, unsigned len)
     return true;
 }
 static const struct gw_mem mem = {.read = phys_read};
+
+/* gw_mem.map as the VMM's shim gives it (vmx/trace_vmx.c map_step): the page in place */
+static const uint8_t *phys_map(void *ctx, uint64_t gpa)
+{
+    (void)ctx;
+    return gpa < nphys * PG ? phys + (gpa & ~(PG - 1)) : NULL;
+}
+static const struct gw_mem mem_mapped = {.read = phys_read, .map = phys_map};
 static const struct gw_paging paging = {
     .cr0 = 0x80000001, .cr3 = CR3, .cr4 = 0x20, .efer = 1 << 10};
 
@@ -200,11 +208,12 @@ static void replay(const struct run *r, bool nocache, bool big, struct replay *o
     o->ring.stopped = false;
     uint64_t reads0 = nreads;
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    const struct gw_mem *m = big ? &mem_mapped : &mem; /* big: the VMM's set-up */
     c.rip = r->rip[0];
-    swtrace_start(&o->t, &cfg, &o->ring, &mem, &c, 0);
+    swtrace_start(&o->t, &cfg, &o->ring, m, &c, 0);
     for (unsigned i = 1; i < r->n; i++) {
         c.rip = r->rip[i];
-        swtrace_observe(&o->t, &mem, &c, true);
+        swtrace_observe(&o->t, m, &c, true);
     }
     swtrace_stop(&o->t);
     clock_gettime(CLOCK_MONOTONIC, &t1);

@@ -19,6 +19,17 @@ void insn_retire(struct retire_state *s, unsigned len, bool code64)
     s->intr &= ~(GUEST_INTR_STATE_STI | GUEST_INTR_STATE_MOV_SS);
 }
 
+bool db_qual_single_step(uint64_t qual)
+{
+    return (qual & PENDING_DBG_BS) && !(qual & 0xf);
+}
+
+bool db_exit_plain_step(uint32_t intr_info, uint64_t qual, uint32_t idt_vec_info)
+{
+    return intr_info == (INTR_INFO_VALID | INTR_TYPE_HARD_EXCEPTION | DB_VECTOR) &&
+           db_qual_single_step(qual) && !(idt_vec_info & INTR_INFO_VALID);
+}
+
 bool exception_is_fault(unsigned vector)
 {
     /* SDM Vol. 3A table 6-1: #DE #BR #UD #NM #TS #NP #SS #GP #PF #MF #AC #XM #VE #CP.

@@ -51,8 +51,8 @@ struct trace_vcpu {
     struct {
         uint64_t page1, cr3;
     } noted[4];
-    unsigned noted_next;
-    struct code_store *code; /* the bytes of the first code pages the window ran */
+    unsigned noted_next, noted_hit; /* the next slot to fill, the slot the last step hit */
+    struct code_store *code;        /* the bytes of the first code pages the window ran */
     uint64_t windows;
     /* the code pages the window ran (the dump's snapshots) and the paging they ran under */
     struct codepages cp;
@@ -343,7 +343,7 @@ static void stepping_off(struct vcpu *v)
 
 bool trace_vmx_db_exit(struct vcpu *v, uint64_t qual)
 {
-    if (!v->trace_tf_used || !(qual & PENDING_DBG_BS) || (qual & 0xf))
+    if (!v->trace_tf_used || !db_qual_single_step(qual))
         return false; /* not a single step, or a hardware breakpoint too: the guest's */
     if (v->trace_stepping && trace_vmx_tf()) {
         v->trace_mtf_seen = true; /* one instruction ran: as an MTF exit */
@@ -458,15 +458,21 @@ static void note_code(struct vcpu *v, struct trace_vcpu *t, const struct swtrace
     t->paging = c->paging;
     bool one_page = (lin & (CP_PAGE - 1)) <= CP_PAGE - 16;
     uint64_t page1 = (lin & ~(CP_PAGE - 1)) + 1;
+    if (one_page && t->noted[t->noted_hit].page1 == page1 &&
+        t->noted[t->noted_hit].cr3 == c->ctx.cr3)
+        return; /* the page of the last step */
     if (one_page)
         for (unsigned i = 0; i < 4; i++)
-            if (t->noted[i].page1 == page1 && t->noted[i].cr3 == c->ctx.cr3)
+            if (t->noted[i].page1 == page1 && t->noted[i].cr3 == c->ctx.cr3) {
+                t->noted_hit = i;
                 return; /* a page of the last steps, in the set already */
+            }
     for (uint64_t va = lin; va <= lin + 15; va = (va | (CP_PAGE - 1)) + 1) {
         int in_set = cp_note(&t->cp, c->ctx.cr3, va);
         if (in_set >= 0 && one_page) {
             t->noted[t->noted_next].page1 = page1;
             t->noted[t->noted_next].cr3 = c->ctx.cr3;
+            t->noted_hit = t->noted_next;
             t->noted_next = (t->noted_next + 1) % 4;
         }
         if (in_set == 1) {
@@ -487,17 +493,30 @@ static void note_code(struct vcpu *v, struct trace_vcpu *t, const struct swtrace
     }
 }
 
-void trace_vmx_before_entry(struct vcpu *v)
+/* the window closed at its budget */
+static void budget_closed(struct vcpu *v, struct trace_vcpu *t)
 {
-    struct trace_vcpu *t = v->trace;
+    stepping_off(v);
+    if (!t->budget_logged && ++t->windows <= 8)
+        pr_info("trace", "window closed at its budget: %lu instructions, %lu bytes", t->sw.st.steps,
+                t->ring.head);
+    t->budget_logged = true;
+    if (t->boot_window) {
+        t->boot_window = false;
+        if (vmm_cfg->dump_on & PTV_DUMP_BOOT)
+            trace_dump_start(v, FRAME_REASON_BOOT);
+    }
+}
+
+/* what ran since the last look goes into the trace; the vCPU is then armed for the next step */
+static void step(struct vcpu *v, struct trace_vcpu *t, bool mtf)
+{
     struct gw_mem m = {.ctx = v,
                        .read = read_gpa_step,
                        .map = map_step,
                        .gen = __atomic_load_n(&vmm_sd.gen, __ATOMIC_ACQUIRE)};
     struct swtrace_cpu c;
-    bool mtf = v->trace_mtf_seen;
 
-    v->trace_mtf_seen = false;
     observe(&c);
     if (t->pending_start) {
         t->pending_start = false;
@@ -507,21 +526,39 @@ void trace_vmx_before_entry(struct vcpu *v)
         return;
     }
     if (!swtrace_observe(&t->sw, &m, &c, mtf)) {
-        stepping_off(v);
-        if (!t->budget_logged && ++t->windows <= 8)
-            pr_info("trace", "window closed at its budget: %lu instructions, %lu bytes",
-                    t->sw.st.steps, t->ring.head);
-        t->budget_logged = true;
-        if (t->boot_window) {
-            t->boot_window = false;
-            if (vmm_cfg->dump_on & PTV_DUMP_BOOT)
-                trace_dump_start(v, FRAME_REASON_BOOT);
-        }
+        budget_closed(v, t);
         return;
     }
     if (t->sw.pt.pkt_en) /* only pages the trace will need to be decoded */
         note_code(v, t, &c);
     tf_arm(v);
+}
+
+void trace_vmx_before_entry(struct vcpu *v)
+{
+    bool mtf = v->trace_mtf_seen;
+    v->trace_mtf_seen = false;
+    step(v, v->trace, mtf);
+}
+
+/*
+ * The single-step fast path (sw_trace = tf): vmx_run calls it at an exception exit while the
+ * tracer steps, before decoding the exit any further.  A single step of the tracer's own
+ * trap flag (trace_vmx_db_exit's test, no NMI-unblocking bit, no event being delivered:
+ * db_exit_plain_step) is traced here at once, as trace_vmx_before_entry would have traced it
+ * after the exit handler noted it -- that handler does nothing else with it -- and the exit
+ * needs nothing more: true.  false: nothing was changed, the exit goes the whole way.
+ */
+bool trace_vmx_step_exit(struct vcpu *v, uint32_t intr_info)
+{
+    struct trace_vcpu *t = v->trace;
+    if (!v->trace_stepping || !v->trace_tf_used || v->mtf_probe || v->trace_mtf_seen ||
+        t->pending_start || !trace_vmx_tf() ||
+        !db_exit_plain_step(intr_info, vmcs_readl(EXIT_QUALIFICATION),
+                            vmcs_read32(IDT_VECTORING_INFO_FIELD)))
+        return false;
+    step(v, t, true);
+    return true;
 }
 
 /* --- the two sources behind one ABI: system-mode PT where this vCPU has it, else software --- */

@@ -117,77 +117,91 @@ static void record_exit(struct vcpu *v, const struct vmexit *e)
  * Enter the guest and return at its next exit.  Returns 0 with *e filled,
  * or a VM-instruction error number (> 0) / -1 (VMfailInvalid) when the entry
  * itself failed; a failed *entry check* (exit reason bit 31) is a decoded exit.
+ * The software tracer's single steps (sw_trace = tf) do not return: they are traced
+ * at the exit and the guest entered again (trace_vmx_step_exit), counted in the exit
+ * statistics but kept out of the exit ring, which keeps the exits around them.
  */
 int vmx_run(struct vcpu *v, struct vmexit *e)
 {
-    if (v->inject.valid) {
-        vmcs_write32(VM_ENTRY_INTR_INFO_FIELD, v->inject.info);
-        if (v->inject.info & INTR_INFO_DELIVER_CODE)
-            vmcs_write32(VM_ENTRY_EXCEPTION_ERROR_CODE, v->inject.error);
-        vmcs_write32(VM_ENTRY_INSTRUCTION_LEN, v->inject.insn_len);
-        v->inject.valid = false;
+    bool stepped = false; /* the fast path traced the last exit's step already */
+    for (;;) {
+        if (v->inject.valid) {
+            vmcs_write32(VM_ENTRY_INTR_INFO_FIELD, v->inject.info);
+            if (v->inject.info & INTR_INFO_DELIVER_CODE)
+                vmcs_write32(VM_ENTRY_EXCEPTION_ERROR_CODE, v->inject.error);
+            vmcs_write32(VM_ENTRY_INSTRUCTION_LEN, v->inject.insn_len);
+            v->inject.valid = false;
+        }
+        struct percpu *pc = this_cpu();
+        if (smp_behind(pc)) /* an EPT shootdown this CPU has not answered yet: INVEPT first */
+            smp_catch_up();
+        if (console_traps != v->io_trap_mask) /* another vCPU changed the UART's traps */
+            io_traps_update(v);
+        if (v->smi_block_quirk) {
+            /* Bochs 2.7 keeps SMIs masked after a SIPI exit and saves "blocking by SMI"
+             * at every exit: the VMM never runs the guest in SMM, so the bit can only be
+             * the emulator's, and VM entry would refuse it (SDM Vol. 3C 27.3.1.5) */
+            uint32_t intr = vmcs_read32(GUEST_INTERRUPTIBILITY_INFO);
+            if (intr & GUEST_INTR_STATE_SMI)
+                vmcs_write32(GUEST_INTERRUPTIBILITY_INFO, intr & ~GUEST_INTR_STATE_SMI);
+        }
+        if (pc->root_nmi_pmu) { /* NMIs taken in root (desc.c); a plain read first: no locked
+                                 * exchange on every entry */
+            uint32_t root_nmi = __atomic_exchange_n(&pc->root_nmi_pmu, 0, __ATOMIC_RELAXED);
+            if (pmu_vmx_nmi(root_nmi & ROOT_NMI_VMM))
+                pc->nmi_owed = 1;
+        }
+        if (pc->nmi_owed)
+            deliver_owed_nmi(v);
+        if (v->trace_stepping && !stepped)
+            trace_vmx_before_entry(v); /* what the last step ran goes into the trace */
+        stepped = false;
+        if (v->dumping)
+            trace_dump_slice(v); /* a serial dump goes out in slices between guest runs */
+        if (v->pt.active)
+            pt_ctrl_before_entry(&v->pt);
+        int r = vmx_enter(&v->regs, v->launched);
+        if (r == 1)
+            return (int)vmx_insn_error();
+        if (r)
+            return -1;
+        v->launched = true;
+        if (v->pt.active) {
+            pt_ctrl_after_exit(&v->pt);
+            pt_vmx_log(v);
+        }
+        e->raw_reason = vmcs_read32(VM_EXIT_REASON);
+        e->reason = e->raw_reason & 0xffff;
+        e->intr_info = e->intr_error = e->idt_vec_info = e->idt_vec_error = 0;
+        if (e->reason == EXIT_REASON_EXCEPTION_NMI) {
+            e->intr_info = vmcs_read32(VM_EXIT_INTR_INFO);
+            if (v->trace_stepping && e->raw_reason == EXIT_REASON_EXCEPTION_NMI &&
+                trace_vmx_step_exit(v, e->intr_info)) {
+                v->exits_total++;
+                v->exits_by_reason[EXIT_REASON_EXCEPTION_NMI]++;
+                stepped = true;
+                continue;
+            }
+            if (e->intr_info & INTR_INFO_DELIVER_CODE)
+                e->intr_error = vmcs_read32(VM_EXIT_INTR_ERROR_CODE);
+        }
+        e->qual = vmcs_readl(EXIT_QUALIFICATION);
+        e->rip = vmcs_readl(GUEST_RIP);
+        e->insn_len = vmcs_read32(VM_EXIT_INSTRUCTION_LEN);
+        /* the rest only where it means something: every VMREAD costs on the hot path */
+        e->gpa = 0;
+        if (e->reason == EXIT_REASON_EPT_VIOLATION || e->reason == EXIT_REASON_EPT_MISCONFIG ||
+            e->reason == EXIT_REASON_EXCEPTION_NMI || e->reason == EXIT_REASON_TRIPLE_FAULT) {
+            /* exits that can interrupt event delivery (SDM Vol. 3C 28.2.4) */
+            e->idt_vec_info = vmcs_read32(IDT_VECTORING_INFO_FIELD);
+            if (e->idt_vec_info & INTR_INFO_DELIVER_CODE)
+                e->idt_vec_error = vmcs_read32(IDT_VECTORING_ERROR_CODE);
+        }
+        if (e->reason == EXIT_REASON_EPT_VIOLATION || e->reason == EXIT_REASON_EPT_MISCONFIG)
+            e->gpa = vmcs_read64(GUEST_PHYSICAL_ADDRESS);
+        record_exit(v, e);
+        return 0;
     }
-    struct percpu *pc = this_cpu();
-    if (smp_behind(pc)) /* an EPT shootdown this CPU has not answered yet: INVEPT first */
-        smp_catch_up();
-    if (console_traps != v->io_trap_mask) /* another vCPU changed the UART's traps */
-        io_traps_update(v);
-    if (v->smi_block_quirk) {
-        /* Bochs 2.7 keeps SMIs masked after a SIPI exit and saves "blocking by SMI"
-         * at every exit: the VMM never runs the guest in SMM, so the bit can only be
-         * the emulator's, and VM entry would refuse it (SDM Vol. 3C 27.3.1.5) */
-        uint32_t intr = vmcs_read32(GUEST_INTERRUPTIBILITY_INFO);
-        if (intr & GUEST_INTR_STATE_SMI)
-            vmcs_write32(GUEST_INTERRUPTIBILITY_INFO, intr & ~GUEST_INTR_STATE_SMI);
-    }
-    if (pc->root_nmi_pmu) { /* NMIs taken in root (desc.c); a plain read first: no locked
-                             * exchange on every entry */
-        uint32_t root_nmi = __atomic_exchange_n(&pc->root_nmi_pmu, 0, __ATOMIC_RELAXED);
-        if (pmu_vmx_nmi(root_nmi & ROOT_NMI_VMM))
-            pc->nmi_owed = 1;
-    }
-    if (pc->nmi_owed)
-        deliver_owed_nmi(v);
-    if (v->trace_stepping)
-        trace_vmx_before_entry(v); /* what the last step ran goes into the trace */
-    if (v->dumping)
-        trace_dump_slice(v); /* a serial dump goes out in slices between guest runs */
-    if (v->pt.active)
-        pt_ctrl_before_entry(&v->pt);
-    int r = vmx_enter(&v->regs, v->launched);
-    if (r == 1)
-        return (int)vmx_insn_error();
-    if (r)
-        return -1;
-    v->launched = true;
-    if (v->pt.active) {
-        pt_ctrl_after_exit(&v->pt);
-        pt_vmx_log(v);
-    }
-    e->raw_reason = vmcs_read32(VM_EXIT_REASON);
-    e->reason = e->raw_reason & 0xffff;
-    e->qual = vmcs_readl(EXIT_QUALIFICATION);
-    e->rip = vmcs_readl(GUEST_RIP);
-    e->insn_len = vmcs_read32(VM_EXIT_INSTRUCTION_LEN);
-    /* the rest only where it means something: every VMREAD costs on the hot path */
-    e->intr_info = e->intr_error = e->idt_vec_info = e->idt_vec_error = 0;
-    e->gpa = 0;
-    if (e->reason == EXIT_REASON_EXCEPTION_NMI) {
-        e->intr_info = vmcs_read32(VM_EXIT_INTR_INFO);
-        if (e->intr_info & INTR_INFO_DELIVER_CODE)
-            e->intr_error = vmcs_read32(VM_EXIT_INTR_ERROR_CODE);
-    }
-    if (e->reason == EXIT_REASON_EPT_VIOLATION || e->reason == EXIT_REASON_EPT_MISCONFIG ||
-        e->reason == EXIT_REASON_EXCEPTION_NMI || e->reason == EXIT_REASON_TRIPLE_FAULT) {
-        /* exits that can interrupt event delivery (SDM Vol. 3C 28.2.4) */
-        e->idt_vec_info = vmcs_read32(IDT_VECTORING_INFO_FIELD);
-        if (e->idt_vec_info & INTR_INFO_DELIVER_CODE)
-            e->idt_vec_error = vmcs_read32(IDT_VECTORING_ERROR_CODE);
-    }
-    if (e->reason == EXIT_REASON_EPT_VIOLATION || e->reason == EXIT_REASON_EPT_MISCONFIG)
-        e->gpa = vmcs_read64(GUEST_PHYSICAL_ADDRESS);
-    record_exit(v, e);
-    return 0;
 }
 
 /* after an exit that interrupted event delivery, deliver that event again
