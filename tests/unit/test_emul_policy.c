@@ -199,7 +199,7 @@ static void test_mtrr(void **state)
 }
 
 /* which #DB exits are the tracer's own steps, and which of those the exit loop may trace
- * without the exit handler (vmx/trace_vmx.c, vmx/vmx_run.c) */
+ * without the exit handler (vmx/trace_step.c, vmx/vmx_run.c) */
 static void test_db_step(void **state)
 {
     const uint32_t db = INTR_INFO_VALID | INTR_TYPE_HARD_EXCEPTION | DB_VECTOR;

@@ -100,7 +100,7 @@ bool mtrr_exists(uint32_t msr, uint64_t mtrrcap, unsigned *slot);
 /* msr in mtrr_is_msr(); mtrrcap = IA32_MTRRCAP as the guest sees it */
 const char *mtrr_write_check(uint32_t msr, uint64_t val, uint64_t mtrrcap, unsigned maxphyaddr);
 
-/* ---- the software tracer's trap-flag steps (vmx/trace_vmx.c) ---- */
+/* ---- the software tracer's trap-flag steps (vmx/trace_step.c) ---- */
 /* a #DB exit's qualification (DR6 format, SDM Vol. 3C 28.2.1 table 28-1) says a single step
  * alone: BS set, no B0-B3 (a breakpoint in the same exit is the guest's to see) */
 bool db_qual_single_step(uint64_t qual);

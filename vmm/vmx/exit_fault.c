@@ -223,7 +223,7 @@ enum exit_action handle_task_switch(struct vcpu *v, const struct vmexit *e)
  * next entry decides again */
 enum exit_action handle_mtf(struct vcpu *v, const struct vmexit *e)
 {
-    v->trace_mtf_seen = true; /* one instruction or event ran (trace_vmx.c) */
+    v->trace_mtf_seen = true; /* one instruction or event ran (trace_step.c) */
     return EXIT_RESUME;
 }
 

@@ -1,250 +1,31 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The software tracer in the VMM (issue 9): a thin shim.  It reads the vCPU state
- * the pure stepping logic needs from the VMCS, gives it guest memory through EPT,
- * keeps the monitor trap flag on while a window is open, and answers the trace
- * VMCALLs.  What ran and which packets that makes is decided in vmm/trace/
- * (swtrace.c, swpt.c, x86_class.c, gwalk.c), which the host tests run unchanged.
+ * The software tracer in the VMM (issue 9), its VMCALL side: TRACE_START/STOP/STATUS/READ
+ * on this vCPU's source (system-mode PT where the vCPU has it, else the software tracer),
+ * the ring and the code-page copies a window needs, trace_boot's window, and what a dump
+ * reads.  Stepping the vCPU and tracing each step is vmx/trace_step.c; what ran and which
+ * packets that makes is decided in vmm/trace/ (swtrace.c, swpt.c, x86_class.c, gwalk.c),
+ * which the host tests run unchanged.
  *
  * A window opens at the instruction after TRACE_START's VMCALL: the VMCALL's
  * handler only arms it (pending_start), and the first look before the next entry
  * starts it, with RIP already past the VMCALL.
  */
 #include "vmx/trace_vmx.h"
-#include "vmx/trace_dump.h"
-#include "trace/codepages.h"
-#include "trace/frame.h"
 #include "vmx/vcpu.h"
 #include "vmx/vmcs.h"
-#include "vmx/vmx_cpu.h"
 #include "vmx/vmx.h"
-#include "trace/swtrace.h"
+#include "pt/pt_sys.h"
+#include "handoff.h"
+#include "vmx/vmx_cpu.h"
 #include "trace/treq.h"
-#include "cpu.h"
 #include "log.h"
 #include "palloc.h"
 #include "vmm.h"
-#include "handoff.h"
 #include "lib/ptv_string.h"
 #include "vmx/pt_vmx.h"
-#include "smp/smp.h"
-#include "vmx/emul_policy.h"
-#include "pt/pt_sys.h"
 #include <ptv/vmcall.h>
-
-struct trace_vcpu {
-    struct swtrace sw;
-    struct swpt_ring ring;
-    struct swpt_cfg cfg;
-    uint64_t budget;
-    bool pending_start;
-    bool budget_logged;
-    bool nomem_said;
-    bool boot_window; /* this window is trace_boot's: dump_on = boot dumps it when it closes */
-    bool cache_sized; /* the decode cache got its larger table (or the pool had none) */
-    /* the last guest page read_gpa found readable (guest RAM, identity in EPT), valid while
-     * no EPT narrowing happened since (vmm_sd.gen: every narrowing is a shootdown) */
-    bool ok_valid;
-    uint64_t ok_page, ok_gen;
-    /* the last code pages note_code found in the window's set (linear page + 1, CR3; page 0:
-     * empty): the steps on them skip the set, which only grows while the window is open */
-    struct {
-        uint64_t page1, cr3;
-    } noted[4];
-    unsigned noted_next, noted_hit; /* the next slot to fill, the slot the last step hit */
-    struct code_store *code;        /* the bytes of the first code pages the window ran */
-    uint64_t windows;
-    /* the code pages the window ran (the dump's snapshots) and the paging they ran under */
-    struct codepages cp;
-    struct gw_paging paging;
-};
-
-/*
- * The bytes of the first CODE_COPIES code pages a window runs, copied when they first run:
- * a dump sends these (the bytes that ran) even after the process exited or the page changed;
- * the other pages are read at dump time and sent only if their CRC still matches.
- */
-#define CODE_COPIES 64
-struct code_store {
-    struct {
-        uint64_t cr3, va; /* cp_key()'s: CP_CR3_ANY for kernel pages */
-    } key[CODE_COPIES];
-    unsigned n;
-    uint8_t scratch[CP_PAGE] __attribute__((aligned(4096))); /* this vCPU's page reads */
-    uint8_t page[CODE_COPIES][CP_PAGE];
-};
-#define CODE_PAGES ((sizeof(struct code_store) + PAGE_SIZE - 1) / PAGE_SIZE)
-
-#define CP_SLOTS 1024 /* code pages a window remembers: 768 (codepages.h keeps it 3/4 full) */
-#define CP_PAGES ((CP_SLOTS * sizeof(struct cp_entry) + PAGE_SIZE - 1) / PAGE_SIZE)
-
-/* --- guest memory over EPT --- */
-
-/* the host address of guest-physical [gpa, gpa + len) inside one 4 KiB page, or 0 */
-static uint64_t guest_page(struct vcpu *v, uint64_t gpa, uint64_t len, bool write)
-{
-    uint64_t hpa;
-    unsigned level;
-    uint32_t type = vm_mem_type(v->handoff, gpa, len);
-    /* code may run from firmware-reserved memory; the VMM reads no device and
-     * writes only guest RAM */
-    if (type != PTV_MEM_RAM && (write || (type != PTV_MEM_RESERVED && type != PTV_MEM_ACPI)))
-        return 0;
-    vm_ept_lock();
-    int rc = ept_translate(v->ept, gpa, &hpa, NULL, NULL, &level);
-    vm_ept_unlock();
-    if (rc || hpa != gpa) /* guest memory is identity-mapped; the sink page is not */
-        return 0;
-    return hpa;
-}
-
-static bool read_gpa(void *ctx, uint64_t gpa, void *buf, unsigned len)
-{
-    uint64_t hpa = guest_page(ctx, gpa, len, false);
-    if (!hpa)
-        return false;
-    memcpy(buf, (const void *)(uintptr_t)hpa, len);
-    return true;
-}
-
-/* read_gpa for the stepping vCPU's own CPU (it owns t->ok_*): the tracer reads the code of
- * every step, so the memory map's search and the EPT walk run once per page, not once per
- * instruction */
-static bool read_gpa_step(void *ctx, uint64_t gpa, void *buf, unsigned len)
-{
-    struct vcpu *v = ctx;
-    struct trace_vcpu *t = v->trace;
-    uint64_t page = gpa & ~0xfffull, gen = __atomic_load_n(&vmm_sd.gen, __ATOMIC_ACQUIRE);
-    if ((gpa & 0xfff) + len > 0x1000)
-        return read_gpa(ctx, gpa, buf, len);
-    if (!(t->ok_valid && t->ok_page == page && t->ok_gen == gen)) {
-        if (!guest_page(v, gpa, len, false))
-            return false;
-        t->ok_valid = vm_mem_type(v->handoff, page, 0x1000) == PTV_MEM_RAM;
-        t->ok_page = page;
-        t->ok_gen = gen;
-    }
-    memcpy(buf, (const void *)(uintptr_t)gpa, len); /* guest RAM is identity-mapped */
-    return true;
-}
-
-/* gw_mem.map for the stepping vCPU: a guest RAM page read in place (identity-mapped), good
- * until vmm_sd.gen moves (every EPT narrowing is a shootdown: the caller's gw_mem.gen) */
-static const uint8_t *map_step(void *ctx, uint64_t gpa)
-{
-    struct vcpu *v = ctx;
-    if (!guest_page(v, gpa, 0x1000, false) || vm_mem_type(v->handoff, gpa, 0x1000) != PTV_MEM_RAM)
-        return NULL;
-    return (const uint8_t *)(uintptr_t)gpa;
-}
-
-/* --- the vCPU as the stepping logic sees it --- */
-
-static void observe(struct swtrace_cpu *c)
-{
-    uint32_t cs_ar = vmcs_read32(GUEST_CS_AR_BYTES);
-    bool lma = vmcs_read32(VM_ENTRY_CONTROLS) & VM_ENTRY_IA32E_MODE;
-    c->rip = vmcs_readl(GUEST_RIP);
-    c->rsp = vmcs_readl(GUEST_RSP);
-    c->cs_sel = vmcs_read16(GUEST_CS_SELECTOR);
-    /* 64-bit code ignores the CS base (linear IP = RIP, as swtrace's lin_of) */
-    c->cs_base = lma && (cs_ar & VMX_AR_L) ? 0 : vmcs_readl(GUEST_CS_BASE);
-    c->ctx.cpl = (vmcs_read32(GUEST_SS_AR_BYTES) >> 5) & 3;
-    c->ctx.cr3 = vmcs_readl(GUEST_CR3);
-    c->ctx.cs = lma && (cs_ar & VMX_AR_L) ? X86_CODE64
-                : (cs_ar & VMX_AR_DB)     ? X86_CODE32
-                                          : X86_CODE16;
-    c->paging = (struct gw_paging){
-        .cr0 = vmcs_readl(GUEST_CR0),
-        .cr3 = c->ctx.cr3,
-        .cr4 = vmcs_readl(GUEST_CR4),
-        .efer = lma ? 1ull << 10 : 0,
-    };
-    c->tsc = rdtsc();
-}
-
-/* sw_trace = auto: whether this CPU delivers MTF exits, measured at the BSP's first entries
- * (-1: not measured, 0: it does not, 1: it does) */
-static int mtf_delivered = -1;
-
-static bool have_mtf(void)
-{
-    return vmx_caps.proc >> 32 & CPU_BASED_MONITOR_TRAP_FLAG;
-}
-
-bool trace_vmx_available(const char **why)
-{
-    if (vmm_cfg->trace_sw == PTV_SW_TRACE_OFF) {
-        *why = "sw_trace = off in the configuration";
-        return false;
-    }
-    if (!trace_vmx_tf() && !have_mtf()) {
-        *why = "the CPU has no monitor trap flag (VMX procbased control bit 27)";
-        return false;
-    }
-    return true;
-}
-
-/*
- * The MTF probe (sw_trace = auto).  Some CPUs offer the monitor trap flag and never deliver
- * it (Bochs 2.7: cpu/todo "MTF is not implemented yet"); the tracer then steps with the trap
- * flag, as sw_trace = tf (what that costs the guest: include/ptv/config.h).  Measured, never
- * assumed: MTF is armed for the BSP's first entries; an MTF exit proves it works, an exit at
- * another RIP than the entry's (an instruction completed without an MTF exit) proves it does
- * not.  An exit at the entry's RIP (the first instruction exited itself) tries again.
- */
-#define PROBE_TRIES 64
-
-void trace_vmx_probe_start(struct vcpu *v)
-{
-    if (vmm_cfg->trace_sw != PTV_SW_TRACE_AUTO || !have_mtf()) {
-        if (vmm_cfg->trace_sw == PTV_SW_TRACE_AUTO) {
-            mtf_delivered = 0; /* no MTF at all: the trap flag is the only way */
-            pr_info("trace", "this CPU has no monitor trap flag: the software tracer steps with "
-                             "the trap flag (sw_trace = auto)");
-        }
-        return;
-    }
-    v->mtf_probe = true;
-    v->probe_rip = vmcs_readl(GUEST_RIP);
-    vcpu_mtf_update(v);
-}
-
-void trace_vmx_probe(struct vcpu *v, uint32_t reason, uint64_t exit_rip)
-{
-    if (reason == EXIT_REASON_MONITOR_TRAP_FLAG)
-        mtf_delivered = 1;
-    else if (exit_rip != v->probe_rip)
-        mtf_delivered = 0;
-    else if (++v->probe_tries < PROBE_TRIES) {
-        v->probe_rip = vmcs_readl(GUEST_RIP); /* where the next entry resumes */
-        return;
-    }
-    v->mtf_probe = false;
-    vcpu_mtf_update(v);
-    if (mtf_delivered == 0)
-        pr_info("trace",
-                "this CPU offers the monitor trap flag but delivered no MTF exit (%s at "
-                "%#lx): the software tracer steps with the trap flag (sw_trace = auto)",
-                vmx_exit_reason_name(reason), exit_rip);
-    if (v->boot_pending) { /* the loader handed off while the probe ran */
-        v->boot_pending = false;
-        trace_vmx_boot(v);
-    }
-}
-
-/* BOOT_HANDOFF: the loader starts the guest OS next; trace_boot = N opens its window here */
-int trace_vmx_handoff(struct vcpu *v)
-{
-    static bool done;
-    if (__atomic_exchange_n(&done, true, __ATOMIC_SEQ_CST))
-        return PTV_VMCALL_EBUSY;
-    if (v->mtf_probe)
-        v->boot_pending = true; /* opens when the probe has decided how to step */
-    else
-        trace_vmx_boot(v);
-    return 0;
-}
+#include "vmx/trace_vcpu.h"
 
 /* the tracer's state once per vCPU, the ring (contiguous pool pages) until it fits: a guest
  * that asks again after ENOMEM costs no further page and no further log line */
@@ -292,67 +73,6 @@ static int ring_alloc(struct vcpu *v)
     }
     t->ring = (struct swpt_ring){.buf = buf, .size = size};
     return 0;
-}
-
-/*
- * sw_trace = tf (include/ptv/config.h): the step is the trap flag's #DB, caught by the
- * exception bitmap (vcpu_mtf_update).  TF is set before every entry (POPF / IRET may have
- * cleared it), and the single-step bit a VM exit may leave in the pending debug exceptions
- * (an emulated instruction retired with TF = 1; Bochs 2.7 saves it at every exit) is dropped:
- * the tracer counts an emulated instruction itself, a second #DB before the next instruction
- * would read as a step that did not move.
- */
-bool trace_vmx_tf(void)
-{
-    return vmm_cfg->trace_sw == PTV_SW_TRACE_TF ||
-           (vmm_cfg->trace_sw == PTV_SW_TRACE_AUTO && mtf_delivered == 0);
-}
-
-#define DEBUGCTL_BTF (1ull << 1)
-
-static void tf_arm(struct vcpu *v)
-{
-    if (!trace_vmx_tf())
-        return;
-    /* with DEBUGCTL.BTF the trap flag single-steps on branches only (SDM Vol. 3B 18.4.3):
-     * off while the window steps, the guest's value back at its end (stepping_off) */
-    uint64_t dc = vmcs_read64(GUEST_IA32_DEBUGCTL);
-    if (dc & DEBUGCTL_BTF) {
-        v->trace_btf = true;
-        vmcs_write64(GUEST_IA32_DEBUGCTL, dc & ~DEBUGCTL_BTF);
-    }
-    uint64_t fl = vmcs_readl(GUEST_RFLAGS);
-    if (!(fl & RFLAGS_TF))
-        vmcs_writel(GUEST_RFLAGS, fl | RFLAGS_TF);
-    uint64_t dbg = vmcs_readl(GUEST_PENDING_DBG_EXCEPTIONS);
-    if (dbg & PENDING_DBG_BS)
-        vmcs_writel(GUEST_PENDING_DBG_EXCEPTIONS, dbg & ~PENDING_DBG_BS);
-}
-
-static void stepping_off(struct vcpu *v)
-{
-    v->trace_stepping = false;
-    if (trace_vmx_tf())
-        vmcs_writel(GUEST_RFLAGS, vmcs_readl(GUEST_RFLAGS) & ~RFLAGS_TF);
-    if (v->trace_btf) {
-        v->trace_btf = false;
-        vmcs_write64(GUEST_IA32_DEBUGCTL, vmcs_read64(GUEST_IA32_DEBUGCTL) | DEBUGCTL_BTF);
-    }
-    vcpu_mtf_update(v);
-}
-
-bool trace_vmx_db_exit(struct vcpu *v, uint64_t qual)
-{
-    if (!v->trace_tf_used || !db_qual_single_step(qual))
-        return false; /* not a single step, or a hardware breakpoint too: the guest's */
-    if (v->trace_stepping && trace_vmx_tf()) {
-        v->trace_mtf_seen = true; /* one instruction ran: as an MTF exit */
-        return true;
-    }
-    /* TF from a frame pushed inside a past window came back (IRET, POPF): the guest never
-     * set it; clear it and go on */
-    vmcs_writel(GUEST_RFLAGS, vmcs_readl(GUEST_RFLAGS) & ~RFLAGS_TF);
-    return true;
 }
 
 static int sw_start(struct vcpu *v, const struct trace_req *rq, uint64_t budget)
@@ -412,7 +132,7 @@ static int sw_stop(struct vcpu *v)
     if (t->sw.on)
         swtrace_stop(&t->sw);
     t->pending_start = false;
-    stepping_off(v);
+    trace_stepping_off(v);
     /* the first windows are named; a guest that opens thousands goes quiet */
     if (++t->windows <= 8)
         pr_info("trace", "window closed: %lu instructions, %lu bytes, %lu events, %lu gaps",
@@ -448,117 +168,6 @@ static void sw_copy(const struct trace_vcpu *t, uint64_t off, uint8_t *buf, uint
         memcpy(buf + done, t->ring.buf + pos, n);
         done += n;
     }
-}
-
-/* the page of the instruction about to run (and the next one, for an instruction that may
- * cross into it) joins the window's code pages, with the CRC of its bytes now */
-static void note_code(struct vcpu *v, struct trace_vcpu *t, const struct swtrace_cpu *c)
-{
-    uint64_t lin = c->cs_base + c->rip;
-    t->paging = c->paging;
-    bool one_page = (lin & (CP_PAGE - 1)) <= CP_PAGE - 16;
-    uint64_t page1 = (lin & ~(CP_PAGE - 1)) + 1;
-    if (one_page && t->noted[t->noted_hit].page1 == page1 &&
-        t->noted[t->noted_hit].cr3 == c->ctx.cr3)
-        return; /* the page of the last step */
-    if (one_page)
-        for (unsigned i = 0; i < 4; i++)
-            if (t->noted[i].page1 == page1 && t->noted[i].cr3 == c->ctx.cr3) {
-                t->noted_hit = i;
-                return; /* a page of the last steps, in the set already */
-            }
-    for (uint64_t va = lin; va <= lin + 15; va = (va | (CP_PAGE - 1)) + 1) {
-        int in_set = cp_note(&t->cp, c->ctx.cr3, va);
-        if (in_set >= 0 && one_page) {
-            t->noted[t->noted_next].page1 = page1;
-            t->noted[t->noted_next].cr3 = c->ctx.cr3;
-            t->noted_hit = t->noted_next;
-            t->noted_next = (t->noted_next + 1) % 4;
-        }
-        if (in_set == 1) {
-            struct code_store *cs = t->code;
-            uint8_t *page = cs->n < CODE_COPIES ? cs->page[cs->n] : cs->scratch;
-            uint64_t kcr3, kva;
-            cp_key(c->ctx.cr3, va, &kcr3, &kva);
-            if (!trace_vmx_code_read(v, c->ctx.cr3, kva, page, CP_PAGE))
-                continue;
-            cp_set_crc(&t->cp, c->ctx.cr3, va, frame_crc32(0, page, CP_PAGE));
-            if (page != cs->scratch) { /* published after its bytes: a dump on another CPU
-                                        * reads only whole copies */
-                cs->key[cs->n].cr3 = kcr3;
-                cs->key[cs->n].va = kva;
-                __atomic_store_n(&cs->n, cs->n + 1, __ATOMIC_RELEASE);
-            }
-        }
-    }
-}
-
-/* the window closed at its budget */
-static void budget_closed(struct vcpu *v, struct trace_vcpu *t)
-{
-    stepping_off(v);
-    if (!t->budget_logged && ++t->windows <= 8)
-        pr_info("trace", "window closed at its budget: %lu instructions, %lu bytes", t->sw.st.steps,
-                t->ring.head);
-    t->budget_logged = true;
-    if (t->boot_window) {
-        t->boot_window = false;
-        if (vmm_cfg->dump_on & PTV_DUMP_BOOT)
-            trace_dump_start(v, FRAME_REASON_BOOT);
-    }
-}
-
-/* what ran since the last look goes into the trace; the vCPU is then armed for the next step */
-static void step(struct vcpu *v, struct trace_vcpu *t, bool mtf)
-{
-    struct gw_mem m = {.ctx = v,
-                       .read = read_gpa_step,
-                       .map = map_step,
-                       .gen = __atomic_load_n(&vmm_sd.gen, __ATOMIC_ACQUIRE)};
-    struct swtrace_cpu c;
-
-    observe(&c);
-    if (t->pending_start) {
-        t->pending_start = false;
-        swtrace_start(&t->sw, &t->cfg, &t->ring, &m, &c, t->budget);
-        note_code(v, t, &c); /* the page the window opens on, traced or not */
-        tf_arm(v);
-        return;
-    }
-    if (!swtrace_observe(&t->sw, &m, &c, mtf)) {
-        budget_closed(v, t);
-        return;
-    }
-    if (t->sw.pt.pkt_en) /* only pages the trace will need to be decoded */
-        note_code(v, t, &c);
-    tf_arm(v);
-}
-
-void trace_vmx_before_entry(struct vcpu *v)
-{
-    bool mtf = v->trace_mtf_seen;
-    v->trace_mtf_seen = false;
-    step(v, v->trace, mtf);
-}
-
-/*
- * The single-step fast path (sw_trace = tf): vmx_run calls it at an exception exit while the
- * tracer steps, before decoding the exit any further.  A single step of the tracer's own
- * trap flag (trace_vmx_db_exit's test, no NMI-unblocking bit, no event being delivered:
- * db_exit_plain_step) is traced here at once, as trace_vmx_before_entry would have traced it
- * after the exit handler noted it -- that handler does nothing else with it -- and the exit
- * needs nothing more: true.  false: nothing was changed, the exit goes the whole way.
- */
-bool trace_vmx_step_exit(struct vcpu *v, uint32_t intr_info)
-{
-    struct trace_vcpu *t = v->trace;
-    if (!v->trace_stepping || !v->trace_tf_used || v->mtf_probe || v->trace_mtf_seen ||
-        t->pending_start || !trace_vmx_tf() ||
-        !db_exit_plain_step(intr_info, vmcs_readl(EXIT_QUALIFICATION),
-                            vmcs_read32(IDT_VECTORING_INFO_FIELD)))
-        return false;
-    step(v, t, true);
-    return true;
 }
 
 /* --- the two sources behind one ABI: system-mode PT where this vCPU has it, else software --- */
@@ -670,14 +279,14 @@ int trace_vmx_read(struct vcpu *v, uint64_t gpa, uint64_t len, uint64_t off, uin
         len = st.written - off;
     /* validate the whole destination before writing a byte of it */
     for (uint64_t p = gpa & ~0xfffull; p < gpa + len; p += PAGE_SIZE)
-        if (!guest_page(v, p, PAGE_SIZE, true))
+        if (!trace_guest_page(v, p, PAGE_SIZE, true))
             return PTV_VMCALL_EINVAL;
     for (uint64_t done = 0; done < len;) {
         uint64_t n = len - done, in_page = PAGE_SIZE - ((gpa + done) & 0xfff);
         if (n > in_page)
             n = in_page;
-        if (trace_vmx_bytes(v, off + done, (void *)(uintptr_t)guest_page(v, gpa + done, n, true),
-                            n) != n)
+        if (trace_vmx_bytes(v, off + done,
+                            (void *)(uintptr_t)trace_guest_page(v, gpa + done, n, true), n) != n)
             return PTV_VMCALL_EINVAL; /* cannot happen: the range was checked above */
         done += n;
     }
@@ -754,7 +363,7 @@ bool trace_vmx_window(struct vcpu *v, struct trace_window *w)
 bool trace_vmx_code_read(struct vcpu *v, uint64_t cr3, uint64_t va, void *buf, unsigned len)
 {
     const struct trace_vcpu *t = v->trace;
-    struct gw_mem m = {.ctx = v, .read = read_gpa};
+    struct gw_mem m = {.ctx = v, .read = trace_read_gpa};
     unsigned got;
     uint64_t kcr3, kva;
     if (!t)

@@ -86,13 +86,13 @@ struct vcpu {
     unsigned io_trap_mask; /* UART offsets trapped now (bit i = base + i) */
     struct pending_event inject;
     bool nmi_stepping;        /* MTF armed to deliver an NMI owed from root (vmx_run.c) */
-    bool trace_stepping;      /* MTF armed by the software tracer (trace_vmx.c) */
+    bool trace_stepping;      /* MTF armed by the software tracer (trace_step.c) */
     bool trace_mtf_seen;      /* an MTF exit came since the tracer's last look */
     bool trace_tf_used;       /* sw_trace = tf stepping ran: #DB intercepted from then on */
     bool trace_btf;           /* the guest's DEBUGCTL.BTF, held off while the trap flag steps */
     struct trace_vcpu *trace; /* this vCPU's trace ring and tracer (NULL until used) */
     bool dumping;             /* a paced serial dump runs on this CPU (trace_dump.c) */
-    bool mtf_probe;           /* MTF armed to learn whether this CPU delivers it (trace_vmx.c) */
+    bool mtf_probe;           /* MTF armed to learn whether this CPU delivers it (trace_step.c) */
     bool boot_pending;        /* the loader handed off during the probe: trace_boot opens after */
     unsigned probe_tries;
     uint64_t probe_rip;

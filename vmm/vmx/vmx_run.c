@@ -68,7 +68,7 @@ bool vcpu_code64(void)
  */
 void vcpu_mtf_update(struct vcpu *v)
 {
-    /* sw_trace = tf steps with #DB exits instead (trace_vmx.c) */
+    /* sw_trace = tf steps with #DB exits instead (trace_step.c) */
     bool on = v->nmi_stepping || (v->trace_stepping && !trace_vmx_tf()) || v->mtf_probe;
     uint32_t proc = vmcs_read32(CPU_BASED_VM_EXEC_CONTROL);
     uint32_t want = on ? proc | CPU_BASED_MONITOR_TRAP_FLAG : proc & ~CPU_BASED_MONITOR_TRAP_FLAG;
@@ -81,7 +81,7 @@ static void set_mtf(struct vcpu *v, bool on)
     if (v->nmi_stepping == on)
         return;
     v->nmi_stepping = on;
-    vcpu_mtf_update(v); /* the software tracer may keep it on (trace_vmx.c) */
+    vcpu_mtf_update(v); /* the software tracer may keep it on (trace_step.c) */
 }
 
 static void deliver_owed_nmi(struct vcpu *v)

@@ -1,0 +1,363 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The software tracer in the VMM, its stepping side: a thin shim.  It learns how this CPU
+ * steps (the MTF probe), keeps the monitor trap flag or the trap flag on while a window is
+ * open, reads the vCPU state the pure stepping logic needs from the VMCS, gives it guest
+ * memory through EPT, and traces each step -- before the next entry, or at the single-step
+ * #DB exit itself (the fast path).  What ran and which packets that makes is decided in
+ * vmm/trace/swtrace.c; the VMCALLs that open and close windows are vmx/trace_vmx.c.
+ */
+#include "vmx/trace_vmx.h"
+#include "vmx/trace_dump.h"
+#include "vmx/vcpu.h"
+#include "vmx/vmcs.h"
+#include "vmx/vmx.h"
+#include "vmx/emul_policy.h"
+#include "trace/frame.h"
+#include "cpu.h"
+#include "vmx/vmx_cpu.h"
+#include "log.h"
+#include "vmm.h"
+#include "lib/ptv_string.h"
+#include "smp/smp.h"
+#include <ptv/vmcall.h>
+#include "vmx/trace_vcpu.h"
+
+/* --- guest memory over EPT (also what the VMCALL side reads and writes) --- */
+
+/* the host address of guest-physical [gpa, gpa + len) inside one 4 KiB page, or 0 */
+uint64_t trace_guest_page(struct vcpu *v, uint64_t gpa, uint64_t len, bool write)
+{
+    uint64_t hpa;
+    unsigned level;
+    uint32_t type = vm_mem_type(v->handoff, gpa, len);
+    /* code may run from firmware-reserved memory; the VMM reads no device and
+     * writes only guest RAM */
+    if (type != PTV_MEM_RAM && (write || (type != PTV_MEM_RESERVED && type != PTV_MEM_ACPI)))
+        return 0;
+    vm_ept_lock();
+    int rc = ept_translate(v->ept, gpa, &hpa, NULL, NULL, &level);
+    vm_ept_unlock();
+    if (rc || hpa != gpa) /* guest memory is identity-mapped; the sink page is not */
+        return 0;
+    return hpa;
+}
+
+bool trace_read_gpa(void *ctx, uint64_t gpa, void *buf, unsigned len)
+{
+    uint64_t hpa = trace_guest_page(ctx, gpa, len, false);
+    if (!hpa)
+        return false;
+    memcpy(buf, (const void *)(uintptr_t)hpa, len);
+    return true;
+}
+
+/* trace_read_gpa for the stepping vCPU's own CPU (it owns t->ok_*): the tracer reads the code of
+ * every step, so the memory map's search and the EPT walk run once per page, not once per
+ * instruction */
+static bool read_gpa_step(void *ctx, uint64_t gpa, void *buf, unsigned len)
+{
+    struct vcpu *v = ctx;
+    struct trace_vcpu *t = v->trace;
+    uint64_t page = gpa & ~0xfffull, gen = __atomic_load_n(&vmm_sd.gen, __ATOMIC_ACQUIRE);
+    if ((gpa & 0xfff) + len > 0x1000)
+        return trace_read_gpa(ctx, gpa, buf, len);
+    if (!(t->ok_valid && t->ok_page == page && t->ok_gen == gen)) {
+        if (!trace_guest_page(v, gpa, len, false))
+            return false;
+        t->ok_valid = vm_mem_type(v->handoff, page, 0x1000) == PTV_MEM_RAM;
+        t->ok_page = page;
+        t->ok_gen = gen;
+    }
+    memcpy(buf, (const void *)(uintptr_t)gpa, len); /* guest RAM is identity-mapped */
+    return true;
+}
+
+/* gw_mem.map for the stepping vCPU: a guest RAM page read in place (identity-mapped), good
+ * until vmm_sd.gen moves (every EPT narrowing is a shootdown: the caller's gw_mem.gen) */
+static const uint8_t *map_step(void *ctx, uint64_t gpa)
+{
+    struct vcpu *v = ctx;
+    if (!trace_guest_page(v, gpa, 0x1000, false) ||
+        vm_mem_type(v->handoff, gpa, 0x1000) != PTV_MEM_RAM)
+        return NULL;
+    return (const uint8_t *)(uintptr_t)gpa;
+}
+
+/* --- the vCPU as the stepping logic sees it --- */
+
+static void observe(struct swtrace_cpu *c)
+{
+    uint32_t cs_ar = vmcs_read32(GUEST_CS_AR_BYTES);
+    bool lma = vmcs_read32(VM_ENTRY_CONTROLS) & VM_ENTRY_IA32E_MODE;
+    c->rip = vmcs_readl(GUEST_RIP);
+    c->rsp = vmcs_readl(GUEST_RSP);
+    c->cs_sel = vmcs_read16(GUEST_CS_SELECTOR);
+    /* 64-bit code ignores the CS base (linear IP = RIP, as swtrace's lin_of) */
+    c->cs_base = lma && (cs_ar & VMX_AR_L) ? 0 : vmcs_readl(GUEST_CS_BASE);
+    c->ctx.cpl = (vmcs_read32(GUEST_SS_AR_BYTES) >> 5) & 3;
+    c->ctx.cr3 = vmcs_readl(GUEST_CR3);
+    c->ctx.cs = lma && (cs_ar & VMX_AR_L) ? X86_CODE64
+                : (cs_ar & VMX_AR_DB)     ? X86_CODE32
+                                          : X86_CODE16;
+    c->paging = (struct gw_paging){
+        .cr0 = vmcs_readl(GUEST_CR0),
+        .cr3 = c->ctx.cr3,
+        .cr4 = vmcs_readl(GUEST_CR4),
+        .efer = lma ? 1ull << 10 : 0,
+    };
+    c->tsc = rdtsc();
+}
+
+/* sw_trace = auto: whether this CPU delivers MTF exits, measured at the BSP's first entries
+ * (-1: not measured, 0: it does not, 1: it does) */
+static int mtf_delivered = -1;
+
+static bool have_mtf(void)
+{
+    return vmx_caps.proc >> 32 & CPU_BASED_MONITOR_TRAP_FLAG;
+}
+
+bool trace_vmx_available(const char **why)
+{
+    if (vmm_cfg->trace_sw == PTV_SW_TRACE_OFF) {
+        *why = "sw_trace = off in the configuration";
+        return false;
+    }
+    if (!trace_vmx_tf() && !have_mtf()) {
+        *why = "the CPU has no monitor trap flag (VMX procbased control bit 27)";
+        return false;
+    }
+    return true;
+}
+
+/*
+ * The MTF probe (sw_trace = auto).  Some CPUs offer the monitor trap flag and never deliver
+ * it (Bochs 2.7: cpu/todo "MTF is not implemented yet"); the tracer then steps with the trap
+ * flag, as sw_trace = tf (what that costs the guest: include/ptv/config.h).  Measured, never
+ * assumed: MTF is armed for the BSP's first entries; an MTF exit proves it works, an exit at
+ * another RIP than the entry's (an instruction completed without an MTF exit) proves it does
+ * not.  An exit at the entry's RIP (the first instruction exited itself) tries again.
+ */
+#define PROBE_TRIES 64
+
+void trace_vmx_probe_start(struct vcpu *v)
+{
+    if (vmm_cfg->trace_sw != PTV_SW_TRACE_AUTO || !have_mtf()) {
+        if (vmm_cfg->trace_sw == PTV_SW_TRACE_AUTO) {
+            mtf_delivered = 0; /* no MTF at all: the trap flag is the only way */
+            pr_info("trace", "this CPU has no monitor trap flag: the software tracer steps with "
+                             "the trap flag (sw_trace = auto)");
+        }
+        return;
+    }
+    v->mtf_probe = true;
+    v->probe_rip = vmcs_readl(GUEST_RIP);
+    vcpu_mtf_update(v);
+}
+
+void trace_vmx_probe(struct vcpu *v, uint32_t reason, uint64_t exit_rip)
+{
+    if (reason == EXIT_REASON_MONITOR_TRAP_FLAG)
+        mtf_delivered = 1;
+    else if (exit_rip != v->probe_rip)
+        mtf_delivered = 0;
+    else if (++v->probe_tries < PROBE_TRIES) {
+        v->probe_rip = vmcs_readl(GUEST_RIP); /* where the next entry resumes */
+        return;
+    }
+    v->mtf_probe = false;
+    vcpu_mtf_update(v);
+    if (mtf_delivered == 0)
+        pr_info("trace",
+                "this CPU offers the monitor trap flag but delivered no MTF exit (%s at "
+                "%#lx): the software tracer steps with the trap flag (sw_trace = auto)",
+                vmx_exit_reason_name(reason), exit_rip);
+    if (v->boot_pending) { /* the loader handed off while the probe ran */
+        v->boot_pending = false;
+        trace_vmx_boot(v);
+    }
+}
+
+/* BOOT_HANDOFF: the loader starts the guest OS next; trace_boot = N opens its window here */
+int trace_vmx_handoff(struct vcpu *v)
+{
+    static bool done;
+    if (__atomic_exchange_n(&done, true, __ATOMIC_SEQ_CST))
+        return PTV_VMCALL_EBUSY;
+    if (v->mtf_probe)
+        v->boot_pending = true; /* opens when the probe has decided how to step */
+    else
+        trace_vmx_boot(v);
+    return 0;
+}
+
+/*
+ * sw_trace = tf (include/ptv/config.h): the step is the trap flag's #DB, caught by the
+ * exception bitmap (vcpu_mtf_update).  TF is set before every entry (POPF / IRET may have
+ * cleared it), and the single-step bit a VM exit may leave in the pending debug exceptions
+ * (an emulated instruction retired with TF = 1; Bochs 2.7 saves it at every exit) is dropped:
+ * the tracer counts an emulated instruction itself, a second #DB before the next instruction
+ * would read as a step that did not move.
+ */
+bool trace_vmx_tf(void)
+{
+    return vmm_cfg->trace_sw == PTV_SW_TRACE_TF ||
+           (vmm_cfg->trace_sw == PTV_SW_TRACE_AUTO && mtf_delivered == 0);
+}
+
+static void tf_arm(struct vcpu *v)
+{
+    if (!trace_vmx_tf())
+        return;
+    /* with DEBUGCTL.BTF the trap flag single-steps on branches only (SDM Vol. 3B 18.4.3):
+     * off while the window steps, the guest's value back at its end (trace_stepping_off) */
+    uint64_t dc = vmcs_read64(GUEST_IA32_DEBUGCTL);
+    if (dc & DEBUGCTL_BTF) {
+        v->trace_btf = true;
+        vmcs_write64(GUEST_IA32_DEBUGCTL, dc & ~DEBUGCTL_BTF);
+    }
+    uint64_t fl = vmcs_readl(GUEST_RFLAGS);
+    if (!(fl & RFLAGS_TF))
+        vmcs_writel(GUEST_RFLAGS, fl | RFLAGS_TF);
+    uint64_t dbg = vmcs_readl(GUEST_PENDING_DBG_EXCEPTIONS);
+    if (dbg & PENDING_DBG_BS)
+        vmcs_writel(GUEST_PENDING_DBG_EXCEPTIONS, dbg & ~PENDING_DBG_BS);
+}
+
+void trace_stepping_off(struct vcpu *v)
+{
+    v->trace_stepping = false;
+    if (trace_vmx_tf())
+        vmcs_writel(GUEST_RFLAGS, vmcs_readl(GUEST_RFLAGS) & ~RFLAGS_TF);
+    if (v->trace_btf) {
+        v->trace_btf = false;
+        vmcs_write64(GUEST_IA32_DEBUGCTL, vmcs_read64(GUEST_IA32_DEBUGCTL) | DEBUGCTL_BTF);
+    }
+    vcpu_mtf_update(v);
+}
+
+bool trace_vmx_db_exit(struct vcpu *v, uint64_t qual)
+{
+    if (!v->trace_tf_used || !db_qual_single_step(qual))
+        return false; /* not a single step, or a hardware breakpoint too: the guest's */
+    if (v->trace_stepping && trace_vmx_tf()) {
+        v->trace_mtf_seen = true; /* one instruction ran: as an MTF exit */
+        return true;
+    }
+    /* TF from a frame pushed inside a past window came back (IRET, POPF): the guest never
+     * set it; clear it and go on */
+    vmcs_writel(GUEST_RFLAGS, vmcs_readl(GUEST_RFLAGS) & ~RFLAGS_TF);
+    return true;
+}
+
+/* the page of the instruction about to run (and the next one, for an instruction that may
+ * cross into it) joins the window's code pages, with the CRC of its bytes now */
+static void note_code(struct vcpu *v, struct trace_vcpu *t, const struct swtrace_cpu *c)
+{
+    uint64_t lin = c->cs_base + c->rip;
+    t->paging = c->paging;
+    bool one_page = (lin & (CP_PAGE - 1)) <= CP_PAGE - 16;
+    uint64_t page1 = (lin & ~(CP_PAGE - 1)) + 1;
+    if (one_page && t->noted[t->noted_hit].page1 == page1 &&
+        t->noted[t->noted_hit].cr3 == c->ctx.cr3)
+        return; /* the page of the last step */
+    if (one_page)
+        for (unsigned i = 0; i < 4; i++)
+            if (t->noted[i].page1 == page1 && t->noted[i].cr3 == c->ctx.cr3) {
+                t->noted_hit = i;
+                return; /* a page of the last steps, in the set already */
+            }
+    for (uint64_t va = lin; va <= lin + 15; va = (va | (CP_PAGE - 1)) + 1) {
+        int in_set = cp_note(&t->cp, c->ctx.cr3, va);
+        if (in_set >= 0 && one_page) {
+            t->noted[t->noted_next].page1 = page1;
+            t->noted[t->noted_next].cr3 = c->ctx.cr3;
+            t->noted_hit = t->noted_next;
+            t->noted_next = (t->noted_next + 1) % 4;
+        }
+        if (in_set == 1) {
+            struct code_store *cs = t->code;
+            uint8_t *page = cs->n < CODE_COPIES ? cs->page[cs->n] : cs->scratch;
+            uint64_t kcr3, kva;
+            cp_key(c->ctx.cr3, va, &kcr3, &kva);
+            if (!trace_vmx_code_read(v, c->ctx.cr3, kva, page, CP_PAGE))
+                continue;
+            cp_set_crc(&t->cp, c->ctx.cr3, va, frame_crc32(0, page, CP_PAGE));
+            if (page != cs->scratch) { /* published after its bytes: a dump on another CPU
+                                        * reads only whole copies */
+                cs->key[cs->n].cr3 = kcr3;
+                cs->key[cs->n].va = kva;
+                __atomic_store_n(&cs->n, cs->n + 1, __ATOMIC_RELEASE);
+            }
+        }
+    }
+}
+
+/* the window closed at its budget */
+static void budget_closed(struct vcpu *v, struct trace_vcpu *t)
+{
+    trace_stepping_off(v);
+    if (!t->budget_logged && ++t->windows <= 8)
+        pr_info("trace", "window closed at its budget: %lu instructions, %lu bytes", t->sw.st.steps,
+                t->ring.head);
+    t->budget_logged = true;
+    if (t->boot_window) {
+        t->boot_window = false;
+        if (vmm_cfg->dump_on & PTV_DUMP_BOOT)
+            trace_dump_start(v, FRAME_REASON_BOOT);
+    }
+}
+
+/* what ran since the last look goes into the trace; the vCPU is then armed for the next step */
+static void step(struct vcpu *v, struct trace_vcpu *t, bool mtf)
+{
+    struct gw_mem m = {.ctx = v,
+                       .read = read_gpa_step,
+                       .map = map_step,
+                       .gen = __atomic_load_n(&vmm_sd.gen, __ATOMIC_ACQUIRE)};
+    struct swtrace_cpu c;
+
+    observe(&c);
+    if (t->pending_start) {
+        t->pending_start = false;
+        swtrace_start(&t->sw, &t->cfg, &t->ring, &m, &c, t->budget);
+        note_code(v, t, &c); /* the page the window opens on, traced or not */
+        tf_arm(v);
+        return;
+    }
+    if (!swtrace_observe(&t->sw, &m, &c, mtf)) {
+        budget_closed(v, t);
+        return;
+    }
+    if (t->sw.pt.pkt_en) /* only pages the trace will need to be decoded */
+        note_code(v, t, &c);
+    tf_arm(v);
+}
+
+void trace_vmx_before_entry(struct vcpu *v)
+{
+    bool mtf = v->trace_mtf_seen;
+    v->trace_mtf_seen = false;
+    step(v, v->trace, mtf);
+}
+
+/*
+ * The single-step fast path (sw_trace = tf): vmx_run calls it at an exception exit while the
+ * tracer steps, before decoding the exit any further.  A single step of the tracer's own
+ * trap flag (trace_vmx_db_exit's test, no NMI-unblocking bit, no event being delivered:
+ * db_exit_plain_step) is traced here at once, as trace_vmx_before_entry would have traced it
+ * after the exit handler noted it -- that handler does nothing else with it -- and the exit
+ * needs nothing more: true.  false: nothing was changed, the exit goes the whole way.
+ */
+bool trace_vmx_step_exit(struct vcpu *v, uint32_t intr_info)
+{
+    struct trace_vcpu *t = v->trace;
+    if (!v->trace_stepping || !v->trace_tf_used || v->mtf_probe || v->trace_mtf_seen ||
+        t->pending_start || !trace_vmx_tf() ||
+        !db_exit_plain_step(intr_info, vmcs_readl(EXIT_QUALIFICATION),
+                            vmcs_read32(IDT_VECTORING_INFO_FIELD)))
+        return false;
+    step(v, t, true);
+    return true;
+}
