@@ -228,6 +228,48 @@ static void test_db_step(void **state)
     assert_true(db_exit_plain_step(db, PENDING_DBG_BS, INTR_TYPE_EXT_INTR | 32)); /* not valid */
 }
 
+/* trap-flag stepping always enters with a state VM entry accepts (SDM Vol. 3C 27.3.1.5; the
+ * STI case is XSA-308's failure), and drops the pending step only where that is allowed */
+static void test_tf_step(void **state)
+{
+    (void)state;
+    /* the rule itself */
+    assert_true(dbg_entry_consistent(RFLAGS_TF, 0, PENDING_DBG_BS, GUEST_INTR_STATE_STI, 0));
+    assert_false(dbg_entry_consistent(RFLAGS_TF, 0, 0, GUEST_INTR_STATE_STI, 0));
+    assert_false(dbg_entry_consistent(RFLAGS_TF, 0, 0, GUEST_INTR_STATE_MOV_SS, 0));
+    assert_false(dbg_entry_consistent(RFLAGS_TF, 0, 0, 0, GUEST_ACTIVITY_HLT));
+    assert_false(dbg_entry_consistent(0, 0, PENDING_DBG_BS, GUEST_INTR_STATE_MOV_SS, 0));
+    assert_false(dbg_entry_consistent(RFLAGS_TF, DEBUGCTL_BTF, PENDING_DBG_BS, 1, 0));
+    assert_true(dbg_entry_consistent(RFLAGS_TF, DEBUGCTL_BTF, 0, GUEST_INTR_STATE_STI, 0));
+    assert_true(dbg_entry_consistent(RFLAGS_TF, 0, 0, 0, 0)); /* no blocking: anything goes */
+    assert_true(dbg_entry_consistent(0, 0, PENDING_DBG_BS, 0, 0));
+
+    const uint32_t intrs[] = {0, GUEST_INTR_STATE_STI, GUEST_INTR_STATE_MOV_SS,
+                              GUEST_INTR_STATE_NMI, GUEST_INTR_STATE_STI | GUEST_INTR_STATE_NMI};
+    for (unsigned i = 0; i < sizeof(intrs) / sizeof(intrs[0]); i++)
+        for (uint32_t act = 0; act < 2; act++)
+            for (unsigned k = 0; k < 4; k++) {
+                struct tf_step_state in = {.rflags = 2 | (k & 1 ? RFLAGS_TF : 0),
+                                           .pending_dbg = k & 2 ? PENDING_DBG_BS : 0,
+                                           .intr = intrs[i],
+                                           .activity = act};
+                struct tf_step_state s = in;
+                tf_step_arm(&s);
+                assert_true(s.rflags & RFLAGS_TF);
+                assert_true(dbg_entry_consistent(s.rflags, 0, s.pending_dbg, s.intr, s.activity));
+                assert_false(s.intr & GUEST_INTR_STATE_STI); /* the step's #DB ended it */
+                assert_int_equal(s.intr & ~GUEST_INTR_STATE_STI, in.intr & ~GUEST_INTR_STATE_STI);
+                /* the pending step is dropped unless entry needs it */
+                bool needed = (in.intr & GUEST_INTR_STATE_MOV_SS) || act == GUEST_ACTIVITY_HLT;
+                assert_int_equal(!!(s.pending_dbg & PENDING_DBG_BS), needed);
+                s = in;
+                tf_step_disarm(&s);
+                assert_false(s.rflags & RFLAGS_TF);
+                assert_int_equal(s.intr, in.intr);
+                assert_true(dbg_entry_consistent(s.rflags, 0, s.pending_dbg, s.intr, s.activity));
+            }
+}
+
 static void test_nmi(void **state)
 {
     (void)state;
@@ -248,7 +290,7 @@ int main(void)
         cmocka_unit_test(test_cr0),     cmocka_unit_test(test_cr4),
         cmocka_unit_test(test_pdptes),  cmocka_unit_test(test_apic_base),
         cmocka_unit_test(test_mtrr),    cmocka_unit_test(test_nmi),
-        cmocka_unit_test(test_db_step),
+        cmocka_unit_test(test_db_step), cmocka_unit_test(test_tf_step),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -109,6 +109,49 @@ bool db_qual_single_step(uint64_t qual);
  * delivered (IDT-vectoring info invalid: nothing to deliver again) */
 bool db_exit_plain_step(uint32_t intr_info, uint64_t qual, uint32_t idt_vec_info);
 
+/*
+ * VM entry's rule for the single-step trap (SDM Vol. 3C 27.3.1.5, pending debug exceptions):
+ * with blocking by STI or MOV SS, or activity state HLT, BS must be 1 when RFLAGS.TF = 1 and
+ * DEBUGCTL.BTF = 0 (and 0 when TF = 0 or BTF = 1).  true: the state passes.
+ */
+bool dbg_entry_consistent(uint64_t rflags, uint64_t debugctl, uint64_t pending_dbg, uint32_t intr,
+                          uint32_t activity);
+
+/*
+ * The state a trap-flag step enters with (sw_trace = tf; the caller has cleared DEBUGCTL.BTF):
+ * TF set, and the single-step trap an exit left pending dropped -- the tracer counts that step
+ * itself (an emulated instruction; a #DB exit it took).  Where VM entry needs the trap pending
+ * (dbg_entry_consistent), it is kept for MOV SS blocking and HLT: the CPU delivers it after the
+ * next instruction, or when the halt ends, as it would without the VMM.  Blocking by STI is
+ * ended instead: it can only be left by the step's #DB (STI ran with TF = 1), which the tracer
+ * took -- a #DB delivered to the guest ends the shadow too -- and a pending trap would be
+ * delivered at once, before any instruction, step after step (XSA-308 is this entry failure).
+ */
+struct tf_step_state {
+    uint64_t rflags, pending_dbg;
+    uint32_t intr, activity;
+};
+/* inline: it runs at every step */
+static inline void tf_step_arm(struct tf_step_state *s)
+{
+    s->rflags |= RFLAGS_TF;
+    s->intr &= ~GUEST_INTR_STATE_STI;
+    if (s->intr & GUEST_INTR_STATE_MOV_SS || s->activity == GUEST_ACTIVITY_HLT)
+        s->pending_dbg |= PENDING_DBG_BS;
+    else
+        s->pending_dbg &= ~PENDING_DBG_BS;
+}
+
+/* stepping ends (or a TF the guest never set is cleared): TF off, and where VM entry then
+ * forbids a pending single-step trap (dbg_entry_consistent), none is left */
+static inline void tf_step_disarm(struct tf_step_state *s)
+{
+    s->rflags &= ~RFLAGS_TF;
+    if (s->intr & (GUEST_INTR_STATE_STI | GUEST_INTR_STATE_MOV_SS) ||
+        s->activity == GUEST_ACTIVITY_HLT)
+        s->pending_dbg &= ~PENDING_DBG_BS;
+}
+
 /* ---- an NMI that hit VMX root, owed to the guest ---- */
 enum nmi_action {
     NMI_NONE,   /* nothing pending */

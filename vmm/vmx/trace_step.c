@@ -198,12 +198,37 @@ int trace_vmx_handoff(struct vcpu *v)
  * cleared it), and the single-step bit a VM exit may leave in the pending debug exceptions
  * (an emulated instruction retired with TF = 1; Bochs 2.7 saves it at every exit) is dropped:
  * the tracer counts an emulated instruction itself, a second #DB before the next instruction
- * would read as a step that did not move.
+ * would read as a step that did not move -- except where VM entry needs it (MOV SS blocking,
+ * HLT), and an STI shadow the step's #DB ended is ended (tf_step_arm: SDM Vol. 3C 27.3.1.5).
  */
 bool trace_vmx_tf(void)
 {
     return vmm_cfg->trace_sw == PTV_SW_TRACE_TF ||
            (vmm_cfg->trace_sw == PTV_SW_TRACE_AUTO && mtf_delivered == 0);
+}
+
+/* TF on for the next step, or off, with the pending single-step trap and the interruptibility
+ * state as VM entry needs them (emul_policy.c tf_step_arm / tf_step_disarm); writes only what
+ * changed */
+static void tf_write(struct vcpu *v, bool on)
+{
+    struct tf_step_state s = {
+        .rflags = vmcs_readl(GUEST_RFLAGS),
+        .pending_dbg = vmcs_readl(GUEST_PENDING_DBG_EXCEPTIONS),
+        .intr = vmcs_read32(GUEST_INTERRUPTIBILITY_INFO),
+        .activity = vmcs_read32(GUEST_ACTIVITY_STATE),
+    };
+    struct tf_step_state was = s;
+    if (on)
+        tf_step_arm(&s);
+    else
+        tf_step_disarm(&s);
+    if (s.rflags != was.rflags)
+        vmcs_writel(GUEST_RFLAGS, s.rflags);
+    if (s.pending_dbg != was.pending_dbg)
+        vmcs_writel(GUEST_PENDING_DBG_EXCEPTIONS, s.pending_dbg);
+    if (s.intr != was.intr)
+        vmcs_write32(GUEST_INTERRUPTIBILITY_INFO, s.intr);
 }
 
 static void tf_arm(struct vcpu *v)
@@ -217,19 +242,14 @@ static void tf_arm(struct vcpu *v)
         v->trace_btf = true;
         vmcs_write64(GUEST_IA32_DEBUGCTL, dc & ~DEBUGCTL_BTF);
     }
-    uint64_t fl = vmcs_readl(GUEST_RFLAGS);
-    if (!(fl & RFLAGS_TF))
-        vmcs_writel(GUEST_RFLAGS, fl | RFLAGS_TF);
-    uint64_t dbg = vmcs_readl(GUEST_PENDING_DBG_EXCEPTIONS);
-    if (dbg & PENDING_DBG_BS)
-        vmcs_writel(GUEST_PENDING_DBG_EXCEPTIONS, dbg & ~PENDING_DBG_BS);
+    tf_write(v, true);
 }
 
 void trace_stepping_off(struct vcpu *v)
 {
     v->trace_stepping = false;
     if (trace_vmx_tf())
-        vmcs_writel(GUEST_RFLAGS, vmcs_readl(GUEST_RFLAGS) & ~RFLAGS_TF);
+        tf_write(v, false);
     if (v->trace_btf) {
         v->trace_btf = false;
         vmcs_write64(GUEST_IA32_DEBUGCTL, vmcs_read64(GUEST_IA32_DEBUGCTL) | DEBUGCTL_BTF);
@@ -247,7 +267,7 @@ bool trace_vmx_db_exit(struct vcpu *v, uint64_t qual)
     }
     /* TF from a frame pushed inside a past window came back (IRET, POPF): the guest never
      * set it; clear it and go on */
-    vmcs_writel(GUEST_RFLAGS, vmcs_readl(GUEST_RFLAGS) & ~RFLAGS_TF);
+    tf_write(v, false);
     return true;
 }
 
