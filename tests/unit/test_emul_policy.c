@@ -228,6 +228,20 @@ static void test_db_step(void **state)
     assert_true(db_exit_plain_step(db, PENDING_DBG_BS, INTR_TYPE_EXT_INTR | 32)); /* not valid */
 }
 
+/* the oracle, written from the SDM apart from the code under test: VM entry's rule for the
+ * single-step trap (Vol. 3C 27.3.1.5, pending debug exceptions) -- with blocking by STI or
+ * MOV SS, or activity state HLT, BS must be 1 when RFLAGS.TF = 1 and DEBUGCTL.BTF = 0, and 0
+ * when TF = 0 or BTF = 1.  true: the state passes. */
+static bool dbg_entry_consistent(uint64_t rflags, uint64_t debugctl, uint64_t pending_dbg,
+                                 uint32_t intr, uint32_t activity)
+{
+    if (!(intr & (GUEST_INTR_STATE_STI | GUEST_INTR_STATE_MOV_SS)) &&
+        activity != GUEST_ACTIVITY_HLT)
+        return true;
+    bool step = (rflags & RFLAGS_TF) && !(debugctl & DEBUGCTL_BTF);
+    return !!(pending_dbg & PENDING_DBG_BS) == step;
+}
+
 /* trap-flag stepping always enters with a state VM entry accepts (SDM Vol. 3C 27.3.1.5; the
  * STI case is XSA-308's failure), and drops the pending step only where that is allowed */
 static void test_tf_step(void **state)

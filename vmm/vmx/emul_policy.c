@@ -30,16 +30,6 @@ bool db_exit_plain_step(uint32_t intr_info, uint64_t qual, uint32_t idt_vec_info
            db_qual_single_step(qual) && !(idt_vec_info & INTR_INFO_VALID);
 }
 
-bool dbg_entry_consistent(uint64_t rflags, uint64_t debugctl, uint64_t pending_dbg, uint32_t intr,
-                          uint32_t activity)
-{
-    if (!(intr & (GUEST_INTR_STATE_STI | GUEST_INTR_STATE_MOV_SS)) &&
-        activity != GUEST_ACTIVITY_HLT)
-        return true;
-    bool step = (rflags & RFLAGS_TF) && !(debugctl & DEBUGCTL_BTF);
-    return !!(pending_dbg & PENDING_DBG_BS) == step;
-}
-
 bool exception_is_fault(unsigned vector)
 {
     /* SDM Vol. 3A table 6-1: #DE #BR #UD #NM #TS #NP #SS #GP #PF #MF #AC #XM #VE #CP.

@@ -110,18 +110,11 @@ bool db_qual_single_step(uint64_t qual);
 bool db_exit_plain_step(uint32_t intr_info, uint64_t qual, uint32_t idt_vec_info);
 
 /*
- * VM entry's rule for the single-step trap (SDM Vol. 3C 27.3.1.5, pending debug exceptions):
- * with blocking by STI or MOV SS, or activity state HLT, BS must be 1 when RFLAGS.TF = 1 and
- * DEBUGCTL.BTF = 0 (and 0 when TF = 0 or BTF = 1).  true: the state passes.
- */
-bool dbg_entry_consistent(uint64_t rflags, uint64_t debugctl, uint64_t pending_dbg, uint32_t intr,
-                          uint32_t activity);
-
-/*
  * The state a trap-flag step enters with (sw_trace = tf; the caller has cleared DEBUGCTL.BTF):
  * TF set, and the single-step trap an exit left pending dropped -- the tracer counts that step
  * itself (an emulated instruction; a #DB exit it took).  Where VM entry needs the trap pending
- * (dbg_entry_consistent), it is kept for MOV SS blocking and HLT: the CPU delivers it after the
+ * (SDM Vol. 3C 27.3.1.5: with blocking by STI or MOV SS, or HLT, BS = 1 exactly when TF = 1
+ * and BTF = 0), it is kept for MOV SS blocking and HLT: the CPU delivers it after the
  * next instruction, or when the halt ends, as it would without the VMM.  Blocking by STI is
  * ended instead: it can only be left by the step's #DB (STI ran with TF = 1), which the tracer
  * took -- a #DB delivered to the guest ends the shadow too -- and a pending trap would be
@@ -143,7 +136,7 @@ static inline void tf_step_arm(struct tf_step_state *s)
 }
 
 /* stepping ends (or a TF the guest never set is cleared): TF off, and where VM entry then
- * forbids a pending single-step trap (dbg_entry_consistent), none is left */
+ * forbids a pending single-step trap (27.3.1.5, above), none is left */
 static inline void tf_step_disarm(struct tf_step_state *s)
 {
     s->rflags &= ~RFLAGS_TF;

@@ -364,17 +364,17 @@ void trace_vmx_before_entry(struct vcpu *v)
 
 /*
  * The single-step fast path (sw_trace = tf): vmx_run calls it at an exception exit while the
- * tracer steps, before decoding the exit any further.  A single step of the tracer's own
- * trap flag (trace_vmx_db_exit's test, no NMI-unblocking bit, no event being delivered:
- * db_exit_plain_step) is traced here at once, as trace_vmx_before_entry would have traced it
- * after the exit handler noted it -- that handler does nothing else with it -- and the exit
- * needs nothing more: true.  false: nothing was changed, the exit goes the whole way.
+ * tracer steps (the caller checks v->trace_stepping), before decoding the exit any further.  A
+ * single step of the tracer's own trap flag (trace_vmx_db_exit's test, no NMI-unblocking bit, no
+ * event being delivered: db_exit_plain_step) is traced here at once, as trace_vmx_before_entry
+ * would have traced it after the exit handler noted it -- that handler does nothing else with it --
+ * and the exit needs nothing more: true.  false: nothing was changed, the exit goes the whole way.
  */
 bool trace_vmx_step_exit(struct vcpu *v, uint32_t intr_info)
 {
     struct trace_vcpu *t = v->trace;
-    if (!v->trace_stepping || !v->trace_tf_used || v->mtf_probe || v->trace_mtf_seen ||
-        t->pending_start || !trace_vmx_tf() ||
+    if (!v->trace_tf_used || v->mtf_probe || v->trace_mtf_seen || t->pending_start ||
+        !trace_vmx_tf() ||
         !db_exit_plain_step(intr_info, vmcs_readl(EXIT_QUALIFICATION),
                             vmcs_read32(IDT_VECTORING_INFO_FIELD)))
         return false;

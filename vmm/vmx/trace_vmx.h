@@ -72,8 +72,8 @@ bool trace_vmx_code_read(struct vcpu *v, uint64_t cr3, uint64_t va, void *buf, u
 /* right before each VM entry while the tracer steps this vCPU (vmx_run.c) */
 void trace_vmx_before_entry(struct vcpu *v);
 
-/* sw_trace = tf: the tracer's single-step #DB exit traced at once (vmx_run's fast path);
- * false: not one, nothing changed */
+/* sw_trace = tf: the tracer's single-step #DB exit traced at once (vmx_run's fast path; only
+ * while v->trace_stepping); false: not one, nothing changed */
 bool trace_vmx_step_exit(struct vcpu *v, uint32_t intr_info);
 
 #endif
