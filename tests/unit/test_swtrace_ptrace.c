@@ -94,6 +94,31 @@ static void phys_reset(void)
 }
 
 /* map the user page at va (copied from the tracee) if it is not yet */
+/* the last-level page table entry of va, tables made as needed */
+static uint64_t *pte_of(uint64_t va)
+{
+    uint64_t table = CR3, *e;
+    for (int shift = 39; shift >= 21; shift -= 9) {
+        e = (uint64_t *)(phys + table + 8 * ((va >> shift) & 511));
+        if (!(*e & 1))
+            *e = page_new() | 7;
+        table = *e & ~0xfffull;
+    }
+    return (uint64_t *)(phys + table + 8 * ((va >> 12) & 511));
+}
+
+/* the 8 bytes at stack address va are val (the stack page made as needed) */
+static bool stack_put(uint64_t va, uint64_t val)
+{
+    if ((va & (PG - 1)) > PG - 8)
+        return false;
+    uint64_t *e = pte_of(va);
+    if (!(*e & 1))
+        *e = page_new() | 7;
+    memcpy(phys + (*e & ~0xfffull) + (va & (PG - 1)), &val, 8);
+    return true;
+}
+
 static bool map_code(uint64_t va, int memfd)
 {
     uint64_t table = CR3, *e;
@@ -120,14 +145,20 @@ static bool map_code(uint64_t va, int memfd)
 struct run {
     const char *name;
     uint64_t *rip;
+    /* per step, for block stepping's prediction: RFLAGS, RSP and the 8 bytes at RSP */
+    uint64_t *fl, *sp, *top;
     unsigned n;
 };
 
-static uint64_t get_rip(pid_t pid)
+static uint64_t get_regs(pid_t pid, uint64_t *fl, uint64_t *sp, uint64_t *top)
 {
     struct user_regs_struct r;
     if (ptrace(PTRACE_GETREGS, pid, NULL, &r) != 0)
         fail_msg("PTRACE_GETREGS: %s", strerror(errno));
+    *fl = r.eflags;
+    *sp = r.rsp;
+    errno = 0;
+    *top = (uint64_t)ptrace(PTRACE_PEEKDATA, pid, (void *)r.rsp, NULL);
     return r.rip;
 }
 
@@ -158,11 +189,14 @@ static void record(struct run *r, char *const argv[], unsigned max)
     phys_reset();
     r->name = argv[0];
     r->rip = malloc(max * sizeof(uint64_t));
-    assert_non_null(r->rip);
+    r->fl = malloc(max * sizeof(uint64_t));
+    r->sp = malloc(max * sizeof(uint64_t));
+    r->top = malloc(max * sizeof(uint64_t));
+    assert_true(r->rip && r->fl && r->sp && r->top);
     r->n = 0;
     int sig = 0;
     while (r->n < max) {
-        uint64_t rip = get_rip(pid);
+        uint64_t rip = get_regs(pid, &r->fl[r->n], &r->sp[r->n], &r->top[r->n]);
         r->rip[r->n++] = rip;
         if (!map_code(rip, memfd))
             fail_msg("%s: code at %#lx unreadable", argv[0], (unsigned long)rip);
@@ -238,6 +272,103 @@ void replay_cached_big(const struct run *r, struct replay *o)
     replay(r, false, true, o);
 }
 
+/*
+ * The run as the VMM's block stepping traces it (swtrace.h): from each state a block is
+ * planned and the recorded run followed through it, as the vCPU runs it unstepped; at its end
+ * (the breakpoint) the next block is predicted from the recorded RFLAGS and return address,
+ * and the recording must go there (the prediction against the real CPU); one block in `every`
+ * (0: none) is cut short by an exit at a random instruction in it (an interrupt), after which one
+ * instruction is stepped, as the shim does.  Returns the VM exits the VMM would take.
+ */
+struct block_stats {
+    uint64_t exits, blocks, leads, cut, steps;
+};
+
+static void replay_blocks(const struct run *r, unsigned every, struct replay *o,
+                          struct block_stats *bs)
+{
+    struct swpt_cfg cfg = {.filter = {.user = true, .kernel = true}, .psb_period = 1u << 14};
+    struct swtrace_cpu c = {.cs_sel = 0x33,
+                            .rsp = 0x10, /* as replay(): no event frames */
+                            .ctx = {.cr3 = CR3, .cpl = 3, .cs = X86_CODE64},
+                            .paging = paging};
+    struct swtrace_block b;
+    uint64_t seed = 0x9e3779b97f4a7c15ull;
+    bool out = false, cool = false;
+    unsigned i = 0;
+
+    memset(&o->t, 0, sizeof(o->t));
+    memset(bs, 0, sizeof(*bs));
+    swtrace_cache_mem(&o->t, big_table, sizeof(big_table));
+    o->ring.head = o->ring.dropped = 0;
+    o->ring.stopped = false;
+    c.rip = r->rip[0];
+    swtrace_start(&o->t, &cfg, &o->ring, &mem_mapped, &c, 0);
+    while (i + 1 < r->n) {
+        c.rip = r->rip[i];
+        if (!out) {
+            if (cool || !swtrace_block_plan(&o->t, &mem_mapped, &c, &b)) {
+                cool = false; /* a trap-flag step */
+                bs->exits++;
+                bs->steps++;
+                c.rip = r->rip[++i];
+                swtrace_observe(&o->t, &mem_mapped, &c, true);
+                continue;
+            }
+            out = true;
+        }
+        /* the vCPU runs the block: where each of its instructions is in the recording */
+        unsigned at[SWTRACE_BLOCK_MAX + 2], npos = 0, j = i;
+        if (b.lead) {
+            if (r->rip[i] != b.lead_ip)
+                fail_msg("%s: block led by %#lx, vCPU at %#lx", r->name, (unsigned long)b.lead_ip,
+                         (unsigned long)r->rip[i]);
+            at[npos++] = j++;
+            if (j < r->n && r->rip[j] != b.ip)
+                fail_msg("%s: branch at %#lx predicted to %#lx, the CPU went to %#lx", r->name,
+                         (unsigned long)b.lead_ip, (unsigned long)b.ip, (unsigned long)r->rip[j]);
+        }
+        uint64_t ip = b.ip;
+        for (unsigned k = 0; k <= b.n && j < r->n; k++) {
+            if (r->rip[j] != ip)
+                fail_msg("%s: block at %#lx: instruction %u ran at %#lx, not %#lx", r->name,
+                         (unsigned long)b.ip, k, (unsigned long)r->rip[j], (unsigned long)ip);
+            at[npos++] = j;
+            if (k == b.n)
+                break;
+            while (j + 1 < r->n && r->rip[j + 1] == ip)
+                j++; /* the iterations of a REP string instruction */
+            ip += b.len[k];
+            j++;
+        }
+        bs->exits++;
+        seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+        /* the recording ends before the block does: cut there */
+        bool cut =
+            (every && seed % every == 0) || npos != b.lead + b.n + 1u || at[npos - 1] + 1 >= r->n;
+        unsigned stop = cut ? at[(seed >> 32) % npos] : at[npos - 1];
+        c.rip = r->rip[stop];
+        int s = swtrace_block_settle(&o->t, &mem_mapped, &c, &b);
+        assert_int_equal(s, SWTRACE_SETTLED);
+        bs->blocks++;
+        bs->leads += b.lead;
+        i = stop;
+        if (cut || stop != at[npos - 1]) {
+            bs->cut++;
+            out = false;
+            cool = true; /* the shim steps once after an exit in a block */
+            continue;
+        }
+        /* the breakpoint: the next block, predicted from the state there */
+        struct swtrace_cpu at_bp = c;
+        struct swtrace_regs regs = {.rflags = r->fl[i]};
+        at_bp.rsp = r->sp[i];
+        out = stack_put(r->sp[i], r->top[i]) &&
+              swtrace_block_next(&o->t, &mem_mapped, &at_bp, &regs, &b);
+    }
+    swtrace_stop(&o->t);
+}
+
 static void replay_init(struct replay *o)
 {
     memset(o, 0, sizeof(*o));
@@ -304,6 +435,32 @@ static void check_program(char *const argv[])
     assert_int_equal(on.t.st.lost, 0);
     assert_int_equal(on.t.st.unreadable, 0);
 
+    /* block stepping, with and without exits cut into blocks, gives the very same packets */
+    static const unsigned cuts[] = {4, 0}; /* 1 block in 4 cut short; none */
+    for (unsigned ci = 0; ci < 2; ci++) {
+        unsigned every = cuts[ci];
+        struct replay blk;
+        struct block_stats bs;
+        replay_init(&blk);
+        replay_blocks(&r, every, &blk, &bs);
+        if (blk.ring.head != off.ring.head || memcmp(blk.ring.buf, off.ring.buf, off.ring.head))
+            fail_msg(
+                "%s: block stepping (1 block in %u cut short, 0: none) wrote other packets (%lu "
+                "bytes, stepping %lu)",
+                argv[0], every, (unsigned long)blk.ring.head, (unsigned long)off.ring.head);
+        assert_int_equal(blk.t.st.steps, off.t.st.steps);
+        assert_int_equal(blk.t.st.lost, 0);
+        assert_int_equal(blk.t.st.events, off.t.st.events);
+        print_message(
+            "%-22s block stepping, 1 block in %u cut (0: none): %lu exits for %lu instructions "
+            "(%.3f per instruction): %lu blocks (%lu led by a predicted branch, %lu cut "
+            "short), %lu single steps\n",
+            argv[0], every, (unsigned long)bs.exits, (unsigned long)off.t.st.steps,
+            (double)bs.exits / (double)off.t.st.steps, (unsigned long)bs.blocks,
+            (unsigned long)bs.leads, (unsigned long)bs.cut, (unsigned long)bs.steps);
+        free(blk.ring.buf);
+    }
+
     /* the instructions that ran: every step but the repeats of a REP string op */
     struct expect e = {.r = &r, .ip = malloc(r.n * sizeof(uint64_t))};
     assert_non_null(e.ip);
@@ -334,6 +491,9 @@ static void check_program(char *const argv[])
                   off.ns / r.n, on.ns / r.n);
     free(e.ip);
     free(r.rip);
+    free(r.fl);
+    free(r.sp);
+    free(r.top);
     free(on.ring.buf);
     free(off.ring.buf);
     free(big.ring.buf);

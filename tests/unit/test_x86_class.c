@@ -252,8 +252,35 @@ static unsigned diff_one(int cs, const uint8_t *b, size_t avail, uint64_t ip, st
             cr3 = ZYAN_SUCCESS(ZydisDecoderDecodeFull(&zdec[cs], b, avail, &zf, ops)) &&
                   ops[0].reg.value == ZYDIS_REGISTER_CR3;
         }
+        /* ends a block (swtrace.h): POPF, MOV SS / POP SS, MOV to or from a debug register */
+        bool noblock = z.mnemonic == ZYDIS_MNEMONIC_POPF || z.mnemonic == ZYDIS_MNEMONIC_POPFD ||
+                       z.mnemonic == ZYDIS_MNEMONIC_POPFQ;
+        if ((z.mnemonic == ZYDIS_MNEMONIC_MOV || z.mnemonic == ZYDIS_MNEMONIC_POP) && !noblock) {
+            ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+            ZydisDecodedInstruction zf;
+            if (ZYAN_SUCCESS(ZydisDecoderDecodeFull(&zdec[cs], b, avail, &zf, ops)))
+                for (unsigned k = 0; k < 2 && k < zf.operand_count; k++)
+                    if (ops[k].type == ZYDIS_OPERAND_TYPE_REGISTER &&
+                        ((k == 0 && ops[k].reg.value == ZYDIS_REGISTER_SS) ||
+                         (ops[k].reg.value >= ZYDIS_REGISTER_DR0 &&
+                          ops[k].reg.value <= ZYDIS_REGISTER_DR15)))
+                        noblock = true;
+        }
+        /* the condition of a Jcc on RFLAGS: its place in this list */
+        static const ZydisMnemonic jcc[16] = {
+            ZYDIS_MNEMONIC_JO, ZYDIS_MNEMONIC_JNO, ZYDIS_MNEMONIC_JB,  ZYDIS_MNEMONIC_JNB,
+            ZYDIS_MNEMONIC_JZ, ZYDIS_MNEMONIC_JNZ, ZYDIS_MNEMONIC_JBE, ZYDIS_MNEMONIC_JNBE,
+            ZYDIS_MNEMONIC_JS, ZYDIS_MNEMONIC_JNS, ZYDIS_MNEMONIC_JP,  ZYDIS_MNEMONIC_JNP,
+            ZYDIS_MNEMONIC_JL, ZYDIS_MNEMONIC_JNL, ZYDIS_MNEMONIC_JLE, ZYDIS_MNEMONIC_JNLE};
+        int cc = -1;
+        for (int k = 0; k < 16; k++)
+            if (z.mnemonic == jcc[k])
+                cc = k;
+        bool cc_ok = cc < 0 ? !(in.flags & X86_F_JCC_CC)
+                            : (in.flags & X86_F_JCC_CC) && X86_JCC_CC(in.flags) == (unsigned)cc;
         if (rep != !!(in.flags & X86_F_REP) || hlt != !!(in.flags & X86_F_HLT) ||
-            movcr != !!(in.flags & X86_F_MOV_CR) || cr3 != !!(in.flags & X86_F_MOV_CR3)) {
+            movcr != !!(in.flags & X86_F_MOV_CR) || cr3 != !!(in.flags & X86_F_MOV_CR3) ||
+            noblock != !!(in.flags & X86_F_NOBLOCK) || !cc_ok) {
             bad = true;
             what = "flags";
         }
@@ -363,11 +390,12 @@ struct hcase {
     {                                                                                              \
         cs, s, sizeof(s) - 1, ret, 0, 0, 0, 0, why                                                 \
     }
-#define NONE X86_BR_NONE
-#define O16  X86_F_OPSIZE16
-#define O32  X86_F_OPSIZE32
-#define I4   "\x00\x00\x00\x00"
-#define I8   I4 I4
+#define NONE  X86_BR_NONE
+#define CC(c) (X86_F_JCC_CC | (c) << 8) /* a Jcc on RFLAGS and its condition */
+#define O16   X86_F_OPSIZE16
+#define O32   X86_F_OPSIZE32
+#define I4    "\x00\x00\x00\x00"
+#define I8    I4 I4
 
 static const struct hcase cases[] = {
     /* direct branches: Vol. 2A CALL / JMP / Jcc, "Operation"; 64-bit mode forces the
@@ -376,7 +404,8 @@ static const struct hcase cases[] = {
     OK(C64, "\x66\xe8\x10\x00\x00\x00", 6, X86_BR_CALL_DIRECT, 0x10, 0,
        "66 E8 in 64-bit mode: Intel ignores 66, rel32 (Vol. 2A CALL)"),
     OK(C64, "\x66\xe9\xf0\xff\xff\xff", 6, X86_BR_JMP_DIRECT, -16, 0, "66 E9 in 64-bit: rel32"),
-    OK(C64, "\x66\x0f\x84\x00\x01\x00\x00", 7, X86_BR_JCC, 0x100, 0, "66 0F 84 in 64-bit: rel32"),
+    OK(C64, "\x66\x0f\x84\x00\x01\x00\x00", 7, X86_BR_JCC, 0x100, CC(4),
+       "66 0F 84 in 64-bit: rel32"),
     OK(C32, "\x66\xe8\x10\x00", 4, X86_BR_CALL_DIRECT, 0x10, O16, "66 E8 in 32-bit: rel16"),
     OK(C32, "\xe8\x00\x00\x00\x80", 5, X86_BR_CALL_DIRECT, INT32_MIN, O32, "CALL rel32"),
     OK(C16, "\xe8\xfd\xff", 3, X86_BR_CALL_DIRECT, -3, O16, "16-bit CALL rel16"),
@@ -384,10 +413,11 @@ static const struct hcase cases[] = {
     OK(C64, "\xe9\x00\x00\x00\x80", 5, X86_BR_JMP_DIRECT, INT32_MIN, 0, "JMP rel32"),
     OK(C64, "\xeb\xfe", 2, X86_BR_JMP_DIRECT, -2, 0, "JMP rel8"),
     OK(C16, "\xeb\x7f", 2, X86_BR_JMP_DIRECT, 127, O16, "JMP rel8, 16-bit"),
-    OK(C64, "\x74\x05", 2, X86_BR_JCC, 5, 0, "Jcc rel8 (Table A-2 70-7F)"),
-    OK(C64, "\x0f\x84\x00\x01\x00\x00", 6, X86_BR_JCC, 0x100, 0, "Jcc rel32 (Table A-3 0F 80-8F)"),
-    OK(C32, "\x66\x0f\x85\x34\x12", 5, X86_BR_JCC, 0x1234, O16, "66 Jcc rel16 in 32-bit"),
-    OK(C16, "\x0f\x8f\xff\x7f", 4, X86_BR_JCC, 0x7fff, O16, "Jcc rel16 in 16-bit"),
+    OK(C64, "\x74\x05", 2, X86_BR_JCC, 5, CC(4), "Jcc rel8 (Table A-2 70-7F)"),
+    OK(C64, "\x0f\x84\x00\x01\x00\x00", 6, X86_BR_JCC, 0x100, CC(4),
+       "Jcc rel32 (Table A-3 0F 80-8F)"),
+    OK(C32, "\x66\x0f\x85\x34\x12", 5, X86_BR_JCC, 0x1234, O16 | CC(5), "66 Jcc rel16 in 32-bit"),
+    OK(C16, "\x0f\x8f\xff\x7f", 4, X86_BR_JCC, 0x7fff, O16 | CC(15), "Jcc rel16 in 16-bit"),
     OK(C64, "\xe2\xfe", 2, X86_BR_JCC, -2, 0, "LOOP rel8: a TNT branch"),
     OK(C64, "\xe0\x00", 2, X86_BR_JCC, 0, 0, "LOOPNE rel8"),
     OK(C64, "\xe3\x10", 2, X86_BR_JCC, 0x10, 0, "JRCXZ rel8"),
@@ -443,7 +473,12 @@ static const struct hcase cases[] = {
     OK(C64, "\x0f\x22\xc0", 3, NONE, 0, X86_F_MOV_CR, "MOV CR0, rax"),
     OK(C64, "\x44\x0f\x22\xc0", 4, NONE, 0, X86_F_MOV_CR, "MOV CR8, rax (REX.R)"),
     OK(C64, "\x0f\x20\xd8", 3, NONE, 0, 0, "MOV rax, CR3: a read"),
-    OK(C32, "\x0f\x23\x05", 3, NONE, 0, 0, "MOV DR0, ebp: mod ignored"),
+    OK(C32, "\x0f\x23\x05", 3, NONE, 0, X86_F_NOBLOCK, "MOV DR0, ebp: mod ignored"),
+    OK(C64, "\x0f\x21\xf8", 3, NONE, 0, X86_F_NOBLOCK, "MOV rax, DR7"),
+    OK(C64, "\x9d", 1, NONE, 0, X86_F_NOBLOCK, "POPF: may set TF"),
+    OK(C64, "\x8e\xd0", 2, NONE, 0, X86_F_NOBLOCK, "MOV SS, ax: blocks events"),
+    OK(C64, "\x8e\xd8", 2, NONE, 0, 0, "MOV DS, ax"),
+    OK(C32, "\x17", 1, NONE, 0, X86_F_NOBLOCK, "POP SS"),
     OK(C64, "\xf3\xa4", 2, NONE, 0, X86_F_REP, "REP MOVSB"),
     OK(C64, "\xf3\x48\xab", 3, NONE, 0, X86_F_REP, "REP STOSQ"),
     OK(C64, "\xf2\xae", 2, NONE, 0, X86_F_REP, "REPNE SCASB"),
@@ -658,6 +693,69 @@ static void test_direct_target(void **state)
                      0x7fffffff80000001ull);
 }
 
+/* x86_jcc_taken against this host's CPU: each of the 16 Jcc run after POPF of every
+ * combination of CF, PF, ZF, SF and OF */
+#define JCC_ON_CPU(op)                                                                             \
+    static bool cpu_##op(uint64_t fl)                                                              \
+    {                                                                                              \
+        unsigned char r;                                                                           \
+        __asm__ volatile("push %1; popfq; mov $1, %0; " #op " 1f; mov $0, %0; 1:"                  \
+                         : "=&r"(r)                                                                \
+                         : "r"(fl)                                                                 \
+                         : "cc", "memory");                                                        \
+        return r;                                                                                  \
+    }
+JCC_ON_CPU(jo)
+JCC_ON_CPU(jno)
+JCC_ON_CPU(jb)
+JCC_ON_CPU(jae)
+JCC_ON_CPU(je)
+JCC_ON_CPU(jne)
+JCC_ON_CPU(jbe)
+JCC_ON_CPU(ja)
+JCC_ON_CPU(js)
+JCC_ON_CPU(jns)
+JCC_ON_CPU(jp)
+JCC_ON_CPU(jnp)
+JCC_ON_CPU(jl)
+JCC_ON_CPU(jge)
+JCC_ON_CPU(jle)
+JCC_ON_CPU(jg)
+
+static void test_jcc_taken(void **state)
+{
+    (void)state;
+    static bool (*const cpu[16])(uint64_t) = {cpu_jo,  cpu_jno, cpu_jb,  cpu_jae, cpu_je, cpu_jne,
+                                              cpu_jbe, cpu_ja,  cpu_js,  cpu_jns, cpu_jp, cpu_jnp,
+                                              cpu_jl,  cpu_jge, cpu_jle, cpu_jg};
+    static const uint64_t bit[5] = {1u << 0, 1u << 2, 1u << 6, 1u << 7, 1u << 11};
+    for (unsigned cc = 0; cc < 16; cc++) {
+        /* the classifier's own decode of both encodings gives the condition */
+        uint8_t short_jcc[2] = {(uint8_t)(0x70 + cc), 0},
+                near_jcc[6] = {0x0f, (uint8_t)(0x80 + cc)};
+        struct x86_insn s, n;
+        assert_int_equal(x86_classify(short_jcc, 2, X86_CODE64, &s), 0);
+        assert_int_equal(x86_classify(near_jcc, 6, X86_CODE64, &n), 0);
+        assert_true(s.flags & X86_F_JCC_CC);
+        assert_true(n.flags & X86_F_JCC_CC);
+        for (unsigned m = 0; m < 32; m++) {
+            uint64_t fl = 0x202; /* IF and the reserved bit 1 */
+            for (unsigned k = 0; k < 5; k++)
+                if (m >> k & 1)
+                    fl |= bit[k];
+            bool want = cpu[cc](fl);
+            if (x86_jcc_taken(&s, fl) != want || x86_jcc_taken(&n, fl) != want)
+                fail_msg("Jcc %#x with RFLAGS %#lx: the CPU %s", 0x70 + cc, (unsigned long)fl,
+                         want ? "jumps" : "falls through");
+        }
+    }
+    /* LOOP / JrCXZ depend on rCX: no condition on RFLAGS */
+    uint8_t loop[2] = {0xe2, 0};
+    struct x86_insn l;
+    assert_int_equal(x86_classify(loop, 2, X86_CODE64, &l), 0);
+    assert_false(l.flags & X86_F_JCC_CC);
+}
+
 static void test_branch_name(void **state)
 {
     for (unsigned c = 0; c < X86_BR_COUNT; c++) {
@@ -848,6 +946,7 @@ int main(void)
         cmocka_unit_test(test_cases),         cmocka_unit_test(test_cases_vs_zydis),
         cmocka_unit_test(test_direct_target), cmocka_unit_test(test_branch_name),
         cmocka_unit_test(test_random),        cmocka_unit_test(test_real_binaries),
+        cmocka_unit_test(test_jcc_taken),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

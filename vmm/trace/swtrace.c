@@ -338,3 +338,141 @@ void swtrace_stop(struct swtrace *t)
     swpt_stop(&t->pt, t->ip);
     t->on = false;
 }
+
+/* ---- block stepping (swtrace.h) ---- */
+
+static bool block_plain(const struct x86_insn *in)
+{
+    return in->branch == X86_BR_NONE &&
+           !(in->flags & (X86_F_MOV_CR | X86_F_MOV_CR3 | X86_F_INVLPG | X86_F_HLT | X86_F_NOBLOCK));
+}
+
+/* the plain instructions from ip (decoded: *first) as far as max allows */
+static unsigned block_from(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c,
+                           uint64_t ip, const struct x86_insn *first, uint64_t max,
+                           struct swtrace_block *b)
+{
+    struct x86_insn in = *first;
+    unsigned n = 0;
+    b->ip = ip;
+    while (n < max && n < SWTRACE_BLOCK_MAX && block_plain(&in)) {
+        b->len[n++] = in.len;
+        ip = ip_wrap(ip + in.len, c->ctx.cs);
+        uint64_t lin = lin_of(c, ip);
+        if (!bc_fetch_hot(&t->bc, m, &c->paging, lin, c->ctx.cs, &in) &&
+            !bc_fetch(&t->bc, m, &c->paging, lin, c->ctx.cs, &in))
+            break; /* unreadable: the block ends before it, the step reads it again */
+    }
+    b->n = n;
+    b->end = ip;
+    b->end_lin = lin_of(c, ip);
+    return n;
+}
+
+/* instructions the window may still trace (the budget) */
+static uint64_t budget_left(const struct swtrace *t)
+{
+    return t->budget ? t->budget - t->st.steps : UINT64_MAX;
+}
+
+/* blocks run only in traced code with nothing to judge: no departure out, no trigger armed */
+static bool block_ok(const struct swtrace *t, const struct swtrace_cpu *c)
+{
+    return t->on && t->valid && t->pt.pkt_en && !t->pt.armed && !t->left.on && c->rip == t->ip &&
+           c->cs_sel == t->cs_sel && same_ctx(&c->ctx, &t->ctx);
+}
+
+unsigned swtrace_block_plan(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c,
+                            struct swtrace_block *b)
+{
+    b->lead = false;
+    b->n = 0;
+    if (!block_ok(t, c))
+        return 0;
+    return block_from(t, m, c, t->ip, &t->insn, budget_left(t), b);
+}
+
+bool swtrace_block_next(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c,
+                        const struct swtrace_regs *r, struct swtrace_block *b)
+{
+    const struct x86_insn *in = &t->insn;
+    uint64_t to;
+    b->lead = false;
+    b->n = 0;
+    if (!block_ok(t, c) || budget_left(t) < 2)
+        return false;
+    switch (in->branch) {
+    case X86_BR_JCC:
+        if (!(in->flags & X86_F_JCC_CC))
+            return false; /* LOOP, JrCXZ: stepped */
+        to = x86_jcc_taken(in, r->rflags) ? x86_direct_target(t->ip, in, c->ctx.cs)
+                                          : ip_wrap(t->ip + in->len, c->ctx.cs);
+        break;
+    case X86_BR_JMP_DIRECT:
+    case X86_BR_CALL_DIRECT:
+        to = x86_direct_target(t->ip, in, c->ctx.cs);
+        break;
+    case X86_BR_RET: {
+        /* the return address the RET pops: 64-bit code only (a near RET there is 64-bit) */
+        uint8_t raw[8];
+        if (c->ctx.cs != X86_CODE64 || bc_read(&t->bc, m, &c->paging, c->rsp, raw, 8))
+            return false;
+        to = 0;
+        for (unsigned k = 0; k < 8; k++)
+            to |= (uint64_t)raw[k] << (8 * k);
+        break;
+    }
+    default:
+        return false; /* indirect, far, events, not a branch (MOV CR...): stepped */
+    }
+    struct x86_insn first;
+    uint64_t lin = lin_of(c, to);
+    if (!swpt_admits(&t->pt, &c->ctx, to) ||
+        !(bc_fetch_hot(&t->bc, m, &c->paging, lin, c->ctx.cs, &first) ||
+          bc_fetch(&t->bc, m, &c->paging, lin, c->ctx.cs, &first)))
+        return false;
+    if (!block_from(t, m, c, to, &first, budget_left(t) - 1, b) || b->end == t->ip) {
+        /* an empty block, or one ending at this branch again: stopped there, the vCPU could
+         * have run it or not */
+        b->n = 0;
+        return false;
+    }
+    b->lead = true;
+    b->lead_ip = t->ip;
+    return true;
+}
+
+int swtrace_block_settle(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c,
+                         const struct swtrace_block *b)
+{
+    if (!t->on || c->cs_sel != t->cs_sel || !same_ctx(&c->ctx, &t->ctx))
+        return SWTRACE_NOT_IN_BLOCK;
+    if (b->lead && c->rip == b->lead_ip)
+        return SWTRACE_SETTLED; /* stopped before the lead: nothing ran */
+    /* how far into the block: k instructions ran */
+    uint64_t ip = b->ip;
+    unsigned k = 0;
+    while (ip != c->rip && k < b->n)
+        ip = ip_wrap(ip + b->len[k++], c->ctx.cs);
+    if (ip != c->rip)
+        return SWTRACE_NOT_IN_BLOCK;
+    if (b->lead) {
+        t->st.steps++;
+        swpt_insn(&t->pt, t->ip, &t->insn, b->ip, &c->ctx, c->tsc);
+    }
+    ip = b->ip;
+    for (unsigned i = 0; i < k; i++) {
+        const struct x86_insn in = {.len = b->len[i], .branch = X86_BR_NONE};
+        uint64_t next = ip_wrap(ip + in.len, c->ctx.cs);
+        t->st.steps++;
+        swpt_insn(&t->pt, ip, &in, next, &c->ctx, c->tsc);
+        ip = next;
+    }
+    fetch(t, m, c);
+    if (t->budget && t->st.steps >= t->budget) {
+        swtrace_stop(t);
+        t->budget_used = true;
+        return SWTRACE_CLOSED;
+    }
+    return SWTRACE_SETTLED;
+}

@@ -97,6 +97,51 @@ void swtrace_start(struct swtrace *t, const struct swpt_cfg *cfg, struct swpt_ri
 bool swtrace_observe(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c,
                      bool mtf);
 
+/*
+ * Block stepping: fewer VM exits than instructions.  A block is the straight line of plain
+ * instructions (no branch, no MOV CR / INVLPG / HLT, nothing X86_F_NOBLOCK) from where the
+ * vCPU is, up to the first other one, its end.  The shim lets the vCPU run the block
+ * unstepped with an instruction breakpoint at the end, while every event that could take it
+ * elsewhere (an exception, an external interrupt, an NMI, an injected event) is a VM exit or
+ * keeps blocks off: so at any exit the vCPU ran exactly the block's instructions before its
+ * RIP.  A block may lead with the branch at the last block's end, predicted here from the
+ * state at the breakpoint (a Jcc from RFLAGS, a direct JMP / CALL, a near RET from the return
+ * address on the stack): the vCPU stopped at the lead has not run it yet, anywhere in the
+ * block it has.  The packets are those of swtrace_observe stepping the same instructions
+ * (test_swtrace_ptrace replays real programs both ways, byte for byte).
+ */
+#define SWTRACE_BLOCK_MAX 64
+
+struct swtrace_block {
+    bool lead;             /* the block begins with the branch at lead_ip, to ip */
+    uint64_t lead_ip;      /* = the tracer's ip while the block is out */
+    uint64_t ip;           /* the first plain instruction */
+    uint64_t end, end_lin; /* the first instruction after them: the breakpoint */
+    unsigned n;            /* plain instructions in [ip, end) */
+    uint8_t len[SWTRACE_BLOCK_MAX];
+};
+
+/* the state the shim reads at the breakpoint to predict the branch there */
+struct swtrace_regs {
+    uint64_t rflags;
+};
+
+/* a block from the instruction about to run (no lead); 0: none (step it) */
+unsigned swtrace_block_plan(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c,
+                            struct swtrace_block *b);
+
+/* at the block's end (its breakpoint, the tracer settled there): the next block, led by the
+ * branch there when its target is known; false: none (step the branch) */
+bool swtrace_block_next(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c,
+                        const struct swtrace_regs *r, struct swtrace_block *b);
+
+/* the vCPU exited in state c while block b was out: what it ran goes into the trace and the
+ * tracer is at c.  SWTRACE_SETTLED, SWTRACE_CLOSED (the budget closed the window), or
+ * SWTRACE_NOT_IN_BLOCK (c is not on the block: nothing was changed; swtrace_observe judges c) */
+enum { SWTRACE_SETTLED, SWTRACE_CLOSED, SWTRACE_NOT_IN_BLOCK };
+int swtrace_block_settle(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c,
+                         const struct swtrace_block *b);
+
 /* close the window before the instruction at the current IP */
 void swtrace_stop(struct swtrace *t);
 

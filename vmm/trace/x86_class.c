@@ -373,6 +373,8 @@ int x86_classify(const uint8_t *code, size_t avail, enum x86_code_size cs, struc
     if (map == 0) {
         if ((op >= 0x70 && op <= 0x7f) || (op >= 0xe0 && op <= 0xe3))
             br = X86_BR_JCC;
+        if (op >= 0x70 && op <= 0x7f)
+            flags |= X86_F_JCC_CC | (op & 0xfu) << 8;
         else if (op == 0xe8)
             br = X86_BR_CALL_DIRECT;
         else if (op == 0xe9 || op == 0xeb)
@@ -391,6 +393,8 @@ int x86_classify(const uint8_t *code, size_t avail, enum x86_code_size cs, struc
             br = X86_BR_INT;
         else if (op == 0xf4)
             flags |= X86_F_HLT;
+        else if (op == 0x9d || op == 0x17 || (op == 0x8e && reg == 2))
+            flags |= X86_F_NOBLOCK; /* POPF, POP SS, MOV SS, r/m */
         else if (is_string_op(op) && last_rep)
             flags |= X86_F_REP;
         else if (op == 0xff) {
@@ -407,8 +411,11 @@ int x86_classify(const uint8_t *code, size_t avail, enum x86_code_size cs, struc
         if (op == 0x82 && p66 && mod != 3)
             flags |= X86_F_INVLPG; /* INVPCID r, m128 (Vol. 2B INVPCID) */
     } else if (map == 1) {
-        if (op >= 0x80 && op <= 0x8f)
+        if (op >= 0x80 && op <= 0x8f) {
             br = X86_BR_JCC;
+            flags |= X86_F_JCC_CC | (op & 0xfu) << 8;
+        } else if (op == 0x21 || op == 0x23)
+            flags |= X86_F_NOBLOCK; /* MOV r, DRn / MOV DRn, r */
         else if (op == 0x05)
             br = X86_BR_SYSCALL;
         else if (op == 0x07)
@@ -451,6 +458,40 @@ int x86_classify(const uint8_t *code, size_t avail, enum x86_code_size cs, struc
     out->branch = (uint8_t)br;
     out->flags = (uint16_t)flags;
     return 0;
+}
+
+bool x86_jcc_taken(const struct x86_insn *in, uint64_t rflags)
+{
+    bool cf = rflags & 1, pf = rflags >> 2 & 1, zf = rflags >> 6 & 1, sf = rflags >> 7 & 1,
+         of = rflags >> 11 & 1, r;
+    unsigned cc = X86_JCC_CC(in->flags);
+    switch (cc >> 1) {
+    case 0:
+        r = of;
+        break;
+    case 1:
+        r = cf;
+        break;
+    case 2:
+        r = zf;
+        break;
+    case 3:
+        r = cf || zf;
+        break;
+    case 4:
+        r = sf;
+        break;
+    case 5:
+        r = pf;
+        break;
+    case 6:
+        r = sf != of;
+        break;
+    default:
+        r = zf || sf != of;
+        break;
+    }
+    return (cc & 1) ? !r : r;
 }
 
 uint64_t x86_direct_target(uint64_t ip, const struct x86_insn *in, enum x86_code_size cs)

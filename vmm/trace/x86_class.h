@@ -64,6 +64,11 @@ enum x86_branch {
 #define X86_F_OPSIZE32 (1u << 4) /* effective operand size 32 (targets wrap at 4 GiB) */
 #define X86_F_HLT      (1u << 5) /* HLT, MWAIT: may wait for an event */
 #define X86_F_INVLPG   (1u << 6) /* INVLPG, INVPCID, INVLPGA, INVLPGB: drops TLB entries */
+#define X86_F_NOBLOCK                                                                              \
+    (1u << 7)                    /* POPF, MOV SS / POP SS, MOV DR: changes TF, an event's          \
+                                  * timing or a debug register (ends a block: swtrace.h) */
+#define X86_F_JCC_CC  (1u << 12) /* a Jcc on RFLAGS (70-7F, 0F 80-8F), its condition below */
+#define X86_JCC_CC(f) (((f) >> 8) & 0xfu) /* the opcode's low nibble: 0 O, 1 NO, 2 B ... F G */
 /* OPSIZE16 / OPSIZE32 are set on instructions with a branch class other than NONE, UD
  * and VMX; neither on near branches in 64-bit mode (64-bit, 66 ignored as on Intel).
  * XBEGIN / XEND are NONE (a TSX abort is asynchronous in PT terms); REP is set only on
@@ -95,6 +100,9 @@ int x86_classify(const uint8_t *code, size_t avail, enum x86_code_size cs, struc
 /* target of a direct branch at `ip` (JCC / JMP_DIRECT / CALL_DIRECT), truncated to the
  * operand size as the CPU does (SDM Vol. 2 JMP/CALL/Jcc operation: 16-bit EIP wraps) */
 uint64_t x86_direct_target(uint64_t ip, const struct x86_insn *in, enum x86_code_size cs);
+
+/* does the Jcc `in` (X86_F_JCC_CC set) jump with these RFLAGS (SDM Vol. 2A Jcc, Table B-1) */
+bool x86_jcc_taken(const struct x86_insn *in, uint64_t rflags);
 
 /* "jcc", "ret", ... for logs and test messages */
 const char *x86_branch_name(unsigned branch);
