@@ -77,6 +77,18 @@ DEFINE_CR(3)
 DEFINE_CR(4)
 #undef DEFINE_CR
 
+static inline uint64_t read_dr0(void)
+{
+    uint64_t v;
+    asm volatile("mov %%dr0, %0" : "=r"(v));
+    return v;
+}
+
+static inline void write_dr0(uint64_t v)
+{
+    asm volatile("mov %0, %%dr0" : : "r"(v));
+}
+
 static inline uint64_t read_dr7(void)
 {
     uint64_t v;

@@ -200,6 +200,44 @@ static void test_mtrr(void **state)
 
 /* which #DB exits are the tracer's own steps, and which of those the exit loop may trace
  * without the exit handler (vmx/trace_step.c, vmx/vmx_run.c) */
+/* which exits a block ends how (blk_exit_action) */
+static void test_blk_exit(void **state)
+{
+    (void)state;
+    const uint32_t hw = INTR_INFO_VALID | INTR_TYPE_HARD_EXCEPTION, own = 1u << DB_VECTOR;
+    const uint32_t db = hw | DB_VECTOR, pf = hw | INTR_INFO_DELIVER_CODE | 14;
+    /* the breakpoint: B0 alone */
+    assert_int_equal(blk_exit_action(0, db, 1, 0, own), BLK_BREAKPOINT);
+    assert_int_equal(blk_exit_action(0, db, 1 | 0x4000, 0, own), BLK_DISPATCH); /* and BS */
+    assert_int_equal(blk_exit_action(0, db, 2, 0, own), BLK_DISPATCH);          /* B1: not ours */
+    assert_int_equal(blk_exit_action(0, db, 1 | 0x2000, 0, own), BLK_DISPATCH); /* BD */
+    assert_int_equal(blk_exit_action(0, db, 1, INTR_INFO_VALID | 0x20, own), BLK_DISPATCH);
+    assert_int_equal(blk_exit_action(0, db | INTR_INFO_UNBLOCK_NMI, 1, 0, own), BLK_DISPATCH);
+    /* faults the VMM does not intercept happen again; the ones it does are its own */
+    assert_int_equal(blk_exit_action(0, pf, 0x1234, 0, own), BLK_REENTER);
+    assert_int_equal(blk_exit_action(0, hw | 13 | INTR_INFO_DELIVER_CODE, 0, 0, own), BLK_REENTER);
+    assert_int_equal(blk_exit_action(0, hw | 6, 0, 0, own), BLK_REENTER);
+    assert_int_equal(blk_exit_action(0, hw | 6, 0, 0, own | 1u << 6), BLK_DISPATCH);
+    assert_int_equal(blk_exit_action(0, pf, 0, INTR_INFO_VALID | 0x20, own), BLK_DISPATCH);
+    /* traps, aborts, software exceptions and NMIs are not re-run */
+    assert_int_equal(blk_exit_action(0, hw | 3, 0, 0, own), BLK_DISPATCH); /* #BP */
+    assert_int_equal(blk_exit_action(0, hw | 8 | INTR_INFO_DELIVER_CODE, 0, 0, own),
+                     BLK_DISPATCH);                                         /* #DF */
+    assert_int_equal(blk_exit_action(0, hw | 18, 0, 0, own), BLK_DISPATCH); /* #MC */
+    assert_int_equal(blk_exit_action(0, INTR_INFO_VALID | INTR_TYPE_SOFT_EXCEPTION | 3, 0, 0, own),
+                     BLK_DISPATCH);
+    assert_int_equal(blk_exit_action(0, INTR_INFO_VALID | INTR_TYPE_NMI_INTR | 2, 0, 0, own),
+                     BLK_DISPATCH);
+    /* an external interrupt is taken by the guest at the next entry */
+    assert_int_equal(blk_exit_action(EXIT_REASON_EXTERNAL_INTERRUPT, 0, 0, 0, own), BLK_REENTER);
+    assert_int_equal(
+        blk_exit_action(EXIT_REASON_EXTERNAL_INTERRUPT, 0, 0, INTR_INFO_VALID | 0x30, own),
+        BLK_DISPATCH);
+    /* every other exit */
+    assert_int_equal(blk_exit_action(10 /* CPUID */, 0, 0, 0, own), BLK_DISPATCH);
+    assert_int_equal(blk_exit_action(48 /* EPT violation */, 0, 0, 0, own), BLK_DISPATCH);
+}
+
 static void test_db_step(void **state)
 {
     const uint32_t db = INTR_INFO_VALID | INTR_TYPE_HARD_EXCEPTION | DB_VECTOR;
@@ -304,7 +342,8 @@ int main(void)
         cmocka_unit_test(test_cr0),     cmocka_unit_test(test_cr4),
         cmocka_unit_test(test_pdptes),  cmocka_unit_test(test_apic_base),
         cmocka_unit_test(test_mtrr),    cmocka_unit_test(test_nmi),
-        cmocka_unit_test(test_db_step), cmocka_unit_test(test_tf_step),
+        cmocka_unit_test(test_db_step), cmocka_unit_test(test_blk_exit),
+        cmocka_unit_test(test_tf_step),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

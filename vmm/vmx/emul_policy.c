@@ -30,6 +30,26 @@ bool db_exit_plain_step(uint32_t intr_info, uint64_t qual, uint32_t idt_vec_info
            db_qual_single_step(qual) && !(idt_vec_info & INTR_INFO_VALID);
 }
 
+enum blk_action blk_exit_action(uint32_t reason, uint32_t intr_info, uint64_t qual,
+                                uint32_t idt_vec_info, uint32_t own_exc)
+{
+    if (idt_vec_info & INTR_INFO_VALID)
+        return BLK_DISPATCH; /* an event to deliver again: the handler's (SDM Vol. 3C 28.2.4) */
+    if (reason == EXIT_REASON_EXTERNAL_INTERRUPT)
+        return BLK_REENTER;
+    unsigned vec = intr_info & INTR_INFO_VECTOR_MASK;
+    uint32_t type = intr_info & INTR_INFO_INTR_TYPE_MASK;
+    if (reason != EXIT_REASON_EXCEPTION_NMI || !(intr_info & INTR_INFO_VALID) ||
+        type != INTR_TYPE_HARD_EXCEPTION || (intr_info & INTR_INFO_UNBLOCK_NMI))
+        return BLK_DISPATCH; /* NMIs, software exceptions, every other exit */
+    /* DR6 format (SDM Vol. 3C table 28-1): B0 alone is the block's instruction breakpoint */
+    if (vec == DB_VECTOR && (qual & 0x600f) == 1)
+        return BLK_BREAKPOINT;
+    if (vec != DB_VECTOR && exception_is_fault(vec) && !((own_exc >> vec) & 1))
+        return BLK_REENTER;
+    return BLK_DISPATCH;
+}
+
 bool exception_is_fault(unsigned vector)
 {
     /* SDM Vol. 3A table 6-1: #DE #BR #UD #NM #TS #NP #SS #GP #PF #MF #AC #XM #VE #CP.

@@ -110,6 +110,22 @@ bool db_qual_single_step(uint64_t qual);
 bool db_exit_plain_step(uint32_t intr_info, uint64_t qual, uint32_t idt_vec_info);
 
 /*
+ * Block stepping (vmm/trace/swtrace.h): while a block is out, every exception is intercepted and
+ * every external interrupt exits, so the vCPU ran exactly the block's instructions before the
+ * exit's RIP.  What an exit then is:
+ *   BLK_BREAKPOINT  the block's own instruction breakpoint (a hardware #DB fault with B0 alone,
+ *                   no event being delivered): the tracer goes on from there;
+ *   BLK_REENTER     an external interrupt, or a fault the VMM does not otherwise intercept
+ *                   (not in `own_exc`, the exception bitmap without blocks) with no event being
+ *                   delivered: nothing to handle -- entered again without the block, the
+ *                   interrupt is taken or the instruction faults again, as without the VMM;
+ *   BLK_DISPATCH    anything else: the exit handler's, as without blocks.
+ */
+enum blk_action { BLK_BREAKPOINT, BLK_REENTER, BLK_DISPATCH };
+enum blk_action blk_exit_action(uint32_t reason, uint32_t intr_info, uint64_t qual,
+                                uint32_t idt_vec_info, uint32_t own_exc);
+
+/*
  * The state a trap-flag step enters with (sw_trace = tf; the caller has cleared DEBUGCTL.BTF):
  * TF set, and the single-step trap an exit left pending dropped -- the tracer counts that step
  * itself (an emulated instruction; a #DB exit it took).  Where VM entry needs the trap pending

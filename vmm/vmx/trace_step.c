@@ -245,8 +245,71 @@ static void tf_arm(struct vcpu *v)
     tf_write(v, true);
 }
 
+/* --- block stepping (vmm/trace/swtrace.h): one exit per straight-line block --- */
+
+#define DR7_L0     (1ull << 0)
+#define DR7_BPS    0xffull /* L0-L3, G0-G3 */
+#define DR7_GD     (1ull << 13)
+#define DR7_RWLEN0 (0xfull << 16) /* R/W0 = 00, LEN0 = 00: an instruction breakpoint */
+
+/*
+ * Blocks need DR7 loaded and saved with the guest (the debug controls: else DR0's breakpoint
+ * would stay the VMM's), and an entry at which nothing is delivered and no NMI is owed (a
+ * handler run unseen could reach the breakpoint), the guest interruptible (an interrupt then
+ * exits and the next entry delivers it), in no shadow and not waiting, with its own breakpoints
+ * off (the block takes DR0; MOV DR ends blocks, so it cannot turn them on inside one).  After an
+ * event exit one instruction is stepped first (blk_cool), so the event is taken.
+ */
+static bool block_entry_ok(struct vcpu *v, struct trace_vcpu *t)
+{
+    if (t->blk_cool) {
+        t->blk_cool = false;
+        return false;
+    }
+    return trace_vmx_tf() && (vmx_ctls.entry & VM_ENTRY_LOAD_DEBUG_CONTROLS) &&
+           (vmx_ctls.exit & VM_EXIT_SAVE_DEBUG_CONTROLS) && !v->nmi_stepping && !v->mtf_probe &&
+           !this_cpu()->nmi_owed && !(vmcs_read32(VM_ENTRY_INTR_INFO_FIELD) & INTR_INFO_VALID) &&
+           (vmcs_readl(GUEST_RFLAGS) & X86_EFLAGS_IF) &&
+           !vmcs_read32(GUEST_INTERRUPTIBILITY_INFO) && !vmcs_read32(GUEST_ACTIVITY_STATE) &&
+           !(vmcs_readl(GUEST_DR7) & (DR7_BPS | DR7_GD));
+}
+
+/* the block t->blk goes out: DR0 at its end; the first time, TF off and every event an exit */
+static void block_arm(struct vcpu *v, struct trace_vcpu *t)
+{
+    if (!v->trace_blk) {
+        t->blk_dr7 = vmcs_readl(GUEST_DR7);
+        t->blk_dr0 = read_dr0();
+        t->blk_exc = vmcs_read32(EXCEPTION_BITMAP);
+        /* every exception (the page-fault error-code mask and match stay 0: every #PF) and
+         * every external interrupt exit */
+        vmcs_write32(EXCEPTION_BITMAP, ~0u);
+        vmcs_write32(PIN_BASED_VM_EXEC_CONTROL,
+                     vmcs_read32(PIN_BASED_VM_EXEC_CONTROL) | PIN_BASED_EXT_INTR_MASK);
+        tf_write(v, false);
+        vmcs_writel(GUEST_DR7, (t->blk_dr7 & ~DR7_RWLEN0) | DR7_L0);
+        v->trace_blk = true;
+    }
+    write_dr0(t->blk.end_lin);
+    t->blk_blocks++;
+}
+
+/* no block out any more: the guest's DR0, DR7, exception bitmap and pin controls back */
+static void block_disarm(struct vcpu *v, struct trace_vcpu *t)
+{
+    if (!v->trace_blk)
+        return;
+    v->trace_blk = false;
+    write_dr0(t->blk_dr0);
+    vmcs_writel(GUEST_DR7, t->blk_dr7);
+    vmcs_write32(EXCEPTION_BITMAP, t->blk_exc);
+    vmcs_write32(PIN_BASED_VM_EXEC_CONTROL,
+                 vmcs_read32(PIN_BASED_VM_EXEC_CONTROL) & ~PIN_BASED_EXT_INTR_MASK);
+}
+
 void trace_stepping_off(struct vcpu *v)
 {
+    block_disarm(v, v->trace);
     v->trace_stepping = false;
     if (trace_vmx_tf())
         tf_write(v, false);
@@ -314,6 +377,16 @@ static void note_code(struct vcpu *v, struct trace_vcpu *t, const struct swtrace
     }
 }
 
+/* the pages a block runs: those of its first instruction (noted by the step) and of its end */
+static void note_block(struct vcpu *v, struct trace_vcpu *t, const struct swtrace_cpu *c)
+{
+    struct swtrace_cpu e = *c;
+    e.rip = t->blk.ip;
+    note_code(v, t, &e);
+    e.rip = t->blk.end;
+    note_code(v, t, &e);
+}
+
 /* the window closed at its budget */
 static void budget_closed(struct vcpu *v, struct trace_vcpu *t)
 {
@@ -352,6 +425,12 @@ static void step(struct vcpu *v, struct trace_vcpu *t, bool mtf)
     }
     if (t->sw.pt.pkt_en) /* only pages the trace will need to be decoded */
         note_code(v, t, &c);
+    if (block_entry_ok(v, t) && swtrace_block_plan(&t->sw, &m, &c, &t->blk)) {
+        note_block(v, t, &c);
+        block_arm(v, t);
+        return;
+    }
+    block_disarm(v, t);
     tf_arm(v);
 }
 
@@ -380,4 +459,57 @@ bool trace_vmx_step_exit(struct vcpu *v, uint32_t intr_info)
         return false;
     step(v, t, true);
     return true;
+}
+
+/*
+ * An exit while a block is out (vmx_run, before the exit is decoded further): what the vCPU ran
+ * of it goes into the trace (swtrace_block_settle), then blk_exit_action (emul_policy.c) says
+ * what the exit is.  At the block's breakpoint the next block goes out at once, led by the
+ * branch there where swtrace_block_next can predict it, else the branch is stepped with TF.
+ */
+int trace_vmx_block_exit(struct vcpu *v, uint32_t reason, uint32_t intr_info)
+{
+    struct trace_vcpu *t = v->trace;
+    struct gw_mem m = {.ctx = v,
+                       .read = read_gpa_step,
+                       .map = map_step,
+                       .gen = __atomic_load_n(&vmm_sd.gen, __ATOMIC_ACQUIRE)};
+    struct swtrace_cpu c;
+    uint32_t idt = reason == EXIT_REASON_EXCEPTION_NMI ? vmcs_read32(IDT_VECTORING_INFO_FIELD) : 0;
+    enum blk_action a = blk_exit_action(
+        reason, intr_info, reason == EXIT_REASON_EXCEPTION_NMI ? vmcs_readl(EXIT_QUALIFICATION) : 0,
+        idt, t->blk_exc);
+
+    observe(&c);
+    int s = swtrace_block_settle(&t->sw, &m, &c, &t->blk);
+    if (a == BLK_BREAKPOINT && s == SWTRACE_SETTLED && c.rip == t->blk.end) {
+        struct swtrace_regs r = {.rflags = vmcs_readl(GUEST_RFLAGS)};
+        if ((r.rflags & X86_EFLAGS_IF) && !this_cpu()->nmi_owed &&
+            swtrace_block_next(&t->sw, &m, &c, &r, &t->blk)) {
+            if (t->sw.pt.pkt_en)
+                note_block(v, t, &c);
+            write_dr0(t->blk.end_lin);
+            t->blk_blocks++;
+            return 1;
+        }
+        block_disarm(v, t);
+        tf_arm(v); /* the branch at the end is stepped */
+        return 1;
+    }
+    t->blk_exits++;
+    block_disarm(v, t);
+    if (s == SWTRACE_CLOSED)
+        budget_closed(v, t);
+    if (a == BLK_DISPATCH)
+        return -1;
+    /* the breakpoint where the vCPU was not on the block (never seen), an interrupt, a fault:
+     * the next entry steps one instruction, the tracer judges it */
+    t->blk_cool = true;
+    return 0;
+}
+
+void trace_vmx_block_cancel(struct vcpu *v)
+{
+    block_disarm(v, v->trace);
+    tf_arm(v);
 }

@@ -34,6 +34,12 @@ struct trace_vcpu {
     } noted[4];
     unsigned noted_next, noted_hit; /* the next slot to fill, the slot the last step hit */
     struct code_store *code;        /* the bytes of the first code pages the window ran */
+    /* block stepping (trace_step.c): the block out, and the guest's state it borrowed */
+    struct swtrace_block blk;
+    bool blk_cool;             /* the next entry steps one instruction (an event came in a block) */
+    uint64_t blk_dr0, blk_dr7; /* the guest's DR0 and DR7 */
+    uint32_t blk_exc;          /* the exception bitmap without blocks */
+    uint64_t blk_blocks, blk_exits; /* blocks run; exits that cut one short */
     uint64_t windows;
     /* the code pages the window ran (the dump's snapshots) and the paging they ran under */
     struct codepages cp;

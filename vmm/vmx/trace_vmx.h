@@ -69,6 +69,13 @@ bool trace_vmx_window(struct vcpu *v, struct trace_window *w);
  * read through the paging the window last ran under and EPT (guest RAM only) */
 bool trace_vmx_code_read(struct vcpu *v, uint64_t cr3, uint64_t va, void *buf, unsigned len);
 
+/* block stepping (trace_step.c): at any exit while v->trace_blk, before the exit is decoded
+ * further: 1 traced, enter again; 0 enter again without handling it (an interrupt the guest
+ * takes then, a fault it meets again); -1 the exit goes the whole way */
+int trace_vmx_block_exit(struct vcpu *v, uint32_t reason, uint32_t intr_info);
+/* an event is delivered at this entry: no block, the vCPU steps with TF */
+void trace_vmx_block_cancel(struct vcpu *v);
+
 /* right before each VM entry while the tracer steps this vCPU (vmx_run.c) */
 void trace_vmx_before_entry(struct vcpu *v);
 

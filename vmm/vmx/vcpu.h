@@ -90,6 +90,7 @@ struct vcpu {
     bool trace_mtf_seen;      /* an MTF exit came since the tracer's last look */
     bool trace_tf_used;       /* sw_trace = tf stepping ran: #DB intercepted from then on */
     bool trace_btf;           /* the guest's DEBUGCTL.BTF, held off while the trap flag steps */
+    bool trace_blk;           /* a block is out: DR0 is the tracer's, events exit (trace_step.c) */
     struct trace_vcpu *trace; /* this vCPU's trace ring and tracer (NULL until used) */
     bool dumping;             /* a paced serial dump runs on this CPU (trace_dump.c) */
     bool mtf_probe;           /* MTF armed to learn whether this CPU delivers it (trace_step.c) */

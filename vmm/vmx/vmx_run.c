@@ -125,6 +125,7 @@ int vmx_run(struct vcpu *v, struct vmexit *e)
 {
     bool stepped = false; /* the fast path traced the last exit's step already */
     for (;;) {
+        bool event = v->inject.valid;
         if (v->inject.valid) {
             vmcs_write32(VM_ENTRY_INTR_INFO_FIELD, v->inject.info);
             if (v->inject.info & INTR_INFO_DELIVER_CODE)
@@ -151,11 +152,16 @@ int vmx_run(struct vcpu *v, struct vmexit *e)
             if (pmu_vmx_nmi(root_nmi & ROOT_NMI_VMM))
                 pc->nmi_owed = 1;
         }
-        if (pc->nmi_owed)
+        if (pc->nmi_owed) {
+            event = true; /* injected now, or owed still */
             deliver_owed_nmi(v);
+        }
         if (v->trace_stepping && !stepped)
             trace_vmx_before_entry(v); /* what the last step ran goes into the trace */
         stepped = false;
+        /* the only writers of the entry's event are the two above */
+        if (v->trace_blk && (event || v->nmi_stepping))
+            trace_vmx_block_cancel(v); /* a handler would run unseen inside the block */
         if (v->dumping)
             trace_dump_slice(v); /* a serial dump goes out in slices between guest runs */
         if (v->pt.active)
@@ -173,8 +179,18 @@ int vmx_run(struct vcpu *v, struct vmexit *e)
         e->raw_reason = vmcs_read32(VM_EXIT_REASON);
         e->reason = e->raw_reason & 0xffff;
         e->intr_info = e->intr_error = e->idt_vec_info = e->idt_vec_error = 0;
-        if (e->reason == EXIT_REASON_EXCEPTION_NMI) {
+        if (e->reason == EXIT_REASON_EXCEPTION_NMI)
             e->intr_info = vmcs_read32(VM_EXIT_INTR_INFO);
+        if (v->trace_blk) { /* a block was out (trace_step.c) */
+            int b = trace_vmx_block_exit(v, e->raw_reason, e->intr_info);
+            if (b >= 0) {
+                v->exits_total++;
+                v->exits_by_reason[e->reason < EXIT_REASON_MAX ? e->reason : EXIT_REASON_MAX]++;
+                stepped = b > 0;
+                continue;
+            }
+        }
+        if (e->reason == EXIT_REASON_EXCEPTION_NMI) {
             if (v->trace_stepping && e->raw_reason == EXIT_REASON_EXCEPTION_NMI &&
                 trace_vmx_step_exit(v, e->intr_info)) {
                 v->exits_total++;
