@@ -296,6 +296,20 @@ void swtrace_start(struct swtrace *t, const struct swpt_cfg *cfg, struct swpt_ri
     fetch(t, m, c);
 }
 
+/* the tracer is at c after the steps it counted: read the instruction there, or close the
+ * window if the budget is spent (false) */
+static bool fetch_within_budget(struct swtrace *t, const struct gw_mem *m,
+                                const struct swtrace_cpu *c)
+{
+    fetch(t, m, c);
+    if (t->budget && t->st.steps >= t->budget) {
+        swtrace_stop(t);
+        t->budget_used = true;
+        return false;
+    }
+    return true;
+}
+
 bool swtrace_observe(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c,
                      bool mtf)
 {
@@ -316,13 +330,7 @@ bool swtrace_observe(struct swtrace *t, const struct gw_mem *m, const struct swt
         if (t->valid)
             bc_retired(&t->bc, &t->insn); /* MOV CR3, INVLPG...: translations are stale */
     }
-    fetch(t, m, c);
-    if (t->budget && t->st.steps >= t->budget) {
-        swtrace_stop(t);
-        t->budget_used = true;
-        return false;
-    }
-    return true;
+    return fetch_within_budget(t, m, c);
 }
 
 void swtrace_cache_mem(struct swtrace *t, void *mem, uint64_t bytes)
@@ -468,11 +476,5 @@ int swtrace_block_settle(struct swtrace *t, const struct gw_mem *m, const struct
         swpt_insn(&t->pt, ip, &in, next, &c->ctx, c->tsc);
         ip = next;
     }
-    fetch(t, m, c);
-    if (t->budget && t->st.steps >= t->budget) {
-        swtrace_stop(t);
-        t->budget_used = true;
-        return SWTRACE_CLOSED;
-    }
-    return SWTRACE_SETTLED;
+    return fetch_within_budget(t, m, c) ? SWTRACE_SETTLED : SWTRACE_CLOSED;
 }
