@@ -210,6 +210,8 @@ static void test_blk_exit(void **state)
     assert_int_equal(blk_exit_action(0, db, 1, 0, own), BLK_BREAKPOINT);
     assert_int_equal(blk_exit_action(0, db, 1 | 0x4000, 0, own), BLK_DISPATCH); /* and BS */
     assert_int_equal(blk_exit_action(0, db, 2, 0, own), BLK_DISPATCH);          /* B1: not ours */
+    /* B1-B3 may be set for breakpoints not enabled (SDM Vol. 3B 18.2.3): still ours */
+    assert_int_equal(blk_exit_action(0, db, 1 | 2 | 8, 0, own), BLK_BREAKPOINT);
     assert_int_equal(blk_exit_action(0, db, 1 | 0x2000, 0, own), BLK_DISPATCH); /* BD */
     assert_int_equal(blk_exit_action(0, db, 1, INTR_INFO_VALID | 0x20, own), BLK_DISPATCH);
     assert_int_equal(blk_exit_action(0, db | INTR_INFO_UNBLOCK_NMI, 1, 0, own), BLK_DISPATCH);

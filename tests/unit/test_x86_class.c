@@ -254,7 +254,8 @@ static unsigned diff_one(int cs, const uint8_t *b, size_t avail, uint64_t ip, st
         }
         /* ends a block (swtrace.h): POPF, MOV SS / POP SS, MOV to or from a debug register */
         bool noblock = z.mnemonic == ZYDIS_MNEMONIC_POPF || z.mnemonic == ZYDIS_MNEMONIC_POPFD ||
-                       z.mnemonic == ZYDIS_MNEMONIC_POPFQ;
+                       z.mnemonic == ZYDIS_MNEMONIC_POPFQ || z.mnemonic == ZYDIS_MNEMONIC_XBEGIN ||
+                       z.mnemonic == ZYDIS_MNEMONIC_XABORT;
         if ((z.mnemonic == ZYDIS_MNEMONIC_MOV || z.mnemonic == ZYDIS_MNEMONIC_POP) && !noblock) {
             ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
             ZydisDecodedInstruction zf;
@@ -516,8 +517,8 @@ static const struct hcase cases[] = {
     OK(C16, "\x68\x34\x12", 3, NONE, 0, 0, "PUSH imm16"),
     OK(C64, "\xc7\x00" I4, 6, NONE, 0, 0, "MOV r/m32, imm32"),
     OK(C16, "\xc7\x06\x00\x01\x34\x12", 6, NONE, 0, 0, "MOV [disp16], imm16"),
-    OK(C64, "\xc7\xf8" I4, 6, NONE, 0, 0, "XBEGIN rel32: not a PT branch"),
-    OK(C64, "\xc6\xf8\x01", 3, NONE, 0, 0, "XABORT imm8"),
+    OK(C64, "\xc7\xf8" I4, 6, NONE, 0, X86_F_NOBLOCK, "XBEGIN rel32: not a PT branch"),
+    OK(C64, "\xc6\xf8\x01", 3, NONE, 0, X86_F_NOBLOCK, "XABORT imm8"),
     /* moffs: by address size (Table A-2 note O; 2.2.1.4) */
     OK(C64, "\xa1" I8, 9, NONE, 0, 0, "MOV eax, moffs64"),
     OK(C64, "\x67\xa1" I4, 6, NONE, 0, 0, "67 MOV eax, moffs32"),

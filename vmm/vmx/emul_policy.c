@@ -42,8 +42,10 @@ enum blk_action blk_exit_action(uint32_t reason, uint32_t intr_info, uint64_t qu
     if (reason != EXIT_REASON_EXCEPTION_NMI || !(intr_info & INTR_INFO_VALID) ||
         type != INTR_TYPE_HARD_EXCEPTION || (intr_info & INTR_INFO_UNBLOCK_NMI))
         return BLK_DISPATCH; /* NMIs, software exceptions, every other exit */
-    /* DR6 format (SDM Vol. 3C table 28-1): B0 alone is the block's instruction breakpoint */
-    if (vec == DB_VECTOR && (qual & 0x600f) == 1)
+    /* DR6 format (SDM Vol. 3C table 28-1): B0 without BD or BS is the block's instruction
+     * breakpoint; B1-B3 may be set for breakpoints that are not enabled (SDM Vol. 3B 18.2.3),
+     * and the guest's are all off while a block is out */
+    if (vec == DB_VECTOR && (qual & 0x6001) == 1)
         return BLK_BREAKPOINT;
     if (vec != DB_VECTOR && exception_is_fault(vec) && !((own_exc >> vec) & 1))
         return BLK_REENTER;

@@ -113,8 +113,8 @@ bool db_exit_plain_step(uint32_t intr_info, uint64_t qual, uint32_t idt_vec_info
  * Block stepping (vmm/trace/swtrace.h): while a block is out, every exception is intercepted and
  * every external interrupt exits, so the vCPU ran exactly the block's instructions before the
  * exit's RIP.  What an exit then is:
- *   BLK_BREAKPOINT  the block's own instruction breakpoint (a hardware #DB fault with B0 alone,
- *                   no event being delivered): the tracer goes on from there;
+ *   BLK_BREAKPOINT  the block's own instruction breakpoint (a hardware #DB fault with B0, no BD
+ *                   or BS, no event being delivered): the tracer goes on from there;
  *   BLK_REENTER     an external interrupt, or a fault the VMM does not otherwise intercept
  *                   (not in `own_exc`, the exception bitmap without blocks) with no event being
  *                   delivered: nothing to handle -- entered again without the block, the

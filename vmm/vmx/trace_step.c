@@ -267,7 +267,8 @@ static bool block_entry_ok(struct vcpu *v, struct trace_vcpu *t)
         return false;
     }
     return trace_vmx_tf() && (vmx_ctls.entry & VM_ENTRY_LOAD_DEBUG_CONTROLS) &&
-           (vmx_ctls.exit & VM_EXIT_SAVE_DEBUG_CONTROLS) && !v->nmi_stepping && !v->mtf_probe &&
+           (vmx_ctls.exit & VM_EXIT_SAVE_DEBUG_CONTROLS) &&
+           (vmx_ctls.pin & PIN_BASED_NMI_EXITING) && !v->nmi_stepping && !v->mtf_probe &&
            !this_cpu()->nmi_owed && !(vmcs_read32(VM_ENTRY_INTR_INFO_FIELD) & INTR_INFO_VALID) &&
            (vmcs_readl(GUEST_RFLAGS) & X86_EFLAGS_IF) &&
            !vmcs_read32(GUEST_INTERRUPTIBILITY_INFO) && !vmcs_read32(GUEST_ACTIVITY_STATE) &&
@@ -287,6 +288,12 @@ static void block_arm(struct vcpu *v, struct trace_vcpu *t)
         vmcs_write32(PIN_BASED_VM_EXEC_CONTROL,
                      vmcs_read32(PIN_BASED_VM_EXEC_CONTROL) | PIN_BASED_EXT_INTR_MASK);
         tf_write(v, false);
+        /* a single step an emulated instruction left pending (TF was on) would be a #DB
+         * before the block's first instruction; no shadow and no HLT here, so entry takes BS
+         * = 0 (SDM Vol. 3C 27.3.1.5) */
+        uint64_t pd = vmcs_readl(GUEST_PENDING_DBG_EXCEPTIONS);
+        if (pd & PENDING_DBG_BS)
+            vmcs_writel(GUEST_PENDING_DBG_EXCEPTIONS, pd & ~PENDING_DBG_BS);
         vmcs_writel(GUEST_DR7, (t->blk_dr7 & ~DR7_RWLEN0) | DR7_L0);
         v->trace_blk = true;
     }
