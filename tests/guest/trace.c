@@ -210,8 +210,10 @@ static void dump_out(void)
     /* dump_stall = 1us in trace.cfg: one line per slice, so the dump is still going out */
     report((int64_t)again.rax == PTV_VMCALL_EBUSY,
            "a second TRACE_DUMP while one goes out: EBUSY (%ld)", (int64_t)again.rax);
-    /* two VMM lines per dump (its start and its end), nothing per refused call */
-    report(busy >= 20 && other == 0 && log1.rdx - log0.rdx <= 2 * (started + 1) + 1,
+    /* two VMM lines per dump (its start and its end), nothing per refused call; the dump is
+     * paced by time (dump_stall), so how many calls meet it in flight depends on how long each
+     * exit takes: at least half of the first round's 20 */
+    report(busy >= 10 && other == 0 && log1.rdx - log0.rdx <= 2 * (started + 1) + 1,
            "%u TRACE_DUMPs while a dump went out: EBUSY (%u started after one ended), %lu VMM "
            "log lines meanwhile",
            busy, started, log1.rdx - log0.rdx);
