@@ -240,6 +240,26 @@ static void test_blk_exit(void **state)
     assert_int_equal(blk_exit_action(48 /* EPT violation */, 0, 0, 0, own), BLK_DISPATCH);
 }
 
+/* when a block may go out (blk_entry_allowed), and the DR7 it runs with (blk_dr7) */
+static void test_blk_entry(void **state)
+{
+    (void)state;
+    const uint64_t fl = 0x202; /* IF */
+    assert_true(blk_entry_allowed(fl, 0, GUEST_ACTIVITY_ACTIVE, 0x400));
+    assert_false(blk_entry_allowed(0x2, 0, GUEST_ACTIVITY_ACTIVE, 0x400)); /* IF = 0 */
+    assert_false(blk_entry_allowed(fl, GUEST_INTR_STATE_STI, GUEST_ACTIVITY_ACTIVE, 0x400));
+    assert_false(blk_entry_allowed(fl, GUEST_INTR_STATE_MOV_SS, GUEST_ACTIVITY_ACTIVE, 0x400));
+    assert_false(blk_entry_allowed(fl, 0, GUEST_ACTIVITY_HLT, 0x400));
+    for (unsigned b = 0; b < 8; b++) /* any of the guest's L0-L3 / G0-G3 */
+        assert_false(blk_entry_allowed(fl, 0, GUEST_ACTIVITY_ACTIVE, 0x400 | 1u << b));
+    assert_false(blk_entry_allowed(fl, 0, GUEST_ACTIVITY_ACTIVE, 0x400 | 1u << 13)); /* GD */
+    /* R/W and LEN of disabled breakpoints do not matter */
+    assert_true(blk_entry_allowed(fl, 0, GUEST_ACTIVITY_ACTIVE, 0x400 | 0xfu << 20));
+    /* DR0 becomes an enabled 1-byte instruction breakpoint, the rest of DR7 the guest's */
+    assert_int_equal(blk_dr7(0x400), 0x401);
+    assert_int_equal(blk_dr7(0x400 | 0xfull << 16 | 0xfull << 28), 0x401 | 0xfull << 28);
+}
+
 static void test_db_step(void **state)
 {
     const uint32_t db = INTR_INFO_VALID | INTR_TYPE_HARD_EXCEPTION | DB_VECTOR;
@@ -340,12 +360,12 @@ static void test_nmi(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_retire),  cmocka_unit_test(test_fault_class),
-        cmocka_unit_test(test_cr0),     cmocka_unit_test(test_cr4),
-        cmocka_unit_test(test_pdptes),  cmocka_unit_test(test_apic_base),
-        cmocka_unit_test(test_mtrr),    cmocka_unit_test(test_nmi),
-        cmocka_unit_test(test_db_step), cmocka_unit_test(test_blk_exit),
-        cmocka_unit_test(test_tf_step),
+        cmocka_unit_test(test_retire),    cmocka_unit_test(test_fault_class),
+        cmocka_unit_test(test_cr0),       cmocka_unit_test(test_cr4),
+        cmocka_unit_test(test_pdptes),    cmocka_unit_test(test_apic_base),
+        cmocka_unit_test(test_mtrr),      cmocka_unit_test(test_nmi),
+        cmocka_unit_test(test_db_step),   cmocka_unit_test(test_blk_exit),
+        cmocka_unit_test(test_blk_entry), cmocka_unit_test(test_tf_step),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

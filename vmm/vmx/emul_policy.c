@@ -30,6 +30,21 @@ bool db_exit_plain_step(uint32_t intr_info, uint64_t qual, uint32_t idt_vec_info
            db_qual_single_step(qual) && !(idt_vec_info & INTR_INFO_VALID);
 }
 
+#define DR7_L0     (1ull << 0)
+#define DR7_BPS    0xffull /* L0-L3, G0-G3 */
+#define DR7_GD     (1ull << 13)
+#define DR7_RWLEN0 (0xfull << 16) /* R/W0, LEN0 */
+
+bool blk_entry_allowed(uint64_t rflags, uint32_t interruptibility, uint32_t activity, uint64_t dr7)
+{
+    return (rflags & RFLAGS_IF) && !interruptibility && !activity && !(dr7 & (DR7_BPS | DR7_GD));
+}
+
+uint64_t blk_dr7(uint64_t guest_dr7)
+{
+    return (guest_dr7 & ~DR7_RWLEN0) | DR7_L0;
+}
+
 enum blk_action blk_exit_action(uint32_t reason, uint32_t intr_info, uint64_t qual,
                                 uint32_t idt_vec_info, uint32_t own_exc)
 {

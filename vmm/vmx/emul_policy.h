@@ -17,6 +17,7 @@
 
 /* ---- retiring an emulated instruction (SDM Vol. 3C 27.3.1.5/25.4.2, Vol. 3A 17.3.1.1) ---- */
 #define RFLAGS_TF      (1ull << 8)
+#define RFLAGS_IF      (1ull << 9)
 #define RFLAGS_RF      (1ull << 16)
 #define PENDING_DBG_BS (1ull << 14)
 #define DEBUGCTL_BTF   (1ull << 1) /* IA32_DEBUGCTL: single-step on branches */
@@ -122,6 +123,13 @@ bool db_exit_plain_step(uint32_t intr_info, uint64_t qual, uint32_t idt_vec_info
  *   BLK_DISPATCH    anything else: the exit handler's, as without blocks.
  */
 enum blk_action { BLK_BREAKPOINT, BLK_REENTER, BLK_DISPATCH };
+/* may a block go out in this guest state: interruptible (an interrupt then exits and the next
+ * entry delivers it), in no STI / MOV SS shadow, active, and its own breakpoints off (the
+ * block takes DR0; MOV DR ends blocks, so the guest cannot turn them on inside one) */
+bool blk_entry_allowed(uint64_t rflags, uint32_t interruptibility, uint32_t activity, uint64_t dr7);
+/* the DR7 a block enters with: the guest's, with an instruction breakpoint at DR0 (L0, R/W0
+ * and LEN0 = 00, SDM Vol. 3B 18.2.4) */
+uint64_t blk_dr7(uint64_t guest_dr7);
 enum blk_action blk_exit_action(uint32_t reason, uint32_t intr_info, uint64_t qual,
                                 uint32_t idt_vec_info, uint32_t own_exc);
 

@@ -84,6 +84,15 @@ static const uint8_t *map_step(void *ctx, uint64_t gpa)
     return (const uint8_t *)(uintptr_t)gpa;
 }
 
+/* guest memory as the stepping vCPU reads it: in place, checked per page and EPT generation */
+static struct gw_mem step_mem(struct vcpu *v)
+{
+    return (struct gw_mem){.ctx = v,
+                           .read = read_gpa_step,
+                           .map = map_step,
+                           .gen = __atomic_load_n(&vmm_sd.gen, __ATOMIC_ACQUIRE)};
+}
+
 /* --- the vCPU as the stepping logic sees it --- */
 
 static void observe(struct swtrace_cpu *c)
@@ -247,18 +256,12 @@ static void tf_arm(struct vcpu *v)
 
 /* --- block stepping (vmm/trace/swtrace.h): one exit per straight-line block --- */
 
-#define DR7_L0     (1ull << 0)
-#define DR7_BPS    0xffull /* L0-L3, G0-G3 */
-#define DR7_GD     (1ull << 13)
-#define DR7_RWLEN0 (0xfull << 16) /* R/W0 = 00, LEN0 = 00: an instruction breakpoint */
-
 /*
  * Blocks need DR7 loaded and saved with the guest (the debug controls: else DR0's breakpoint
- * would stay the VMM's), and an entry at which nothing is delivered and no NMI is owed (a
- * handler run unseen could reach the breakpoint), the guest interruptible (an interrupt then
- * exits and the next entry delivers it), in no shadow and not waiting, with its own breakpoints
- * off (the block takes DR0; MOV DR ends blocks, so it cannot turn them on inside one).  After an
- * event exit one instruction is stepped first (blk_cool), so the event is taken.
+ * would stay the VMM's) and NMI exiting (else an NMI's handler could run unseen inside one);
+ * the guest's state is emul_policy.c's blk_entry_allowed.  Events this entry delivers or owes
+ * cancel a block in one place, vmx_run, after every writer of the entry's event has run.
+ * After an event exit one instruction is stepped first (blk_cool), so the event is taken.
  */
 static bool block_entry_ok(struct vcpu *v, struct trace_vcpu *t)
 {
@@ -268,11 +271,9 @@ static bool block_entry_ok(struct vcpu *v, struct trace_vcpu *t)
     }
     return trace_vmx_tf() && (vmx_ctls.entry & VM_ENTRY_LOAD_DEBUG_CONTROLS) &&
            (vmx_ctls.exit & VM_EXIT_SAVE_DEBUG_CONTROLS) &&
-           (vmx_ctls.pin & PIN_BASED_NMI_EXITING) && !v->nmi_stepping && !v->mtf_probe &&
-           !this_cpu()->nmi_owed && !(vmcs_read32(VM_ENTRY_INTR_INFO_FIELD) & INTR_INFO_VALID) &&
-           (vmcs_readl(GUEST_RFLAGS) & X86_EFLAGS_IF) &&
-           !vmcs_read32(GUEST_INTERRUPTIBILITY_INFO) && !vmcs_read32(GUEST_ACTIVITY_STATE) &&
-           !(vmcs_readl(GUEST_DR7) & (DR7_BPS | DR7_GD));
+           (vmx_ctls.pin & PIN_BASED_NMI_EXITING) && !v->mtf_probe &&
+           blk_entry_allowed(vmcs_readl(GUEST_RFLAGS), vmcs_read32(GUEST_INTERRUPTIBILITY_INFO),
+                             vmcs_read32(GUEST_ACTIVITY_STATE), vmcs_readl(GUEST_DR7));
 }
 
 /* the block t->blk goes out: DR0 at its end; the first time, TF off and every event an exit */
@@ -294,11 +295,10 @@ static void block_arm(struct vcpu *v, struct trace_vcpu *t)
         uint64_t pd = vmcs_readl(GUEST_PENDING_DBG_EXCEPTIONS);
         if (pd & PENDING_DBG_BS)
             vmcs_writel(GUEST_PENDING_DBG_EXCEPTIONS, pd & ~PENDING_DBG_BS);
-        vmcs_writel(GUEST_DR7, (t->blk_dr7 & ~DR7_RWLEN0) | DR7_L0);
+        vmcs_writel(GUEST_DR7, blk_dr7(t->blk_dr7));
         v->trace_blk = true;
     }
     write_dr0(t->blk.end_lin);
-    t->blk_blocks++;
 }
 
 /* no block out any more: the guest's DR0, DR7, exception bitmap and pin controls back */
@@ -412,10 +412,7 @@ static void budget_closed(struct vcpu *v, struct trace_vcpu *t)
 /* what ran since the last look goes into the trace; the vCPU is then armed for the next step */
 static void step(struct vcpu *v, struct trace_vcpu *t, bool mtf)
 {
-    struct gw_mem m = {.ctx = v,
-                       .read = read_gpa_step,
-                       .map = map_step,
-                       .gen = __atomic_load_n(&vmm_sd.gen, __ATOMIC_ACQUIRE)};
+    struct gw_mem m = step_mem(v);
     struct swtrace_cpu c;
 
     observe(&c);
@@ -477,10 +474,7 @@ bool trace_vmx_step_exit(struct vcpu *v, uint32_t intr_info)
 int trace_vmx_block_exit(struct vcpu *v, uint32_t reason, uint32_t intr_info)
 {
     struct trace_vcpu *t = v->trace;
-    struct gw_mem m = {.ctx = v,
-                       .read = read_gpa_step,
-                       .map = map_step,
-                       .gen = __atomic_load_n(&vmm_sd.gen, __ATOMIC_ACQUIRE)};
+    struct gw_mem m = step_mem(v);
     struct swtrace_cpu c;
     uint32_t idt = reason == EXIT_REASON_EXCEPTION_NMI ? vmcs_read32(IDT_VECTORING_INFO_FIELD) : 0;
     enum blk_action a = blk_exit_action(
@@ -491,19 +485,16 @@ int trace_vmx_block_exit(struct vcpu *v, uint32_t reason, uint32_t intr_info)
     int s = swtrace_block_settle(&t->sw, &m, &c, &t->blk);
     if (a == BLK_BREAKPOINT && s == SWTRACE_SETTLED && c.rip == t->blk.end) {
         struct swtrace_regs r = {.rflags = vmcs_readl(GUEST_RFLAGS)};
-        if ((r.rflags & X86_EFLAGS_IF) && !this_cpu()->nmi_owed &&
-            swtrace_block_next(&t->sw, &m, &c, &r, &t->blk)) {
+        if ((r.rflags & X86_EFLAGS_IF) && swtrace_block_next(&t->sw, &m, &c, &r, &t->blk)) {
             if (t->sw.pt.pkt_en)
                 note_block(v, t, &c);
-            write_dr0(t->blk.end_lin);
-            t->blk_blocks++;
+            block_arm(v, t); /* out already: DR0 moves to the new end */
             return 1;
         }
         block_disarm(v, t);
         tf_arm(v); /* the branch at the end is stepped */
         return 1;
     }
-    t->blk_exits++;
     block_disarm(v, t);
     if (s == SWTRACE_CLOSED)
         budget_closed(v, t);

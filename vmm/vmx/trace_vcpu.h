@@ -39,7 +39,6 @@ struct trace_vcpu {
     bool blk_cool;             /* the next entry steps one instruction (an event came in a block) */
     uint64_t blk_dr0, blk_dr7; /* the guest's DR0 and DR7 */
     uint32_t blk_exc;          /* the exception bitmap without blocks */
-    uint64_t blk_blocks, blk_exits; /* blocks run; exits that cut one short */
     uint64_t windows;
     /* the code pages the window ran (the dump's snapshots) and the paging they ran under */
     struct codepages cp;

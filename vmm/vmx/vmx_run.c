@@ -104,13 +104,20 @@ static void deliver_owed_nmi(struct vcpu *v)
     }
 }
 
+/* the exit statistics (every exit, the tracer's own too) */
+static void count_exit(struct vcpu *v, uint32_t reason)
+{
+    v->exits_total++;
+    v->exits_by_reason[reason < EXIT_REASON_MAX ? reason : EXIT_REASON_MAX]++;
+}
+
+/* the exit ring keeps the exits that were handled (a crash report's recent exits) */
 static void record_exit(struct vcpu *v, const struct vmexit *e)
 {
     v->ring[v->ring_next % EXIT_RING_SIZE] = (struct exit_record){
         .reason = e->raw_reason, .qual = e->qual, .rip = e->rip, .tsc = rdtsc()};
     v->ring_next++;
-    v->exits_total++;
-    v->exits_by_reason[e->reason < EXIT_REASON_MAX ? e->reason : EXIT_REASON_MAX]++;
+    count_exit(v, e->reason);
 }
 
 /*
@@ -159,7 +166,8 @@ int vmx_run(struct vcpu *v, struct vmexit *e)
         if (v->trace_stepping && !stepped)
             trace_vmx_before_entry(v); /* what the last step ran goes into the trace */
         stepped = false;
-        /* the only writers of the entry's event are the two above */
+        /* the one guard of blocks against events (trace_step.c): after every writer of the
+         * entry's event (the two above) and every arming (the tracer's step, the block exit) */
         if (v->trace_blk && (event || v->nmi_stepping))
             trace_vmx_block_cancel(v); /* a handler would run unseen inside the block */
         if (v->dumping)
@@ -184,8 +192,7 @@ int vmx_run(struct vcpu *v, struct vmexit *e)
         if (v->trace_blk) { /* a block was out (trace_step.c) */
             int b = trace_vmx_block_exit(v, e->raw_reason, e->intr_info);
             if (b >= 0) {
-                v->exits_total++;
-                v->exits_by_reason[e->reason < EXIT_REASON_MAX ? e->reason : EXIT_REASON_MAX]++;
+                count_exit(v, e->reason);
                 stepped = b > 0;
                 continue;
             }
@@ -193,8 +200,7 @@ int vmx_run(struct vcpu *v, struct vmexit *e)
         if (e->reason == EXIT_REASON_EXCEPTION_NMI) {
             if (v->trace_stepping && e->raw_reason == EXIT_REASON_EXCEPTION_NMI &&
                 trace_vmx_step_exit(v, e->intr_info)) {
-                v->exits_total++;
-                v->exits_by_reason[EXIT_REASON_EXCEPTION_NMI]++;
+                count_exit(v, EXIT_REASON_EXCEPTION_NMI);
                 stepped = true;
                 continue;
             }
