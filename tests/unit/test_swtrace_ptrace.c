@@ -225,26 +225,33 @@ struct replay {
 
 static struct bc_insn_entry big_table[1024]; /* 32 KiB: the shim's optional larger table */
 
-static void replay(const struct run *r, bool nocache, bool big, struct replay *o)
+/* a window opened on the run's first state, with an empty ring: the vCPU as it is seen there */
+static struct swtrace_cpu replay_open(const struct run *r, bool nocache, bool big,
+                                      const struct gw_mem *m, struct replay *o)
 {
-    struct swpt_cfg cfg = {.filter = {.user = true, .kernel = true}, .psb_period = 1u << 14};
-    struct swtrace_cpu c = {.cs_sel = 0x33,
+    const struct swpt_cfg cfg = {.filter = {.user = true, .kernel = true}, .psb_period = 1u << 14};
+    struct swtrace_cpu c = {.rip = r->rip[0],
+                            .cs_sel = 0x33,
                             .rsp = 0x10, /* no stack mapped: no event frames */
                             .ctx = {.cr3 = CR3, .cpl = 3, .cs = X86_CODE64},
                             .paging = paging};
-    struct timespec t0, t1;
-
     memset(&o->t, 0, sizeof(o->t));
     o->t.nocache = nocache;
     if (big)
         swtrace_cache_mem(&o->t, big_table, sizeof(big_table));
     o->ring.head = o->ring.dropped = 0;
     o->ring.stopped = false;
-    uint64_t reads0 = nreads;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    const struct gw_mem *m = big ? &mem_mapped : &mem; /* big: the VMM's set-up */
-    c.rip = r->rip[0];
     swtrace_start(&o->t, &cfg, &o->ring, m, &c, 0);
+    return c;
+}
+
+static void replay(const struct run *r, bool nocache, bool big, struct replay *o)
+{
+    struct timespec t0, t1;
+    uint64_t reads0 = nreads;
+    const struct gw_mem *m = big ? &mem_mapped : &mem; /* big: the VMM's set-up */
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    struct swtrace_cpu c = replay_open(r, nocache, big, m, o);
     for (unsigned i = 1; i < r->n; i++) {
         c.rip = r->rip[i];
         swtrace_observe(&o->t, m, &c, true);
@@ -287,23 +294,13 @@ struct block_stats {
 static void replay_blocks(const struct run *r, unsigned every, struct replay *o,
                           struct block_stats *bs)
 {
-    struct swpt_cfg cfg = {.filter = {.user = true, .kernel = true}, .psb_period = 1u << 14};
-    struct swtrace_cpu c = {.cs_sel = 0x33,
-                            .rsp = 0x10, /* as replay(): no event frames */
-                            .ctx = {.cr3 = CR3, .cpl = 3, .cs = X86_CODE64},
-                            .paging = paging};
     struct swtrace_block b;
     uint64_t seed = 0x9e3779b97f4a7c15ull;
     bool out = false, cool = false;
     unsigned i = 0;
 
-    memset(&o->t, 0, sizeof(o->t));
     memset(bs, 0, sizeof(*bs));
-    swtrace_cache_mem(&o->t, big_table, sizeof(big_table));
-    o->ring.head = o->ring.dropped = 0;
-    o->ring.stopped = false;
-    c.rip = r->rip[0];
-    swtrace_start(&o->t, &cfg, &o->ring, &mem_mapped, &c, 0);
+    struct swtrace_cpu c = replay_open(r, false, true, &mem_mapped, o); /* as the VMM */
     while (i + 1 < r->n) {
         c.rip = r->rip[i];
         if (!out) {
