@@ -12,7 +12,10 @@
  *     CR3 of the same value, after a CR3 / CR4 change; an unmapped page mapped later
  *     is seen without any invalidation (failed walks are not kept);
  *   - a random mix of all of these against a fresh walk + decode after every fetch;
- *   - X86_F_INVLPG (the classifier's flag the cache flushes on) against Zydis.
+ *   - X86_F_INVLPG (the classifier's flag the cache flushes on) against Zydis;
+ *   - the block table: a block is given back only while its bytes are the bytes there (a
+ *     patched instruction, a remapped page, another code size miss), and never kept with
+ *     lengths its own bytes do not decode to (code changed between the decode and the keep).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -560,6 +563,90 @@ static int use_copy(void **state)
     return 0;
 }
 
+/* ---- the block table (bcache.h: struct bc_blk_entry) ---- */
+
+static void test_block_table(void **state)
+{
+    (void)state;
+    static uint8_t table[64 * sizeof(struct bc_blk_entry)];
+    struct bcache bc;
+    struct x86_insn in[4];
+    const uint64_t lin = LIN + 0x100;
+    build_tables();
+    memset(ram + CODE, 0x90, 8192);
+    /* mov eax, 1; add eax, ebx; nop; jne -0x20 */
+    memcpy(ram + CODE + 0x100, "\xb8\x01\x00\x00\x00\x01\xd8\x90\x75\xe0", 10);
+    bc_init(&bc, true, NULL, 0);
+    bc_blocks(&bc, table, sizeof(table));
+    assert_int_equal(bc.blk_mask + 1, 64);
+    for (unsigned i = 0, off = 0; i < 4; off += in[i++].len)
+        assert_true(bc_fetch(&bc, &mem_map, &paging, lin + off, X86_CODE64, &in[i]));
+    assert_int_equal(in[3].branch, X86_BR_JCC);
+
+    /* read in place: the page of the last fetch is the block's */
+    assert_true(bc_fetch(&bc, &mem_map, &paging, lin, X86_CODE64, &in[0]));
+    assert_null(bc_blk_get(&bc, &mem_map, &paging, lin, X86_CODE64)); /* nothing kept yet */
+    bc_blk_put(&bc, &mem_map, &paging, lin, X86_CODE64, in, 3);
+    assert_int_equal(bc.st.blk_kept, 1);
+    const struct bc_blk_entry *e = bc_blk_get(&bc, &mem_map, &paging, lin, X86_CODE64);
+    assert_non_null(e);
+    assert_int_equal(e->n, 3);
+    assert_int_equal(e->nbytes, 10);
+    assert_int_equal(e->len[0], 5);
+    assert_int_equal(e->len[1], 2);
+    assert_int_equal(e->len[2], 1);
+    /* another code size, another address: not this block */
+    assert_null(bc_blk_get(&bc, &mem_map, &paging, lin, X86_CODE32));
+    assert_null(bc_blk_get(&bc, &mem_map, &paging, lin + 5, X86_CODE64));
+    /* the ending branch patched (its last byte): a miss, until the bytes are back */
+    ram[CODE + 0x109] = 0xe1;
+    assert_null(bc_blk_get(&bc, &mem_map, &paging, lin, X86_CODE64));
+    ram[CODE + 0x109] = 0xe0;
+    assert_non_null(bc_blk_get(&bc, &mem_map, &paging, lin, X86_CODE64));
+    /* the nop inside becomes int3 (a debugger's breakpoint): a miss */
+    ram[CODE + 0x107] = 0xcc;
+    assert_null(bc_blk_get(&bc, &mem_map, &paging, lin, X86_CODE64));
+    ram[CODE + 0x107] = 0x90;
+
+    /* the page remapped (same bytes elsewhere, then other bytes): the translation in place is
+     * dropped with the TLB, and the bytes decide */
+    memcpy(ram + CODE + 0x1000, ram + CODE, 4096);
+    map(0, CODE + 0x1000);
+    bc_flush(&bc);
+    assert_null(bc_blk_get(&bc, &mem_map, &paging, lin, X86_CODE64)); /* no page in place */
+    assert_true(bc_fetch(&bc, &mem_map, &paging, lin, X86_CODE64, &in[0]));
+    assert_non_null(bc_blk_get(&bc, &mem_map, &paging, lin, X86_CODE64)); /* same bytes */
+    ram[CODE + 0x1000 + 0x105] = 0xeb; /* add -> jmp rel8 on the new page */
+    assert_null(bc_blk_get(&bc, &mem_map, &paging, lin, X86_CODE64));
+    map(0, CODE);
+    bc_flush(&bc);
+
+    /* code changed between the caller's decode and the keep: its instructions no longer
+     * match the bytes, nothing is kept */
+    assert_true(bc_fetch(&bc, &mem_map, &paging, lin, X86_CODE64, &in[0]));
+    uint64_t kept = bc.st.blk_kept;
+    const uint64_t lin2 = LIN + 0x200;
+    memcpy(ram + CODE + 0x200, "\x90\x90\xc3", 3); /* nop; nop; ret */
+    struct x86_insn b2[3];
+    for (unsigned i = 0; i < 3; i++)
+        assert_true(bc_fetch(&bc, &mem_map, &paging, lin2 + i, X86_CODE64, &b2[i]));
+    ram[CODE + 0x201] = 0xc3; /* the second nop is now a ret */
+    bc_blk_put(&bc, &mem_map, &paging, lin2, X86_CODE64, b2, 2);
+    assert_int_equal(bc.st.blk_kept, kept);
+    assert_null(bc_blk_get(&bc, &mem_map, &paging, lin2, X86_CODE64));
+    /* too many instructions, or too many bytes, for an entry: not kept */
+    struct x86_insn many[BC_BLK_INSNS + 2];
+    for (unsigned i = 0; i < BC_BLK_INSNS + 2; i++)
+        many[i] = (struct x86_insn){.len = 1};
+    bc_blk_put(&bc, &mem_map, &paging, LIN + 0x300, X86_CODE64, many, BC_BLK_INSNS + 1);
+    assert_int_equal(bc.st.blk_kept, kept);
+    /* no table: nothing kept, nothing found */
+    bc_init(&bc, true, NULL, 0);
+    assert_true(bc_fetch(&bc, &mem_map, &paging, lin, X86_CODE64, &in[0]));
+    bc_blk_put(&bc, &mem_map, &paging, lin, X86_CODE64, in, 3);
+    assert_null(bc_blk_get(&bc, &mem_map, &paging, lin, X86_CODE64));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -570,6 +657,7 @@ int main(void)
         cmocka_unit_test(test_random_against_fresh),
         cmocka_unit_test(test_swtrace_patched_and_remapped),
         cmocka_unit_test(test_invlpg_flag_vs_zydis),
+        cmocka_unit_test(test_block_table),
     };
     /* the cache over copies, then over pages read in place */
     const struct CMUnitTest mapped[] = {

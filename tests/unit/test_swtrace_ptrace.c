@@ -221,9 +221,11 @@ struct replay {
     struct swpt_ring ring;
     uint64_t reads;
     double ns;
+    bool blocks; /* block stepping with the block table (swtrace_block_mem), as the VMM */
 };
 
 static struct bc_insn_entry big_table[1024]; /* 32 KiB: the shim's optional larger table */
+static uint8_t blk_table[32768];             /* the shim's block table */
 
 /* a window opened on the run's first state, with an empty ring: the vCPU as it is seen there */
 static struct swtrace_cpu replay_open(const struct run *r, bool nocache, bool big,
@@ -239,6 +241,8 @@ static struct swtrace_cpu replay_open(const struct run *r, bool nocache, bool bi
     o->t.nocache = nocache;
     if (big)
         swtrace_cache_mem(&o->t, big_table, sizeof(big_table));
+    if (big && o->blocks)
+        swtrace_block_mem(&o->t, blk_table, sizeof(blk_table));
     o->ring.head = o->ring.dropped = 0;
     o->ring.stopped = false;
     swtrace_start(&o->t, &cfg, &o->ring, m, &c, 0);
@@ -366,6 +370,14 @@ static void replay_blocks(const struct run *r, unsigned every, struct replay *o,
     swtrace_stop(&o->t);
 }
 
+/* block stepping as the VMM runs it, measured by callgrind (mk/48-swtrace-bench.mk) */
+__attribute__((noinline)) void replay_blocks_bench(const struct run *r, struct replay *o,
+                                                   struct block_stats *bs);
+void replay_blocks_bench(const struct run *r, struct replay *o, struct block_stats *bs)
+{
+    replay_blocks(r, 0, o, bs);
+}
+
 static void replay_init(struct replay *o)
 {
     memset(o, 0, sizeof(*o));
@@ -433,12 +445,13 @@ static void check_program(char *const argv[])
     assert_int_equal(on.t.st.unreadable, 0);
 
     /* block stepping, with and without exits cut into blocks, gives the very same packets */
-    static const unsigned cuts[] = {4, 0}; /* 1 block in 4 cut short; none */
-    for (unsigned ci = 0; ci < 2; ci++) {
+    static const unsigned cuts[] = {4, 0, 4}; /* 1 block in 4 cut short; none */
+    for (unsigned ci = 0; ci < 3; ci++) {
         unsigned every = cuts[ci];
         struct replay blk;
         struct block_stats bs;
         replay_init(&blk);
+        blk.blocks = ci < 2; /* the last without the block table: decoded one by one */
         replay_blocks(&r, every, &blk, &bs);
         if (blk.ring.head != off.ring.head || memcmp(blk.ring.buf, off.ring.buf, off.ring.head))
             fail_msg(
@@ -448,13 +461,15 @@ static void check_program(char *const argv[])
         assert_int_equal(blk.t.st.steps, off.t.st.steps);
         assert_int_equal(blk.t.st.lost, 0);
         assert_int_equal(blk.t.st.events, off.t.st.events);
-        print_message(
-            "%-22s block stepping, 1 block in %u cut (0: none): %lu exits for %lu instructions "
-            "(%.3f per instruction): %lu blocks (%lu led by a predicted branch, %lu cut "
-            "short), %lu single steps\n",
-            argv[0], every, (unsigned long)bs.exits, (unsigned long)off.t.st.steps,
-            (double)bs.exits / (double)off.t.st.steps, (unsigned long)bs.blocks,
-            (unsigned long)bs.leads, (unsigned long)bs.cut, (unsigned long)bs.steps);
+        print_message("%-22s block stepping, 1 block in %u cut (0: none), block table %s: %lu "
+                      "exits for %lu instructions "
+                      "(%.3f per instruction): %lu blocks (%lu led by a predicted branch, %lu cut "
+                      "short), %lu single steps; block table %lu hits, %lu kept\n",
+                      argv[0], every, blk.blocks ? "on" : "off", (unsigned long)bs.exits,
+                      (unsigned long)off.t.st.steps, (double)bs.exits / (double)off.t.st.steps,
+                      (unsigned long)bs.blocks, (unsigned long)bs.leads, (unsigned long)bs.cut,
+                      (unsigned long)bs.steps, (unsigned long)blk.t.bc.st.blk_hits,
+                      (unsigned long)blk.t.bc.st.blk_kept);
         free(blk.ring.buf);
     }
 
@@ -521,17 +536,21 @@ static void test_busybox(void **state)
 static int bench(char *const argv[])
 {
     struct run r;
-    struct replay off, on, big;
+    struct replay off, on, big, blk;
+    struct block_stats bs;
     double best_off = 1e30, best_on = 1e30, best_big = 1e30;
 
     record(&r, argv, BENCH_STEPS);
     replay_init(&off);
     replay_init(&on);
     replay_init(&big);
+    replay_init(&blk);
+    blk.blocks = true;
     for (int k = 0; k < 5; k++) {
         replay_nocache(&r, &off);
         replay_cached(&r, &on);
         replay_cached_big(&r, &big);
+        replay_blocks_bench(&r, &blk, &bs);
         best_off = off.ns < best_off ? off.ns : best_off;
         best_on = on.ns < best_on ? on.ns : best_on;
         best_big = big.ns < best_big ? big.ns : best_big;

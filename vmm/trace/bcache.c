@@ -185,3 +185,57 @@ bool bc_fetch(struct bcache *bc, const struct gw_mem *m, const struct gw_paging 
         return false;
     return decode(bc, code, got, lin, cs, out);
 }
+
+/* ---- straight-line blocks (bcache.h) ---- */
+
+void bc_blocks(struct bcache *bc, void *mem, uint64_t bytes)
+{
+    uint64_t n = 1;
+    bc->blk = NULL;
+    bc->blk_mask = 0;
+    if (!mem || bc->off || bytes < 2 * sizeof(struct bc_blk_entry))
+        return;
+    while (n * 2 <= bytes / sizeof(struct bc_blk_entry) && n < (1u << 20))
+        n *= 2;
+    memset(mem, 0, n * sizeof(struct bc_blk_entry));
+    bc->blk = mem;
+    bc->blk_mask = (uint32_t)(n - 1);
+}
+
+static struct bc_blk_entry *blk_slot(const struct bcache *bc, uint64_t lin)
+{
+    return &bc->blk[bc_blk_slot(bc, lin)];
+}
+
+void bc_blk_put(struct bcache *bc, const struct gw_mem *m, const struct gw_paging *p, uint64_t lin,
+                enum x86_code_size cs, const struct x86_insn *in, unsigned n)
+{
+    unsigned nbytes = 0;
+    if (!bc->blk || n == 0 || n > BC_BLK_INSNS)
+        return;
+    for (unsigned i = 0; i <= n; i++)
+        nbytes += in[i].len;
+    const uint8_t *code = bc_hot_bytes(bc, m, p, lin, nbytes);
+    if (!code || nbytes > BC_BLK_BYTES)
+        return;
+    struct bc_blk_entry *e = blk_slot(bc, lin);
+    e->n = 0;
+    memcpy(e->bytes, code, nbytes);
+    /* the copy decoded again (from the instruction entries, bytes compared): the block is
+     * what its bytes are, whatever changed the page meanwhile */
+    unsigned off = 0;
+    for (unsigned i = 0; i <= n; i++) {
+        struct x86_insn d;
+        if (!decode(bc, e->bytes + off, nbytes - off, lin + off, cs, &d) || d.len != in[i].len ||
+            d.branch != in[i].branch || d.flags != in[i].flags || d.rel != in[i].rel)
+            return;
+        if (i < n)
+            e->len[i] = d.len;
+        off += d.len;
+    }
+    e->lin = lin;
+    e->cs = (uint8_t)cs;
+    e->nbytes = (uint8_t)nbytes;
+    e->n = (uint8_t)n;
+    bc->st.blk_kept++;
+}

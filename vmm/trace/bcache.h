@@ -68,12 +68,32 @@ struct bc_insn_entry {
     uint8_t bytes[X86_MAX_INSN];
 };
 
+/*
+ * A straight-line block (swtrace.h's block stepping): the lengths of its n plain
+ * instructions from lin and the bytes of all of them and of the instruction that ends it.
+ * Under THE RULE as the instructions are: used only when those bytes are the bytes at lin
+ * now (on the code page read in place), and kept only after its own copy of the bytes was
+ * decoded again to the very instructions the caller decoded (bc_blk_put), so its lengths
+ * are always those of its bytes.
+ */
+#define BC_BLK_INSNS 16
+#define BC_BLK_BYTES 64
+struct bc_blk_entry {
+    uint64_t lin;
+    uint8_t cs;     /* enum x86_code_size */
+    uint8_t n;      /* plain instructions; 0: empty */
+    uint8_t nbytes; /* theirs and the ending instruction's */
+    uint8_t len[BC_BLK_INSNS];
+    uint8_t bytes[BC_BLK_BYTES];
+};
+
 struct bc_stats {
     uint64_t tlb_hits, tlb_misses;
     uint64_t insn_hits, insn_misses;
     uint64_t insn_stale; /* same address and code size, other bytes (patched code) */
     uint64_t flushes;    /* translations dropped (paging change, MOV CR, INVLPG...) */
     uint64_t hot_hits;   /* fetches from the mapped code page of the last fetch */
+    uint64_t blk_hits, blk_misses, blk_kept;
 };
 
 struct bcache {
@@ -89,6 +109,8 @@ struct bcache {
     struct bc_insn_entry *insn; /* own[], or the caller's larger table (bc_init) */
     uint32_t insn_mask;         /* entries - 1 */
     struct bc_insn_entry own[BC_INSN_SIZE];
+    struct bc_blk_entry *blk; /* the caller's block table (bc_blocks), or NULL: none */
+    uint32_t blk_mask;
     struct bc_stats st;
 };
 
@@ -99,6 +121,65 @@ struct bcache {
  * inside struct bcache.  Nothing is ever allocated.
  */
 void bc_init(struct bcache *bc, bool on, void *mem, uint64_t bytes);
+
+/* give the cache a block table in mem (the largest power of 2 of entries that fits; none
+ * when NULL or too small), emptied; after bc_init, which forgets it */
+void bc_blocks(struct bcache *bc, void *mem, uint64_t bytes);
+
+/* the code page read in place (the last fetch's) holds [lin, lin + len) under the paging key
+ * *p: its bytes there, or NULL */
+static inline const uint8_t *bc_hot_bytes(const struct bcache *bc, const struct gw_mem *m,
+                                          const struct gw_paging *p, uint64_t lin, unsigned len)
+{
+    if (bc->hot_vpn1 != (lin >> 12) + 1 || bc->hot_gen != m->gen || !m->map ||
+        (lin & 0xfff) + len > 0x1000 || !bc->keyed || bc->key.cr3 != p->cr3 ||
+        bc->key.cr0 != p->cr0 || bc->key.cr4 != p->cr4 || bc->key.efer != p->efer)
+        return NULL;
+    return bc->hot + (lin & 0xfff);
+}
+
+static inline unsigned bc_blk_slot(const struct bcache *bc, uint64_t lin)
+{
+    return (unsigned)(lin ^ (lin >> 7) ^ (lin >> 13)) & bc->blk_mask;
+}
+
+/* the block at lin (code size cs, paging *p) whose bytes are those on the code page read in
+ * place now (the page of the last fetch), or NULL */
+static inline const struct bc_blk_entry *bc_blk_get(struct bcache *bc, const struct gw_mem *m,
+                                                    const struct gw_paging *p, uint64_t lin,
+                                                    enum x86_code_size cs)
+{
+    if (!bc->blk)
+        return NULL;
+    const struct bc_blk_entry *e = &bc->blk[bc_blk_slot(bc, lin)];
+    const uint8_t *code;
+    if (!e->n || e->lin != lin || e->cs != (uint8_t)cs ||
+        !(code = bc_hot_bytes(bc, m, p, lin, e->nbytes))) {
+        bc->st.blk_misses++;
+        return NULL;
+    }
+    unsigned i = 0;
+    uint64_t x, y, diff = 0;
+    for (; i + 8 <= e->nbytes; i += 8) {
+        __builtin_memcpy(&x, e->bytes + i, 8);
+        __builtin_memcpy(&y, code + i, 8);
+        diff |= x ^ y;
+    }
+    for (; i < e->nbytes; i++)
+        diff |= e->bytes[i] ^ code[i];
+    if (diff) {
+        bc->st.blk_misses++;
+        return NULL;
+    }
+    bc->st.blk_hits++;
+    return e;
+}
+
+/* keep the block the caller decoded at lin: in[0..n-1] its plain instructions, in[n] the one
+ * that ends it, all on the code page read in place; kept only when the copy of their bytes
+ * decodes to exactly in[] (nothing changed them meanwhile) and it fits an entry */
+void bc_blk_put(struct bcache *bc, const struct gw_mem *m, const struct gw_paging *p, uint64_t lin,
+                enum x86_code_size cs, const struct x86_insn *in, unsigned n);
 
 /* forget every translation (instructions stay: their bytes are checked at each use) */
 void bc_flush(struct bcache *bc);

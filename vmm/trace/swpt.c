@@ -377,6 +377,20 @@ void swpt_insn(struct swpt *t, uint64_t ip, const struct x86_insn *in, uint64_t 
     psb_if_due(t, next_ip, tsc);
 }
 
+bool swpt_plain(struct swpt *t, uint64_t n, const struct swpt_ctx *after)
+{
+    /* what n swpt_insn calls of plain instructions do when their IPs decide nothing (no IP
+     * range, no trigger) and no PSB is due after any of them (none writes a byte) */
+    if (!t->on)
+        return true;
+    if (t->armed || t->cfg.filter.nranges || after->cr3 != t->ctx.cr3 ||
+        t->since_psb >= t->cfg.psb_period || context_en(t, after) != t->pkt_en)
+        return false;
+    t->insns += n;
+    t->ctx = *after;
+    return true;
+}
+
 void swpt_event(struct swpt *t, uint64_t from_ip, uint64_t to_ip, const struct swpt_ctx *after,
                 uint64_t tsc)
 {

@@ -105,6 +105,11 @@ void swpt_start(struct swpt *t, const struct swpt_cfg *cfg, struct swpt_ring *ri
 void swpt_insn(struct swpt *t, uint64_t ip, const struct x86_insn *in, uint64_t next_ip,
                const struct swpt_ctx *after, uint64_t tsc);
 
+/* n plain instructions (no branch, no context change) completed, the CPU now in *after: true
+ * when done as n swpt_insn calls would do them; false when their IPs matter (an IP range, a
+ * start trigger) or a PSB may fall between them: nothing done, call swpt_insn for each */
+bool swpt_plain(struct swpt *t, uint64_t n, const struct swpt_ctx *after);
+
 /*
  * An asynchronous transfer (interrupt, exception, NMI, a signal as seen from user
  * space...): no instruction completed at `from_ip` (the IP the event interrupted,

@@ -292,6 +292,7 @@ void swtrace_start(struct swtrace *t, const struct swpt_cfg *cfg, struct swpt_ri
     t->budget_used = false;
     t->on = true;
     bc_init(&t->bc, !t->nocache, t->cache_mem, t->cache_bytes);
+    bc_blocks(&t->bc, t->blk_mem, t->blk_bytes);
     swpt_start(&t->pt, cfg, ring, &c->ctx, c->rip, c->tsc);
     fetch(t, m, c);
 }
@@ -339,6 +340,12 @@ void swtrace_cache_mem(struct swtrace *t, void *mem, uint64_t bytes)
     t->cache_bytes = mem ? bytes : 0;
 }
 
+void swtrace_block_mem(struct swtrace *t, void *mem, uint64_t bytes)
+{
+    t->blk_mem = mem;
+    t->blk_bytes = mem ? bytes : 0;
+}
+
 void swtrace_stop(struct swtrace *t)
 {
     if (!t->on)
@@ -355,26 +362,92 @@ static bool block_plain(const struct x86_insn *in)
            !(in->flags & (X86_F_MOV_CR | X86_F_MOV_CR3 | X86_F_INVLPG | X86_F_HLT | X86_F_NOBLOCK));
 }
 
-/* the plain instructions from ip (decoded: *first) as far as max allows */
-static unsigned block_from(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c,
-                           uint64_t ip, const struct x86_insn *first, uint64_t max,
-                           struct swtrace_block *b)
+/* block b from ip as the block table keeps it (e), cut at max: false where its IPs would wrap
+ * (then it is decoded) */
+static bool block_cached(const struct swtrace_cpu *c, const struct bc_blk_entry *e, uint64_t ip,
+                         uint64_t lin0, uint64_t max, struct swtrace_block *b)
 {
-    struct x86_insn in = *first;
+    uint64_t bytes = 0;
+    unsigned n = 0;
+    while (n < e->n && n < max)
+        bytes += (b->len[n] = e->len[n]), n++;
+    /* the same linear bytes at every IP of it: no wrap of the IP or of the linear address */
+    if (ip_wrap(ip + bytes, c->ctx.cs) != ip + bytes || lin_of(c, ip + bytes) != lin0 + bytes)
+        return false;
+    b->ip = ip;
+    b->n = n;
+    b->end = ip + bytes;
+    b->end_lin = lin0 + bytes;
+    return true;
+}
+
+/* the plain instructions from ip (decoded: *first) as far as max allows, decoded one by one;
+ * the block is kept in the block table (bcache.h) */
+static unsigned block_decode(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c,
+                             uint64_t ip, const struct x86_insn *first, uint64_t max,
+                             struct swtrace_block *b)
+{
+    uint64_t lin0 = lin_of(c, ip);
+    struct x86_insn in[BC_BLK_INSNS + 1];
+    struct x86_insn cur = *first;
+    bool ended = false; /* by an instruction that is not plain (decoded: cur) */
     unsigned n = 0;
     b->ip = ip;
-    while (n < max && n < SWTRACE_BLOCK_MAX && block_plain(&in)) {
-        b->len[n++] = in.len;
-        ip = ip_wrap(ip + in.len, c->ctx.cs);
+    while (n < max && n < SWTRACE_BLOCK_MAX) {
+        if (!block_plain(&cur)) {
+            ended = true;
+            break;
+        }
+        if (n < BC_BLK_INSNS)
+            in[n] = cur;
+        b->len[n++] = cur.len;
+        ip = ip_wrap(ip + cur.len, c->ctx.cs);
         uint64_t lin = lin_of(c, ip);
-        if (!bc_fetch_hot(&t->bc, m, &c->paging, lin, c->ctx.cs, &in) &&
-            !bc_fetch(&t->bc, m, &c->paging, lin, c->ctx.cs, &in))
+        if (!bc_fetch_hot(&t->bc, m, &c->paging, lin, c->ctx.cs, &cur) &&
+            !bc_fetch(&t->bc, m, &c->paging, lin, c->ctx.cs, &cur))
             break; /* unreadable: the block ends before it, the step reads it again */
     }
     b->n = n;
     b->end = ip;
     b->end_lin = lin_of(c, ip);
+    if (ended && n <= BC_BLK_INSNS) {
+        uint64_t bytes = 0;
+        for (unsigned i = 0; i < n; i++)
+            bytes += b->len[i];
+        if (b->ip + bytes == b->end && lin0 + bytes == b->end_lin) {
+            in[n] = cur;
+            bc_blk_put(&t->bc, m, &c->paging, lin0, c->ctx.cs, in, n);
+        }
+    }
     return n;
+}
+
+/* the block at ip as far as max allows: from the block table where the code page read in place
+ * (the last fetch's) has it, else decoded from *first, or from a fetch at ip when first is NULL
+ * (-1: not readable; 0: the instruction at ip is not plain, b ends at ip) */
+static int block_from(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c,
+                      uint64_t ip, const struct x86_insn *first, uint64_t max,
+                      struct swtrace_block *b)
+{
+    uint64_t lin = lin_of(c, ip);
+    const struct bc_blk_entry *e = bc_blk_get(&t->bc, m, &c->paging, lin, c->ctx.cs);
+    struct x86_insn in;
+    if (!e && !first) { /* read at ip: its page is now the one in place, the table is asked again */
+        if (!bc_fetch_hot(&t->bc, m, &c->paging, lin, c->ctx.cs, &in) &&
+            !bc_fetch(&t->bc, m, &c->paging, lin, c->ctx.cs, &in))
+            return -1;
+        first = &in;
+        e = bc_blk_get(&t->bc, m, &c->paging, lin, c->ctx.cs);
+    }
+    if (e && block_cached(c, e, ip, lin, max, b))
+        return (int)b->n;
+    if (!first) {
+        if (!bc_fetch_hot(&t->bc, m, &c->paging, lin, c->ctx.cs, &in) &&
+            !bc_fetch(&t->bc, m, &c->paging, lin, c->ctx.cs, &in))
+            return -1;
+        first = &in;
+    }
+    return (int)block_decode(t, m, c, ip, first, max, b);
 }
 
 /* instructions the window may still trace (the budget) */
@@ -397,7 +470,8 @@ unsigned swtrace_block_plan(struct swtrace *t, const struct gw_mem *m, const str
     b->n = 0;
     if (!block_ok(t, c))
         return 0;
-    return block_from(t, m, c, t->ip, &t->insn, budget_left(t), b);
+    int n = block_from(t, m, c, t->ip, &t->insn, budget_left(t), b);
+    return n > 0 ? (unsigned)n : (b->n = 0);
 }
 
 bool swtrace_block_next(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c,
@@ -433,15 +507,12 @@ bool swtrace_block_next(struct swtrace *t, const struct gw_mem *m, const struct 
     default:
         return false; /* indirect, far, events, not a branch (MOV CR...): stepped */
     }
-    struct x86_insn first;
-    uint64_t lin = lin_of(c, to);
-    if (!swpt_admits(&t->pt, &c->ctx, to) ||
-        !(bc_fetch_hot(&t->bc, m, &c->paging, lin, c->ctx.cs, &first) ||
-          bc_fetch(&t->bc, m, &c->paging, lin, c->ctx.cs, &first)))
+    if (!swpt_admits(&t->pt, &c->ctx, to))
         return false;
-    if (!block_from(t, m, c, to, &first, budget_left(t) - 1, b) || b->end == t->ip) {
-        /* an empty block, or one ending at this branch again: stopped there, the vCPU could
-         * have run it or not */
+    /* the branch alone leads a block with no plain instruction when its target is not plain
+     * (the breakpoint at the target); not one that ends at this branch again: stopped there,
+     * the vCPU could have run it or not */
+    if (block_from(t, m, c, to, NULL, budget_left(t) - 1, b) < 0 || b->end == t->ip) {
         b->n = 0;
         return false;
     }
@@ -468,13 +539,14 @@ int swtrace_block_settle(struct swtrace *t, const struct gw_mem *m, const struct
         t->st.steps++;
         swpt_insn(&t->pt, t->ip, &t->insn, b->ip, &c->ctx, c->tsc);
     }
+    t->st.steps += k;
     ip = b->ip;
-    for (unsigned i = 0; i < k; i++) {
-        const struct x86_insn in = {.len = b->len[i], .branch = X86_BR_NONE};
-        uint64_t next = ip_wrap(ip + in.len, c->ctx.cs);
-        t->st.steps++;
-        swpt_insn(&t->pt, ip, &in, next, &c->ctx, c->tsc);
-        ip = next;
-    }
+    if (k && !swpt_plain(&t->pt, k, &c->ctx))
+        for (unsigned i = 0; i < k; i++) { /* one by one: their IPs matter (swpt_plain) */
+            const struct x86_insn in = {.len = b->len[i], .branch = X86_BR_NONE};
+            uint64_t next = ip_wrap(ip + in.len, c->ctx.cs);
+            swpt_insn(&t->pt, ip, &in, next, &c->ctx, c->tsc);
+            ip = next;
+        }
     return fetch_within_budget(t, m, c) ? SWTRACE_SETTLED : SWTRACE_CLOSED;
 }

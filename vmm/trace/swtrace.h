@@ -78,12 +78,19 @@ struct swtrace {
     bool nocache;
     void *cache_mem; /* optional larger instruction table (swtrace_cache_mem) */
     uint64_t cache_bytes;
+    void *blk_mem; /* optional block table (swtrace_block_mem) */
+    uint64_t blk_bytes;
     struct bcache bc;
 };
 
 /* give the decode cache a larger instruction table (memory the caller keeps for the
  * tracer's life; used from the next swtrace_start); without it, BC_INSN_SIZE entries */
 void swtrace_cache_mem(struct swtrace *t, void *mem, uint64_t bytes);
+
+/* give the decode cache a table of straight-line blocks (bcache.h; memory the caller keeps,
+ * used from the next swtrace_start): block stepping then decodes a block it ran before
+ * with one byte comparison; without it, instruction by instruction */
+void swtrace_block_mem(struct swtrace *t, void *mem, uint64_t bytes);
 
 /* open a window with the vCPU about to run c->rip; budget 0 = until swtrace_stop */
 void swtrace_start(struct swtrace *t, const struct swpt_cfg *cfg, struct swpt_ring *ring,

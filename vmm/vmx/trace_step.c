@@ -341,28 +341,27 @@ bool trace_vmx_db_exit(struct vcpu *v, uint64_t qual)
     return true;
 }
 
-/* the page of the instruction about to run (and the next one, for an instruction that may
- * cross into it) joins the window's code pages, with the CRC of its bytes now */
-static void note_code(struct vcpu *v, struct trace_vcpu *t, const struct swtrace_cpu *c)
+/* the page of the instruction at linear lin about to run (and the next one, for an instruction
+ * that may cross into it) joins the window's code pages, with the CRC of its bytes now */
+static void note_lin(struct vcpu *v, struct trace_vcpu *t, uint64_t cr3, uint64_t lin,
+                     const struct gw_paging *paging)
 {
-    uint64_t lin = c->cs_base + c->rip;
-    t->paging = c->paging;
     bool one_page = (lin & (CP_PAGE - 1)) <= CP_PAGE - 16;
     uint64_t page1 = (lin & ~(CP_PAGE - 1)) + 1;
-    if (one_page && t->noted[t->noted_hit].page1 == page1 &&
-        t->noted[t->noted_hit].cr3 == c->ctx.cr3)
+    t->paging = *paging;
+    if (one_page && t->noted[t->noted_hit].page1 == page1 && t->noted[t->noted_hit].cr3 == cr3)
         return; /* the page of the last step */
     if (one_page)
         for (unsigned i = 0; i < 4; i++)
-            if (t->noted[i].page1 == page1 && t->noted[i].cr3 == c->ctx.cr3) {
+            if (t->noted[i].page1 == page1 && t->noted[i].cr3 == cr3) {
                 t->noted_hit = i;
                 return; /* a page of the last steps, in the set already */
             }
     for (uint64_t va = lin; va <= lin + 15; va = (va | (CP_PAGE - 1)) + 1) {
-        int in_set = cp_note(&t->cp, c->ctx.cr3, va);
+        int in_set = cp_note(&t->cp, cr3, va);
         if (in_set >= 0 && one_page) {
             t->noted[t->noted_next].page1 = page1;
-            t->noted[t->noted_next].cr3 = c->ctx.cr3;
+            t->noted[t->noted_next].cr3 = cr3;
             t->noted_hit = t->noted_next;
             t->noted_next = (t->noted_next + 1) % 4;
         }
@@ -370,10 +369,10 @@ static void note_code(struct vcpu *v, struct trace_vcpu *t, const struct swtrace
             struct code_store *cs = t->code;
             uint8_t *page = cs->n < CODE_COPIES ? cs->page[cs->n] : cs->scratch;
             uint64_t kcr3, kva;
-            cp_key(c->ctx.cr3, va, &kcr3, &kva);
-            if (!trace_vmx_code_read(v, c->ctx.cr3, kva, page, CP_PAGE))
+            cp_key(cr3, va, &kcr3, &kva);
+            if (!trace_vmx_code_read(v, cr3, kva, page, CP_PAGE))
                 continue;
-            cp_set_crc(&t->cp, c->ctx.cr3, va, frame_crc32(0, page, CP_PAGE));
+            cp_set_crc(&t->cp, cr3, va, frame_crc32(0, page, CP_PAGE));
             if (page != cs->scratch) { /* published after its bytes: a dump on another CPU
                                         * reads only whole copies */
                 cs->key[cs->n].cr3 = kcr3;
@@ -384,14 +383,17 @@ static void note_code(struct vcpu *v, struct trace_vcpu *t, const struct swtrace
     }
 }
 
-/* the pages a block runs: those of its first instruction (noted by the step) and of its end */
+static void note_code(struct vcpu *v, struct trace_vcpu *t, const struct swtrace_cpu *c)
+{
+    note_lin(v, t, c->ctx.cr3, c->cs_base + c->rip, &c->paging);
+}
+
+/* the pages a block runs: those of its first instruction and of its end (the block's IPs are
+ * the same linear bytes: swtrace.c block_from) */
 static void note_block(struct vcpu *v, struct trace_vcpu *t, const struct swtrace_cpu *c)
 {
-    struct swtrace_cpu e = *c;
-    e.rip = t->blk.ip;
-    note_code(v, t, &e);
-    e.rip = t->blk.end;
-    note_code(v, t, &e);
+    note_lin(v, t, c->ctx.cr3, c->cs_base + t->blk.ip, &c->paging);
+    note_lin(v, t, c->ctx.cr3, c->cs_base + t->blk.end, &c->paging);
 }
 
 /* the window closed at its budget */
@@ -431,6 +433,7 @@ static void step(struct vcpu *v, struct trace_vcpu *t, bool mtf)
         note_code(v, t, &c);
     if (block_entry_ok(v, t) && swtrace_block_plan(&t->sw, &m, &c, &t->blk)) {
         note_block(v, t, &c);
+        t->blk_cpu = c;
         block_arm(v, t);
         return;
     }
@@ -481,7 +484,15 @@ int trace_vmx_block_exit(struct vcpu *v, uint32_t reason, uint32_t intr_info)
         reason, intr_info, reason == EXIT_REASON_EXCEPTION_NMI ? vmcs_readl(EXIT_QUALIFICATION) : 0,
         idt, t->blk_exc);
 
-    observe(&c);
+    if (a == BLK_BREAKPOINT) {
+        /* the vCPU ran plain instructions only since the block went out (no branch, no MOV
+         * CR, no event: swtrace.h): what it is in beyond RIP and RSP is what it was then */
+        c = t->blk_cpu;
+        c.rip = vmcs_readl(GUEST_RIP);
+        c.rsp = vmcs_readl(GUEST_RSP);
+        c.tsc = rdtsc();
+    } else
+        observe(&c);
     int s = swtrace_block_settle(&t->sw, &m, &c, &t->blk);
     if (a == BLK_BREAKPOINT && s == SWTRACE_SETTLED && c.rip == t->blk.end) {
         struct swtrace_regs r = {.rflags = vmcs_readl(GUEST_RFLAGS)};

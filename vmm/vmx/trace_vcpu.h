@@ -36,6 +36,7 @@ struct trace_vcpu {
     struct code_store *code;        /* the bytes of the first code pages the window ran */
     /* block stepping (trace_step.c): the block out, and the guest's state it borrowed */
     struct swtrace_block blk;
+    struct swtrace_cpu blk_cpu; /* the vCPU as it was when the block went out */
     bool blk_cool;             /* the next entry steps one instruction (an event came in a block) */
     uint64_t blk_dr0, blk_dr7; /* the guest's DR0 and DR7 */
     uint32_t blk_exc;          /* the exception bitmap without blocks */

@@ -40,10 +40,13 @@ static int ring_alloc(struct vcpu *v)
         return 0;
     /* the small parts first, each kept once it is there, the ring last: a failure at any step
      * leaves nothing allocated for nothing (the pool has no free), and a retry goes on */
-    if (!t->cache_sized) { /* a 1024-entry decode cache (74% hits on real programs), else 64 */
-        void *bc = palloc_pages(8, &pa);
+    if (!t->cache_sized) { /* a 1024-entry decode cache (74% hits on real programs), else 64;
+                            * 256 blocks for block stepping, else none */
+        void *bc = palloc_pages(8, &pa), *blk = palloc_pages(8, &pa);
         if (bc)
             swtrace_cache_mem(&t->sw, bc, 8 * PAGE_SIZE);
+        if (blk)
+            swtrace_block_mem(&t->sw, blk, 8 * PAGE_SIZE);
         t->cache_sized = true;
     }
     if (!t->code && !(t->code = palloc_pages(CODE_PAGES, &pa))) {
