@@ -1,10 +1,10 @@
-# The software tracer's stepping logic and guest page walk (issue 9): vmm/trace/swtrace.c and
-# gwalk.c are pure, compiled into the VMM by the vmm/trace/*.c wildcard of mk/80-vmm.mk and
+# The software tracer's stepping logic and guest page walk (issue 9): vmm/trace/swtrace.c,
+# swblock.c (block stepping) and gwalk.c are pure, compiled into the VMM by the vmm/trace/*.c wildcard of mk/80-vmm.mk and
 # unchanged into this host test, which joins them to the classifier and the packet generator
 # and decodes the result with libipt (tests/unit/swpt_dec.c).
+SWTRACE_SRCS := vmm/trace/swtrace.c vmm/trace/swblock.c vmm/trace/gwalk.c vmm/trace/bcache.c
 HOST_TESTS += test_swtrace
-test_swtrace_SRCS := tests/unit/test_swtrace.c vmm/trace/swtrace.c vmm/trace/gwalk.c vmm/trace/bcache.c \
-                     vmm/trace/x86_class.c $(SWPT_SRCS)
+test_swtrace_SRCS := tests/unit/test_swtrace.c $(SWTRACE_SRCS) vmm/trace/x86_class.c $(SWPT_SRCS)
 test_swtrace_LDLIBS := -lipt
 
 # The code pages a window executed (issue 10's code snapshots): vmm/trace/codepages.c.
@@ -14,8 +14,8 @@ test_codepages_SRCS := tests/unit/test_codepages.c vmm/trace/codepages.c
 # The decode cache (vmm/trace/bcache.c) against a fresh walk + decode: self-modifying code,
 # remapped pages, random patches / remaps / invalidations, the X86_F_INVLPG flag vs Zydis.
 HOST_TESTS += test_bcache
-test_bcache_SRCS := tests/unit/test_bcache.c vmm/trace/bcache.c vmm/trace/swtrace.c vmm/trace/gwalk.c \
-                    vmm/trace/x86_class.c vmm/trace/swpt.c vmm/pt/pt_pkt.c
+test_bcache_SRCS := tests/unit/test_bcache.c $(SWTRACE_SRCS) vmm/trace/x86_class.c vmm/trace/swpt.c \
+                    vmm/pt/pt_pkt.c
 test_bcache_LDLIBS := -lZydis -lZycore
 
 # Real programs single-stepped with ptrace, their code behind fake 4-level page tables,
@@ -23,6 +23,12 @@ test_bcache_LDLIBS := -lZydis -lZycore
 # libipt (SKIP where ptrace is not permitted).  Also the bench of mk/48-swtrace-bench.mk.
 HOST_TESTS += test_swtrace_ptrace
 test_swtrace_ptrace_SRCS := tests/unit/test_swtrace_ptrace.c tests/unit/ptrace_probe.c \
-                            vmm/trace/swtrace.c vmm/trace/gwalk.c vmm/trace/bcache.c \
-                            vmm/trace/x86_class.c $(SWPT_SRCS)
+                            $(SWTRACE_SRCS) vmm/trace/x86_class.c $(SWPT_SRCS)
 test_swtrace_ptrace_LDLIBS := -lipt
+
+# Block stepping (vmm/trace/swblock.c) over code bytes the fuzzer writes: every block against a
+# fresh decode (plain instructions, direct JMP / CALL between runs, distinct IPs), the same
+# blocks and packets with and without the block table.
+FUZZERS += fuzz_swblock
+fuzz_swblock_SRCS := tests/fuzz/fuzz_swblock.c $(SWTRACE_SRCS) vmm/trace/x86_class.c $(SWPT_SRCS)
+fuzz_swblock_LDLIBS := -lipt

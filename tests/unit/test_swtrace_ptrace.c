@@ -292,7 +292,7 @@ void replay_cached_big(const struct run *r, struct replay *o)
  * instruction is stepped, as the shim does.  Returns the VM exits the VMM would take.
  */
 struct block_stats {
-    uint64_t exits, blocks, leads, cut, steps;
+    uint64_t exits, blocks, leads, cut, steps, chained;
 };
 
 static void replay_blocks(const struct run *r, unsigned every, struct replay *o,
@@ -339,7 +339,7 @@ static void replay_blocks(const struct run *r, unsigned every, struct replay *o,
                 break;
             while (j + 1 < r->n && r->rip[j + 1] == ip)
                 j++; /* the iterations of a REP string instruction */
-            ip += b.len[k];
+            ip = swtrace_block_ip(&b, k + 1, X86_CODE64);
             j++;
         }
         bs->exits++;
@@ -353,6 +353,7 @@ static void replay_blocks(const struct run *r, unsigned every, struct replay *o,
         assert_int_equal(s, SWTRACE_SETTLED);
         bs->blocks++;
         bs->leads += b.lead;
+        bs->chained += b.nseg > 1;
         i = stop;
         if (cut || stop != at[npos - 1]) {
             bs->cut++;
@@ -461,15 +462,18 @@ static void check_program(char *const argv[])
         assert_int_equal(blk.t.st.steps, off.t.st.steps);
         assert_int_equal(blk.t.st.lost, 0);
         assert_int_equal(blk.t.st.events, off.t.st.events);
-        print_message("%-22s block stepping, 1 block in %u cut (0: none), block table %s: %lu "
-                      "exits for %lu instructions "
-                      "(%.3f per instruction): %lu blocks (%lu led by a predicted branch, %lu cut "
-                      "short), %lu single steps; block table %lu hits, %lu kept\n",
-                      argv[0], every, blk.blocks ? "on" : "off", (unsigned long)bs.exits,
-                      (unsigned long)off.t.st.steps, (double)bs.exits / (double)off.t.st.steps,
-                      (unsigned long)bs.blocks, (unsigned long)bs.leads, (unsigned long)bs.cut,
-                      (unsigned long)bs.steps, (unsigned long)blk.t.bc.st.blk_hits,
-                      (unsigned long)blk.t.bc.st.blk_kept);
+        assert_true(bs.chained > 0); /* real programs call and jump directly */
+        print_message(
+            "%-22s block stepping, 1 block in %u cut (0: none), block table %s: %lu "
+            "exits for %lu instructions "
+            "(%.3f per instruction): %lu blocks (%lu led by a predicted branch, %lu through "
+            "a direct JMP / CALL, %lu cut short), %lu single steps; block table %lu "
+            "hits, %lu kept\n",
+            argv[0], every, blk.blocks ? "on" : "off", (unsigned long)bs.exits,
+            (unsigned long)off.t.st.steps, (double)bs.exits / (double)off.t.st.steps,
+            (unsigned long)bs.blocks, (unsigned long)bs.leads, (unsigned long)bs.chained,
+            (unsigned long)bs.cut, (unsigned long)bs.steps, (unsigned long)blk.t.bc.st.blk_hits,
+            (unsigned long)blk.t.bc.st.blk_kept);
         free(blk.ring.buf);
     }
 

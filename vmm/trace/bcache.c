@@ -231,11 +231,14 @@ void bc_blk_put(struct bcache *bc, const struct gw_mem *m, const struct gw_pagin
             return;
         if (i < n)
             e->len[i] = d.len;
+        else
+            e->end = d;
         off += d.len;
     }
     e->lin = lin;
     e->cs = (uint8_t)cs;
     e->nbytes = (uint8_t)nbytes;
+    e->pbytes = (uint8_t)(nbytes - in[n].len);
     e->n = (uint8_t)n;
     bc->st.blk_kept++;
 }

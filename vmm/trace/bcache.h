@@ -82,8 +82,10 @@ struct bc_blk_entry {
     uint64_t lin;
     uint8_t cs;     /* enum x86_code_size */
     uint8_t n;      /* plain instructions; 0: empty */
+    uint8_t pbytes; /* theirs */
     uint8_t nbytes; /* theirs and the ending instruction's */
     uint8_t len[BC_BLK_INSNS];
+    struct x86_insn end; /* the instruction that ends it */
     uint8_t bytes[BC_BLK_BYTES];
 };
 
@@ -158,15 +160,20 @@ static inline const struct bc_blk_entry *bc_blk_get(struct bcache *bc, const str
         bc->st.blk_misses++;
         return NULL;
     }
-    unsigned i = 0;
     uint64_t x, y, diff = 0;
-    for (; i + 8 <= e->nbytes; i += 8) {
-        __builtin_memcpy(&x, e->bytes + i, 8);
-        __builtin_memcpy(&y, code + i, 8);
+    unsigned i = 0, nb = e->nbytes;
+    if (nb >= 8) { /* 8 bytes at a time, the last 8 overlapping: all inside [code, code + nb) */
+        for (; i + 8 < nb; i += 8) {
+            __builtin_memcpy(&x, e->bytes + i, 8);
+            __builtin_memcpy(&y, code + i, 8);
+            diff |= x ^ y;
+        }
+        __builtin_memcpy(&x, e->bytes + nb - 8, 8);
+        __builtin_memcpy(&y, code + nb - 8, 8);
         diff |= x ^ y;
-    }
-    for (; i < e->nbytes; i++)
-        diff |= e->bytes[i] ^ code[i];
+    } else
+        for (; i < nb; i++)
+            diff |= e->bytes[i] ^ code[i];
     if (diff) {
         bc->st.blk_misses++;
         return NULL;

@@ -1,17 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The software tracer's stepping logic (swtrace.h). */
 #include "trace/swtrace.h"
-
-static uint64_t ip_wrap(uint64_t ip, enum x86_code_size cs)
-{
-    return cs == X86_CODE64 ? ip : cs == X86_CODE32 ? (ip & 0xffffffffu) : (ip & 0xffffu);
-}
-
-/* the linear address of ip in c's code segment */
-static uint64_t lin_of(const struct swtrace_cpu *c, uint64_t ip)
-{
-    return c->ctx.cs == X86_CODE64 ? ip : (c->cs_base + ip) & 0xffffffffu;
-}
+#include "trace/swtrace_int.h"
 
 /* read and classify the instruction at c->rip (the bytes that are about to run) */
 static void fetch(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c)
@@ -117,11 +107,6 @@ static bool may_switch(const struct x86_insn *in)
     default:
         return true;
     }
-}
-
-static bool same_ctx(const struct swpt_ctx *a, const struct swpt_ctx *b)
-{
-    return a->cr3 == b->cr3 && a->cpl == b->cpl && a->cs == b->cs;
 }
 
 /* traced code is left (PacketEn 1 -> 0): it should go on at `resume` on stack `rsp`; unseen:
@@ -297,10 +282,8 @@ void swtrace_start(struct swtrace *t, const struct swpt_cfg *cfg, struct swpt_ri
     fetch(t, m, c);
 }
 
-/* the tracer is at c after the steps it counted: read the instruction there, or close the
- * window if the budget is spent (false) */
-static bool fetch_within_budget(struct swtrace *t, const struct gw_mem *m,
-                                const struct swtrace_cpu *c)
+bool swtrace_fetch_within_budget(struct swtrace *t, const struct gw_mem *m,
+                                 const struct swtrace_cpu *c)
 {
     fetch(t, m, c);
     if (t->budget && t->st.steps >= t->budget) {
@@ -331,7 +314,7 @@ bool swtrace_observe(struct swtrace *t, const struct gw_mem *m, const struct swt
         if (t->valid)
             bc_retired(&t->bc, &t->insn); /* MOV CR3, INVLPG...: translations are stale */
     }
-    return fetch_within_budget(t, m, c);
+    return swtrace_fetch_within_budget(t, m, c);
 }
 
 void swtrace_cache_mem(struct swtrace *t, void *mem, uint64_t bytes)
@@ -352,201 +335,4 @@ void swtrace_stop(struct swtrace *t)
         return;
     swpt_stop(&t->pt, t->ip);
     t->on = false;
-}
-
-/* ---- block stepping (swtrace.h) ---- */
-
-static bool block_plain(const struct x86_insn *in)
-{
-    return in->branch == X86_BR_NONE &&
-           !(in->flags & (X86_F_MOV_CR | X86_F_MOV_CR3 | X86_F_INVLPG | X86_F_HLT | X86_F_NOBLOCK));
-}
-
-/* block b from ip as the block table keeps it (e), cut at max: false where its IPs would wrap
- * (then it is decoded) */
-static bool block_cached(const struct swtrace_cpu *c, const struct bc_blk_entry *e, uint64_t ip,
-                         uint64_t lin0, uint64_t max, struct swtrace_block *b)
-{
-    uint64_t bytes = 0;
-    unsigned n = 0;
-    while (n < e->n && n < max)
-        bytes += (b->len[n] = e->len[n]), n++;
-    /* the same linear bytes at every IP of it: no wrap of the IP or of the linear address */
-    if (ip_wrap(ip + bytes, c->ctx.cs) != ip + bytes || lin_of(c, ip + bytes) != lin0 + bytes)
-        return false;
-    b->ip = ip;
-    b->n = n;
-    b->end = ip + bytes;
-    b->end_lin = lin0 + bytes;
-    return true;
-}
-
-/* the plain instructions from ip (decoded: *first) as far as max allows, decoded one by one;
- * the block is kept in the block table (bcache.h) */
-static unsigned block_decode(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c,
-                             uint64_t ip, const struct x86_insn *first, uint64_t max,
-                             struct swtrace_block *b)
-{
-    uint64_t lin0 = lin_of(c, ip);
-    struct x86_insn in[BC_BLK_INSNS + 1];
-    struct x86_insn cur = *first;
-    bool ended = false; /* by an instruction that is not plain (decoded: cur) */
-    unsigned n = 0;
-    b->ip = ip;
-    while (n < max && n < SWTRACE_BLOCK_MAX) {
-        if (!block_plain(&cur)) {
-            ended = true;
-            break;
-        }
-        if (n < BC_BLK_INSNS)
-            in[n] = cur;
-        b->len[n++] = cur.len;
-        ip = ip_wrap(ip + cur.len, c->ctx.cs);
-        uint64_t lin = lin_of(c, ip);
-        if (!bc_fetch_hot(&t->bc, m, &c->paging, lin, c->ctx.cs, &cur) &&
-            !bc_fetch(&t->bc, m, &c->paging, lin, c->ctx.cs, &cur))
-            break; /* unreadable: the block ends before it, the step reads it again */
-    }
-    b->n = n;
-    b->end = ip;
-    b->end_lin = lin_of(c, ip);
-    if (ended && n <= BC_BLK_INSNS) {
-        uint64_t bytes = 0;
-        for (unsigned i = 0; i < n; i++)
-            bytes += b->len[i];
-        if (b->ip + bytes == b->end && lin0 + bytes == b->end_lin) {
-            in[n] = cur;
-            bc_blk_put(&t->bc, m, &c->paging, lin0, c->ctx.cs, in, n);
-        }
-    }
-    return n;
-}
-
-/* the block at ip as far as max allows: from the block table where the code page read in place
- * (the last fetch's) has it, else decoded from *first, or from a fetch at ip when first is NULL
- * (-1: not readable; 0: the instruction at ip is not plain, b ends at ip) */
-static int block_from(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c,
-                      uint64_t ip, const struct x86_insn *first, uint64_t max,
-                      struct swtrace_block *b)
-{
-    uint64_t lin = lin_of(c, ip);
-    const struct bc_blk_entry *e = bc_blk_get(&t->bc, m, &c->paging, lin, c->ctx.cs);
-    struct x86_insn in;
-    if (!e && !first) { /* read at ip: its page is now the one in place, the table is asked again */
-        if (!bc_fetch_hot(&t->bc, m, &c->paging, lin, c->ctx.cs, &in) &&
-            !bc_fetch(&t->bc, m, &c->paging, lin, c->ctx.cs, &in))
-            return -1;
-        first = &in;
-        e = bc_blk_get(&t->bc, m, &c->paging, lin, c->ctx.cs);
-    }
-    if (e && block_cached(c, e, ip, lin, max, b))
-        return (int)b->n;
-    if (!first) {
-        if (!bc_fetch_hot(&t->bc, m, &c->paging, lin, c->ctx.cs, &in) &&
-            !bc_fetch(&t->bc, m, &c->paging, lin, c->ctx.cs, &in))
-            return -1;
-        first = &in;
-    }
-    return (int)block_decode(t, m, c, ip, first, max, b);
-}
-
-/* instructions the window may still trace (the budget) */
-static uint64_t budget_left(const struct swtrace *t)
-{
-    return t->budget ? t->budget - t->st.steps : UINT64_MAX;
-}
-
-/* blocks run only in traced code with nothing to judge: no departure out, no trigger armed */
-static bool block_ok(const struct swtrace *t, const struct swtrace_cpu *c)
-{
-    return t->on && t->valid && t->pt.pkt_en && !t->pt.armed && !t->left.on && c->rip == t->ip &&
-           c->cs_sel == t->cs_sel && same_ctx(&c->ctx, &t->ctx);
-}
-
-unsigned swtrace_block_plan(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c,
-                            struct swtrace_block *b)
-{
-    b->lead = false;
-    b->n = 0;
-    if (!block_ok(t, c))
-        return 0;
-    int n = block_from(t, m, c, t->ip, &t->insn, budget_left(t), b);
-    return n > 0 ? (unsigned)n : (b->n = 0);
-}
-
-bool swtrace_block_next(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c,
-                        const struct swtrace_regs *r, struct swtrace_block *b)
-{
-    const struct x86_insn *in = &t->insn;
-    uint64_t to;
-    b->lead = false;
-    b->n = 0;
-    if (!block_ok(t, c) || budget_left(t) < 2)
-        return false;
-    switch (in->branch) {
-    case X86_BR_JCC:
-        if (!(in->flags & X86_F_JCC_CC))
-            return false; /* LOOP, JrCXZ: stepped */
-        to = x86_jcc_taken(in, r->rflags) ? x86_direct_target(t->ip, in, c->ctx.cs)
-                                          : ip_wrap(t->ip + in->len, c->ctx.cs);
-        break;
-    case X86_BR_JMP_DIRECT:
-    case X86_BR_CALL_DIRECT:
-        to = x86_direct_target(t->ip, in, c->ctx.cs);
-        break;
-    case X86_BR_RET: {
-        /* the return address the RET pops: 64-bit code only (a near RET there is 64-bit) */
-        uint8_t raw[8];
-        if (c->ctx.cs != X86_CODE64 || bc_read(&t->bc, m, &c->paging, c->rsp, raw, 8))
-            return false;
-        to = 0;
-        for (unsigned k = 0; k < 8; k++)
-            to |= (uint64_t)raw[k] << (8 * k);
-        break;
-    }
-    default:
-        return false; /* indirect, far, events, not a branch (MOV CR...): stepped */
-    }
-    if (!swpt_admits(&t->pt, &c->ctx, to))
-        return false;
-    /* the branch alone leads a block with no plain instruction when its target is not plain
-     * (the breakpoint at the target); not one that ends at this branch again: stopped there,
-     * the vCPU could have run it or not */
-    if (block_from(t, m, c, to, NULL, budget_left(t) - 1, b) < 0 || b->end == t->ip) {
-        b->n = 0;
-        return false;
-    }
-    b->lead = true;
-    b->lead_ip = t->ip;
-    return true;
-}
-
-int swtrace_block_settle(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c,
-                         const struct swtrace_block *b)
-{
-    if (!t->on || c->cs_sel != t->cs_sel || !same_ctx(&c->ctx, &t->ctx))
-        return SWTRACE_NOT_IN_BLOCK;
-    if (b->lead && c->rip == b->lead_ip)
-        return SWTRACE_SETTLED; /* stopped before the lead: nothing ran */
-    /* how far into the block: k instructions ran */
-    uint64_t ip = b->ip;
-    unsigned k = 0;
-    while (ip != c->rip && k < b->n)
-        ip = ip_wrap(ip + b->len[k++], c->ctx.cs);
-    if (ip != c->rip)
-        return SWTRACE_NOT_IN_BLOCK;
-    if (b->lead) {
-        t->st.steps++;
-        swpt_insn(&t->pt, t->ip, &t->insn, b->ip, &c->ctx, c->tsc);
-    }
-    t->st.steps += k;
-    ip = b->ip;
-    if (k && !swpt_plain(&t->pt, k, &c->ctx))
-        for (unsigned i = 0; i < k; i++) { /* one by one: their IPs matter (swpt_plain) */
-            const struct x86_insn in = {.len = b->len[i], .branch = X86_BR_NONE};
-            uint64_t next = ip_wrap(ip + in.len, c->ctx.cs);
-            swpt_insn(&t->pt, ip, &in, next, &c->ctx, c->tsc);
-            ip = next;
-        }
-    return fetch_within_budget(t, m, c) ? SWTRACE_SETTLED : SWTRACE_CLOSED;
 }

@@ -107,7 +107,9 @@ bool swtrace_observe(struct swtrace *t, const struct gw_mem *m, const struct swt
 /*
  * Block stepping: fewer VM exits than instructions.  A block is the straight line of plain
  * instructions (no branch, no MOV CR / INVLPG / HLT, nothing X86_F_NOBLOCK) from where the
- * vCPU is, up to the first other one, its end.  The shim lets the vCPU run the block
+ * vCPU is, up to the first other one, its end; where that is a direct JMP or CALL, the block
+ * runs on through it at its target, up to SWTRACE_BLOCK_SEGS straight runs whose IPs are all
+ * distinct (swblock.c).  The shim lets the vCPU run the block
  * unstepped with an instruction breakpoint at the end, while every event that could take it
  * elsewhere (an exception, an external interrupt, an NMI, an injected event) is a VM exit or
  * keeps blocks off: so at any exit the vCPU ran exactly the block's instructions before its
@@ -119,14 +121,26 @@ bool swtrace_observe(struct swtrace *t, const struct gw_mem *m, const struct swt
  */
 #define SWTRACE_BLOCK_MAX 64
 
+#define SWTRACE_BLOCK_SEGS 4
+
 struct swtrace_block {
     bool lead;             /* the block begins with the branch at lead_ip, to ip */
     uint64_t lead_ip;      /* = the tracer's ip while the block is out */
-    uint64_t ip;           /* the first plain instruction */
+    uint64_t ip;           /* its first instruction */
     uint64_t end, end_lin; /* the first instruction after them: the breakpoint */
-    unsigned n;            /* plain instructions in [ip, end) */
+    unsigned n;            /* its instructions */
     uint8_t len[SWTRACE_BLOCK_MAX];
+    /* its straight runs: run s starts at seg[s].ip with instruction seg[s].first; each but the
+     * last ends with the direct JMP / CALL at seg[s].jmp to the next (the vCPU runs it) */
+    unsigned nseg;
+    struct {
+        uint64_t ip, jmp;
+        uint8_t first;
+    } seg[SWTRACE_BLOCK_SEGS];
 };
+
+/* the IP of instruction i of b (i == b->n: its end) */
+uint64_t swtrace_block_ip(const struct swtrace_block *b, unsigned i, enum x86_code_size cs);
 
 /* the state the shim reads at the breakpoint to predict the branch there */
 struct swtrace_regs {

@@ -388,12 +388,22 @@ static void note_code(struct vcpu *v, struct trace_vcpu *t, const struct swtrace
     note_lin(v, t, c->ctx.cr3, c->cs_base + c->rip, &c->paging);
 }
 
-/* the pages a block runs: those of its first instruction and of its end (the block's IPs are
- * the same linear bytes: swtrace.c block_from) */
+/* the pages a block runs: those of each straight run's first and last instruction (a run's IPs
+ * are the same linear bytes, under 1 KiB: swblock.c) and of its end */
 static void note_block(struct vcpu *v, struct trace_vcpu *t, const struct swtrace_cpu *c)
 {
-    note_lin(v, t, c->ctx.cr3, c->cs_base + t->blk.ip, &c->paging);
-    note_lin(v, t, c->ctx.cr3, c->cs_base + t->blk.end, &c->paging);
+    const struct swtrace_block *b = &t->blk;
+    uint64_t hit = t->noted[t->noted_hit].page1 - 1; /* note_lin's first test, inline */
+    bool same = t->noted[t->noted_hit].cr3 == c->ctx.cr3;
+    for (unsigned s = 0; s < b->nseg; s++) {
+        uint64_t lo = c->cs_base + b->seg[s].ip,
+                 hi = c->cs_base + (s + 1 < b->nseg ? b->seg[s].jmp : b->end);
+        if (!same || (lo & ~(CP_PAGE - 1)) != hit || (hi & ~(CP_PAGE - 1)) != hit ||
+            (hi & (CP_PAGE - 1)) > CP_PAGE - 16) {
+            note_lin(v, t, c->ctx.cr3, lo, &c->paging);
+            note_lin(v, t, c->ctx.cr3, hi, &c->paging);
+        }
+    }
 }
 
 /* the window closed at its budget */
@@ -483,7 +493,6 @@ int trace_vmx_block_exit(struct vcpu *v, uint32_t reason, uint32_t intr_info)
     enum blk_action a = blk_exit_action(
         reason, intr_info, reason == EXIT_REASON_EXCEPTION_NMI ? vmcs_readl(EXIT_QUALIFICATION) : 0,
         idt, t->blk_exc);
-
     if (a == BLK_BREAKPOINT) {
         /* the vCPU ran plain instructions only since the block went out (no branch, no MOV
          * CR, no event: swtrace.h): what it is in beyond RIP and RSP is what it was then */

@@ -1,0 +1,312 @@
+/* SPDX-License-Identifier: MIT */
+/* The software tracer's block stepping (swtrace.h): which instructions a block holds, the
+ * branch that leads the next one, and what a vCPU that exited inside a block ran. */
+#include "trace/swtrace.h"
+#include "trace/swtrace_int.h"
+#include "lib/ptv_string.h"
+
+static bool block_plain(const struct x86_insn *in)
+{
+    return in->branch == X86_BR_NONE &&
+           !(in->flags & (X86_F_MOV_CR | X86_F_MOV_CR3 | X86_F_INVLPG | X86_F_HLT | X86_F_NOBLOCK));
+}
+
+/* a direct JMP or CALL: the block runs on at its target (one more run) */
+static bool block_chains(const struct x86_insn *in)
+{
+    return in->branch == X86_BR_JMP_DIRECT || in->branch == X86_BR_CALL_DIRECT;
+}
+
+/*
+ * One straight run of plain instructions from ip appended to b (b->n grows, b->n <= max), as
+ * the block table keeps it (bcache.h) or decoded one by one (and then kept).  Sets b->end /
+ * end_lin after them.  *end: the instruction that ends the run where it is known (true), else
+ * the run stopped at max, at SWTRACE_BLOCK_MAX or before an unreadable instruction.  -1: the
+ * instruction at ip is not readable (nothing appended).
+ */
+static int block_run(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c,
+                     uint64_t ip, const struct x86_insn *first, uint64_t max,
+                     struct swtrace_block *b, struct x86_insn *end, bool *ended)
+{
+    const uint64_t lin0 = lin_of(c, ip);
+    const unsigned n0 = b->n;
+    struct x86_insn cur;
+    const struct bc_blk_entry *e = bc_blk_get(&t->bc, m, &c->paging, lin0, c->ctx.cs);
+    if (!e && !first) { /* read at ip: its page is now the one in place, the table is asked again */
+        if (!bc_fetch_hot(&t->bc, m, &c->paging, lin0, c->ctx.cs, &cur) &&
+            !bc_fetch(&t->bc, m, &c->paging, lin0, c->ctx.cs, &cur))
+            return -1;
+        first = &cur;
+        e = bc_blk_get(&t->bc, m, &c->paging, lin0, c->ctx.cs);
+    }
+    if (e) {
+        uint64_t bytes = e->pbytes;
+        unsigned k = e->n;
+        if (n0 + k <= max && n0 + k <= SWTRACE_BLOCK_MAX)
+            memcpy(b->len + n0, e->len, k);
+        else
+            for (k = 0, bytes = 0; n0 + k < max && n0 + k < SWTRACE_BLOCK_MAX; k++)
+                bytes += (b->len[n0 + k] = e->len[k]);
+        /* the same linear bytes at every IP of it: no wrap of the IP or the linear address */
+        if (ip_wrap(ip + bytes, c->ctx.cs) == ip + bytes && lin_of(c, ip + bytes) == lin0 + bytes) {
+            b->n = n0 + k;
+            b->end = ip + bytes;
+            b->end_lin = lin0 + bytes;
+            *ended = k == e->n;
+            *end = e->end;
+            return (int)k;
+        }
+    }
+    if (!first) {
+        if (!bc_fetch_hot(&t->bc, m, &c->paging, lin0, c->ctx.cs, &cur) &&
+            !bc_fetch(&t->bc, m, &c->paging, lin0, c->ctx.cs, &cur))
+            return -1;
+        first = &cur;
+    }
+    struct x86_insn in[BC_BLK_INSNS + 1];
+    unsigned k = 0;
+    uint64_t at = ip;
+    cur = *first;
+    *ended = false;
+    while (n0 + k < max && n0 + k < SWTRACE_BLOCK_MAX) {
+        if (!block_plain(&cur)) {
+            *ended = true;
+            break;
+        }
+        if (k < BC_BLK_INSNS)
+            in[k] = cur;
+        b->len[n0 + k++] = cur.len;
+        at = ip_wrap(at + cur.len, c->ctx.cs);
+        uint64_t lin = lin_of(c, at);
+        if (!bc_fetch_hot(&t->bc, m, &c->paging, lin, c->ctx.cs, &cur) &&
+            !bc_fetch(&t->bc, m, &c->paging, lin, c->ctx.cs, &cur))
+            break; /* unreadable: the run ends before it, a step reads it again */
+    }
+    b->n = n0 + k;
+    b->end = at;
+    b->end_lin = lin_of(c, at);
+    *end = cur;
+    if (*ended && k <= BC_BLK_INSNS) {
+        uint64_t bytes = 0;
+        for (unsigned i = 0; i < k; i++)
+            bytes += b->len[n0 + i];
+        if (ip + bytes == b->end && lin0 + bytes == b->end_lin) {
+            in[k] = cur;
+            bc_blk_put(&t->bc, m, &c->paging, lin0, c->ctx.cs, in, k);
+        }
+    }
+    return (int)k;
+}
+
+/* [lo, hi) holds x, in IP order (a wrapped span holds everything: never chained) */
+static bool span_has(uint64_t lo, uint64_t hi, uint64_t x)
+{
+    return hi <= lo || (x >= lo && x < hi);
+}
+
+/* the IPs of run s of b: its instructions', the jump's or the breakpoint's (the last run's
+ * end) included */
+static void run_span(const struct swtrace_block *b, unsigned s, uint64_t *lo, uint64_t *hi)
+{
+    *lo = b->seg[s].ip;
+    *hi = (s + 1 < b->nseg ? b->seg[s].jmp : b->end) + 1;
+}
+
+/* an instruction of b, or its breakpoint, is at ip */
+static bool block_holds(const struct swtrace_block *b, uint64_t ip)
+{
+    for (unsigned s = 0; s < b->nseg; s++) {
+        uint64_t lo, hi;
+        run_span(b, s, &lo, &hi);
+        if (span_has(lo, hi, ip))
+            return true;
+    }
+    return false;
+}
+
+/* the last run of b shares no IP with the others (nor does `lead`) */
+static bool last_run_apart(const struct swtrace_block *b, uint64_t lead)
+{
+    uint64_t lo, hi;
+    run_span(b, b->nseg - 1, &lo, &hi);
+    if (span_has(lo, hi, lead))
+        return false;
+    for (unsigned s = 0; s + 1 < b->nseg; s++) {
+        uint64_t l, h;
+        run_span(b, s, &l, &h);
+        if (h <= l || span_has(l, h, lead) || (lo < h && l < hi))
+            return false;
+    }
+    return true;
+}
+
+/*
+ * The block at ip (first: the instruction there, decoded; NULL: read it) of at most max
+ * instructions: its first run, and while a run ends with a direct JMP / CALL, the jump and the
+ * run at its target (up to SWTRACE_BLOCK_SEGS runs).  A run joins only where every IP of the
+ * block stays distinct and neither the breakpoint nor `lead` (the IP the block is led from, or
+ * none: UINT64_MAX) falls on another instruction of it: an exit's RIP names one place in it.
+ * -1: the instruction at ip is not readable; else the instructions (0: the one at ip is not
+ * plain and does not chain; b ends at ip).
+ */
+static int block_from(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c,
+                      uint64_t ip, const struct x86_insn *first, uint64_t max, uint64_t lead,
+                      struct swtrace_block *b)
+{
+    struct x86_insn end;
+    bool ended;
+    b->ip = ip;
+    b->n = 0;
+    b->nseg = 1;
+    b->seg[0].ip = ip;
+    b->seg[0].first = 0;
+    if (block_run(t, m, c, ip, first, max, b, &end, &ended) < 0)
+        return -1;
+    while (ended && block_chains(&end) && b->nseg < SWTRACE_BLOCK_SEGS && b->n + 1 < max &&
+           b->n + 1 < SWTRACE_BLOCK_MAX) {
+        /* the block as it is, ending at the jump (the next block's lead if the run fails) */
+        const unsigned n = b->n;
+        const uint64_t jmp = b->end, jmp_lin = b->end_lin;
+        uint64_t to = x86_direct_target(jmp, &end, c->ctx.cs);
+        b->seg[b->nseg - 1].jmp = jmp;
+        b->len[b->n++] = end.len;
+        b->seg[b->nseg].ip = to;
+        b->seg[b->nseg].first = (uint8_t)b->n;
+        b->nseg++;
+        if (block_run(t, m, c, to, NULL, max, b, &end, &ended) < 0 || !last_run_apart(b, lead)) {
+            b->nseg--;
+            b->n = n;
+            b->end = jmp;
+            b->end_lin = jmp_lin;
+            break;
+        }
+    }
+    return (int)b->n;
+}
+
+uint64_t swtrace_block_ip(const struct swtrace_block *b, unsigned i, enum x86_code_size cs)
+{
+    unsigned s = 0;
+    while (s + 1 < b->nseg && b->seg[s + 1].first <= i)
+        s++;
+    uint64_t ip = b->seg[s].ip;
+    for (unsigned k = b->seg[s].first; k < i; k++)
+        ip = ip_wrap(ip + b->len[k], cs);
+    return i == b->n ? b->end : ip;
+}
+
+/* instructions the window may still trace (the budget) */
+static uint64_t budget_left(const struct swtrace *t)
+{
+    return t->budget ? t->budget - t->st.steps : UINT64_MAX;
+}
+
+/* blocks run only in traced code with nothing to judge: no departure out, no trigger armed */
+static bool block_ok(const struct swtrace *t, const struct swtrace_cpu *c)
+{
+    return t->on && t->valid && t->pt.pkt_en && !t->pt.armed && !t->left.on && c->rip == t->ip &&
+           c->cs_sel == t->cs_sel && same_ctx(&c->ctx, &t->ctx);
+}
+
+unsigned swtrace_block_plan(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c,
+                            struct swtrace_block *b)
+{
+    b->lead = false;
+    b->n = 0;
+    if (!block_ok(t, c))
+        return 0;
+    int n = block_from(t, m, c, t->ip, &t->insn, budget_left(t), UINT64_MAX, b);
+    return n > 0 ? (unsigned)n : (b->n = 0);
+}
+
+bool swtrace_block_next(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c,
+                        const struct swtrace_regs *r, struct swtrace_block *b)
+{
+    const struct x86_insn *in = &t->insn;
+    uint64_t to;
+    b->lead = false;
+    b->n = 0;
+    if (!block_ok(t, c) || budget_left(t) < 2)
+        return false;
+    switch (in->branch) {
+    case X86_BR_JCC:
+        if (!(in->flags & X86_F_JCC_CC))
+            return false; /* LOOP, JrCXZ: stepped */
+        to = x86_jcc_taken(in, r->rflags) ? x86_direct_target(t->ip, in, c->ctx.cs)
+                                          : ip_wrap(t->ip + in->len, c->ctx.cs);
+        break;
+    case X86_BR_JMP_DIRECT:
+    case X86_BR_CALL_DIRECT:
+        to = x86_direct_target(t->ip, in, c->ctx.cs);
+        break;
+    case X86_BR_RET: {
+        /* the return address the RET pops: 64-bit code only (a near RET there is 64-bit) */
+        uint8_t raw[8];
+        if (c->ctx.cs != X86_CODE64 || bc_read(&t->bc, m, &c->paging, c->rsp, raw, 8))
+            return false;
+        to = 0;
+        for (unsigned k = 0; k < 8; k++)
+            to |= (uint64_t)raw[k] << (8 * k);
+        break;
+    }
+    default:
+        return false; /* indirect, far, events, not a branch (MOV CR...): stepped */
+    }
+    if (!swpt_admits(&t->pt, &c->ctx, to))
+        return false;
+    /* the branch alone may lead a block with no plain instruction (its target is not plain: the
+     * breakpoint at the target); not one with the branch itself inside or at its end (an exit
+     * there: the vCPU could have run it or not) */
+    if (block_from(t, m, c, to, NULL, budget_left(t) - 1, t->ip, b) < 0 || block_holds(b, t->ip)) {
+        b->n = 0;
+        return false;
+    }
+    b->lead = true;
+    b->lead_ip = t->ip;
+    return true;
+}
+
+int swtrace_block_settle(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c,
+                         const struct swtrace_block *b)
+{
+    const enum x86_code_size cs = c->ctx.cs;
+    if (!t->on || c->cs_sel != t->cs_sel || !same_ctx(&c->ctx, &t->ctx))
+        return SWTRACE_NOT_IN_BLOCK;
+    if (b->lead && c->rip == b->lead_ip)
+        return SWTRACE_SETTLED; /* stopped before the lead: nothing ran */
+    /* how far into the block: k instructions ran (its IPs are distinct: block_from) */
+    unsigned k = b->n;
+    if (c->rip != b->end) {
+        uint64_t ip = b->ip;
+        unsigned s = 0;
+        for (k = 0; k < b->n; k++) {
+            if (s + 1 < b->nseg && b->seg[s + 1].first == k)
+                ip = b->seg[++s].ip;
+            if (ip == c->rip)
+                break;
+            ip = ip_wrap(ip + b->len[k], cs);
+        }
+        if (k == b->n)
+            return SWTRACE_NOT_IN_BLOCK;
+    }
+    if (b->lead) {
+        t->st.steps++;
+        swpt_insn(&t->pt, t->ip, &t->insn, b->ip, &c->ctx, c->tsc);
+    }
+    t->st.steps += k;
+    if (k && !swpt_plain(&t->pt, k, &c->ctx)) {
+        /* one by one: their IPs matter (swpt_plain); a run's last instruction before the
+         * next run is its direct JMP / CALL */
+        uint64_t ip = b->ip;
+        unsigned s = 0;
+        for (unsigned i = 0; i < k; i++) {
+            bool jmp = s + 1 < b->nseg && b->seg[s + 1].first == i + 1;
+            const struct x86_insn in = {.len = b->len[i],
+                                        .branch = jmp ? X86_BR_JMP_DIRECT : X86_BR_NONE};
+            uint64_t next = jmp ? b->seg[++s].ip : ip_wrap(ip + in.len, cs);
+            swpt_insn(&t->pt, ip, &in, next, &c->ctx, c->tsc);
+            ip = next;
+        }
+    }
+    return swtrace_fetch_within_budget(t, m, c) ? SWTRACE_SETTLED : SWTRACE_CLOSED;
+}
