@@ -4,7 +4,8 @@
 # vmm/trace/swtrace.c five times each: without the cache, with it (the 64 instructions inside
 # struct swtrace, what the VMM has unless the shim gives it a table), and as the VMM runs it:
 # a 32 KiB table (1024 instructions, swtrace_cache_mem) and the code page read in place
-# (gw_mem.map, the shim's map_step).  The figure: host instructions per traced
+# (gw_mem.map, the shim's map_step); and block stepping as the VMM runs it (replay_blocks_bench:
+# the block table, blocks through direct jumps).  The figure: host instructions per traced
 # instruction (callgrind, inclusive, of replay_nocache / replay_cached / replay_cached_big),
 # the guest memory reads per step (each one an EPT translation in the VMM), wall-clock ns
 # per step and the hit rates.  Built -O2 without sanitizers, as the VMM is; SKIPs where
@@ -26,7 +27,7 @@ bench-swtrace: $(SWTRACE_BENCH)
 	get() { echo "$$2" | tr ' ' '\n' | sed -n "s/^$$1=//p"; }; \
 	steps=$$(get steps "$$line"); ir="host instructions/step: no valgrind"; \
 	if command -v valgrind >/dev/null; then \
-	    for f in replay_nocache replay_cached replay_cached_big; do \
+	    for f in replay_nocache replay_cached replay_cached_big replay_blocks_bench; do \
 	        valgrind --tool=callgrind --callgrind-out-file=$$d/cg.$$f --collect-atstart=no \
 	            --toggle-collect=$$f $(SWTRACE_BENCH) --bench $(SWTRACE_BENCH_PROG) \
 	            >$$d/$$f.log 2>&1 || true; \
@@ -34,9 +35,11 @@ bench-swtrace: $(SWTRACE_BENCH)
 	    off=$$(awk '/^summary:/ {print $$2}' $$d/cg.replay_nocache); \
 	    on=$$(awk '/^summary:/ {print $$2}' $$d/cg.replay_cached); \
 	    big=$$(awk '/^summary:/ {print $$2}' $$d/cg.replay_cached_big); \
-	    ir=$$(awk -v a="$$off" -v b="$$on" -v c="$$big" -v n="$$steps" 'BEGIN { \
+	    blk=$$(awk '/^summary:/ {print $$2}' $$d/cg.replay_blocks_bench); \
+	    ir=$$(awk -v a="$$off" -v b="$$on" -v c="$$big" -v e="$$blk" -v n="$$steps" 'BEGIN { \
 	        if (a > 0 && b > 0 && c > 0) printf "%.0f -> %.0f (as in the VMM, 1024-entry table and mapped code page: %.0f)" \
-	        " host instructions/step (callgrind)", a / (5 * n), b / (5 * n), c / (5 * n); \
+	        " host instructions/step (callgrind); block stepping with the block table: %.0f per instruction" \
+	        " (the replay harness included)", a / (5 * n), b / (5 * n), c / (5 * n), e / (5 * n); \
 	        else print "callgrind gave no count" }'); \
 	fi; \
 	echo "swtrace decode cache, $(SWTRACE_BENCH_PROG) replayed ($$steps steps): $$ir;" \
