@@ -138,12 +138,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         .ctx = {.cr3 = 0, .cpl = 0, .cs = (enum x86_code_size)cs_pick},
         .paging = {.cr0 = 1},
     };
+    /* the return address a RET is predicted from, written once before any decode: the stack
+     * may be reachable as code (a block stepped through it would be code changed under the
+     * tracer, its documented limit) */
+    put64(c.rsp, CODE + ((take(&in) << 8 | take(&in)) % 0x2000));
     open_tracer(&k[0], true, &c);
     open_tracer(&k[1], false, &c);
     for (unsigned round = 0; round < 64 && in.n; round++) {
         struct swtrace_regs r = {.rflags = take(&in) | (uint64_t)take(&in) << 8};
-        uint64_t ret = CODE + ((take(&in) << 8 | take(&in)) % 0x2000);
-        put64(c.rsp, ret);
         unsigned cut = take(&in);
         bool ok[2];
         for (int i = 0; i < 2; i++)

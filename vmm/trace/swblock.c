@@ -73,6 +73,11 @@ static int block_run(struct swtrace *t, const struct gw_mem *m, const struct swt
             *ended = true;
             break;
         }
+        /* a run is the same linear bytes at every IP: it stops before an instruction whose
+         * IP or linear address wraps (16 / 32-bit code), which a step then runs */
+        if (ip_wrap(at + cur.len, c->ctx.cs) != at + cur.len ||
+            lin_of(c, at + cur.len) != lin0 + (at + cur.len - ip))
+            break;
         if (k < BC_BLK_INSNS)
             in[k] = cur;
         b->len[n0 + k++] = cur.len;

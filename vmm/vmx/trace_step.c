@@ -493,9 +493,13 @@ int trace_vmx_block_exit(struct vcpu *v, uint32_t reason, uint32_t intr_info)
     enum blk_action a = blk_exit_action(
         reason, intr_info, reason == EXIT_REASON_EXCEPTION_NMI ? vmcs_readl(EXIT_QUALIFICATION) : 0,
         idt, t->blk_exc);
-    if (a == BLK_BREAKPOINT) {
-        /* the vCPU ran plain instructions only since the block went out (no branch, no MOV
-         * CR, no event: swtrace.h): what it is in beyond RIP and RSP is what it was then */
+    if (a == BLK_BREAKPOINT && vmcs_read16(GUEST_CS_SELECTOR) == t->blk_cpu.cs_sel &&
+        vmcs_readl(GUEST_CR3) == t->blk_cpu.ctx.cr3 &&
+        ((vmcs_read32(GUEST_SS_AR_BYTES) >> 5) & 3) == t->blk_cpu.ctx.cpl) {
+        /* the vCPU ran plain instructions and direct jumps only since the block went out (no
+         * MOV CR, no event: swtrace.h): beyond RIP and RSP it is where it was then, unless code
+         * changed under the block took it elsewhere -- the selector, CR3 and CPL say so, and
+         * then it is observed in full (settle finds it off the block) */
         c = t->blk_cpu;
         c.rip = vmcs_readl(GUEST_RIP);
         c.rsp = vmcs_readl(GUEST_RSP);
