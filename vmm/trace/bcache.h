@@ -218,13 +218,11 @@ static inline bool bc_fetch_hot(struct bcache *bc, const struct gw_mem *m,
                                 const struct gw_paging *p, uint64_t lin, enum x86_code_size cs,
                                 struct x86_insn *out)
 {
-    if (bc->hot_vpn1 != (lin >> 12) + 1 || bc->hot_gen != m->gen || !m->map ||
-        (lin & 0xfff) > 0x1000 - X86_MAX_INSN || bc->key.cr3 != p->cr3 || bc->key.cr0 != p->cr0 ||
-        bc->key.cr4 != p->cr4 || bc->key.efer != p->efer)
+    const uint8_t *code = bc_hot_bytes(bc, m, p, lin, X86_MAX_INSN);
+    if (!code)
         return false;
     const struct bc_insn_entry *e =
         &bc->insn[(unsigned)(lin ^ (lin >> 6) ^ (lin >> 12)) & bc->insn_mask];
-    const uint8_t *code = bc->hot + (lin & 0xfff);
     if (e->lin != lin || e->cs != (uint8_t)cs || !e->insn.len)
         return false;
     for (unsigned i = 0; i < e->insn.len; i++)
@@ -234,6 +232,14 @@ static inline bool bc_fetch_hot(struct bcache *bc, const struct gw_mem *m,
     bc->st.insn_hits++;
     *out = e->insn;
     return true;
+}
+
+/* bc_fetch with its common case inline */
+static inline bool bc_fetch_fast(struct bcache *bc, const struct gw_mem *m,
+                                 const struct gw_paging *p, uint64_t lin, enum x86_code_size cs,
+                                 struct x86_insn *out)
+{
+    return bc_fetch_hot(bc, m, p, lin, cs, out) || bc_fetch(bc, m, p, lin, cs, out);
 }
 
 /* linear -> guest-physical through the cached translations (as gw_translate) */

@@ -33,8 +33,7 @@ static int block_run(struct swtrace *t, const struct gw_mem *m, const struct swt
     struct x86_insn cur;
     const struct bc_blk_entry *e = bc_blk_get(&t->bc, m, &c->paging, lin0, c->ctx.cs);
     if (!e && !first) { /* read at ip: its page is now the one in place, the table is asked again */
-        if (!bc_fetch_hot(&t->bc, m, &c->paging, lin0, c->ctx.cs, &cur) &&
-            !bc_fetch(&t->bc, m, &c->paging, lin0, c->ctx.cs, &cur))
+        if (!bc_fetch_fast(&t->bc, m, &c->paging, lin0, c->ctx.cs, &cur))
             return -1;
         first = &cur;
         e = bc_blk_get(&t->bc, m, &c->paging, lin0, c->ctx.cs);
@@ -58,8 +57,7 @@ static int block_run(struct swtrace *t, const struct gw_mem *m, const struct swt
         }
     }
     if (!first) {
-        if (!bc_fetch_hot(&t->bc, m, &c->paging, lin0, c->ctx.cs, &cur) &&
-            !bc_fetch(&t->bc, m, &c->paging, lin0, c->ctx.cs, &cur))
+        if (!bc_fetch_fast(&t->bc, m, &c->paging, lin0, c->ctx.cs, &cur))
             return -1;
         first = &cur;
     }
@@ -83,8 +81,7 @@ static int block_run(struct swtrace *t, const struct gw_mem *m, const struct swt
         b->len[n0 + k++] = cur.len;
         at = ip_wrap(at + cur.len, c->ctx.cs);
         uint64_t lin = lin_of(c, at);
-        if (!bc_fetch_hot(&t->bc, m, &c->paging, lin, c->ctx.cs, &cur) &&
-            !bc_fetch(&t->bc, m, &c->paging, lin, c->ctx.cs, &cur))
+        if (!bc_fetch_fast(&t->bc, m, &c->paging, lin, c->ctx.cs, &cur))
             break; /* unreadable: the run ends before it, a step reads it again */
     }
     b->n = n0 + k;
@@ -189,14 +186,22 @@ static int block_from(struct swtrace *t, const struct gw_mem *m, const struct sw
     return (int)b->n;
 }
 
+/* the IP after instruction i of b, which is at ip in run *s: where i ends a run (its direct JMP /
+ * CALL), the next run's first (*s moves on) */
+static uint64_t ip_after(const struct swtrace_block *b, unsigned i, unsigned *s, uint64_t ip,
+                         enum x86_code_size cs)
+{
+    if (*s + 1 < b->nseg && b->seg[*s + 1].first == i + 1)
+        return b->seg[++*s].ip;
+    return ip_wrap(ip + b->len[i], cs);
+}
+
 uint64_t swtrace_block_ip(const struct swtrace_block *b, unsigned i, enum x86_code_size cs)
 {
+    uint64_t ip = b->ip;
     unsigned s = 0;
-    while (s + 1 < b->nseg && b->seg[s + 1].first <= i)
-        s++;
-    uint64_t ip = b->seg[s].ip;
-    for (unsigned k = b->seg[s].first; k < i; k++)
-        ip = ip_wrap(ip + b->len[k], cs);
+    for (unsigned k = 0; k < i && k < b->n; k++)
+        ip = ip_after(b, k, &s, ip, cs);
     return i == b->n ? b->end : ip;
 }
 
@@ -284,13 +289,8 @@ int swtrace_block_settle(struct swtrace *t, const struct gw_mem *m, const struct
     if (c->rip != b->end) {
         uint64_t ip = b->ip;
         unsigned s = 0;
-        for (k = 0; k < b->n; k++) {
-            if (s + 1 < b->nseg && b->seg[s + 1].first == k)
-                ip = b->seg[++s].ip;
-            if (ip == c->rip)
-                break;
-            ip = ip_wrap(ip + b->len[k], cs);
-        }
+        for (k = 0; k < b->n && ip != c->rip; k++)
+            ip = ip_after(b, k, &s, ip, cs);
         if (k == b->n)
             return SWTRACE_NOT_IN_BLOCK;
     }
@@ -305,10 +305,10 @@ int swtrace_block_settle(struct swtrace *t, const struct gw_mem *m, const struct
         uint64_t ip = b->ip;
         unsigned s = 0;
         for (unsigned i = 0; i < k; i++) {
-            bool jmp = s + 1 < b->nseg && b->seg[s + 1].first == i + 1;
+            unsigned run = s;
+            uint64_t next = ip_after(b, i, &s, ip, cs);
             const struct x86_insn in = {.len = b->len[i],
-                                        .branch = jmp ? X86_BR_JMP_DIRECT : X86_BR_NONE};
-            uint64_t next = jmp ? b->seg[++s].ip : ip_wrap(ip + in.len, cs);
+                                        .branch = s != run ? X86_BR_JMP_DIRECT : X86_BR_NONE};
             swpt_insn(&t->pt, ip, &in, next, &c->ctx, c->tsc);
             ip = next;
         }

@@ -12,8 +12,7 @@ static void fetch(struct swtrace *t, const struct gw_mem *m, const struct swtrac
     t->rsp = c->rsp;
     t->cs_sel = c->cs_sel;
     t->ctx = c->ctx;
-    t->valid = bc_fetch_hot(&t->bc, m, &c->paging, lin, c->ctx.cs, &t->insn) ||
-               bc_fetch(&t->bc, m, &c->paging, lin, c->ctx.cs, &t->insn);
+    t->valid = bc_fetch_fast(&t->bc, m, &c->paging, lin, c->ctx.cs, &t->insn);
     if (!t->valid)
         t->st.unreadable++;
 }

@@ -341,6 +341,15 @@ bool trace_vmx_db_exit(struct vcpu *v, uint64_t qual)
     return true;
 }
 
+/* the instruction at linear lin (all 16 bytes of it on one page) is on the code page the last
+ * note hit, under the same CR3: noted already */
+static bool on_noted_page(const struct trace_vcpu *t, uint64_t cr3, uint64_t lin)
+{
+    return (lin & (CP_PAGE - 1)) <= CP_PAGE - 16 &&
+           t->noted[t->noted_hit].page1 == (lin & ~(CP_PAGE - 1)) + 1 &&
+           t->noted[t->noted_hit].cr3 == cr3;
+}
+
 /* the page of the instruction at linear lin about to run (and the next one, for an instruction
  * that may cross into it) joins the window's code pages, with the CRC of its bytes now */
 static void note_lin(struct vcpu *v, struct trace_vcpu *t, uint64_t cr3, uint64_t lin,
@@ -349,7 +358,7 @@ static void note_lin(struct vcpu *v, struct trace_vcpu *t, uint64_t cr3, uint64_
     bool one_page = (lin & (CP_PAGE - 1)) <= CP_PAGE - 16;
     uint64_t page1 = (lin & ~(CP_PAGE - 1)) + 1;
     t->paging = *paging;
-    if (one_page && t->noted[t->noted_hit].page1 == page1 && t->noted[t->noted_hit].cr3 == cr3)
+    if (on_noted_page(t, cr3, lin))
         return; /* the page of the last step */
     if (one_page)
         for (unsigned i = 0; i < 4; i++)
@@ -393,13 +402,10 @@ static void note_code(struct vcpu *v, struct trace_vcpu *t, const struct swtrace
 static void note_block(struct vcpu *v, struct trace_vcpu *t, const struct swtrace_cpu *c)
 {
     const struct swtrace_block *b = &t->blk;
-    uint64_t hit = t->noted[t->noted_hit].page1 - 1; /* note_lin's first test, inline */
-    bool same = t->noted[t->noted_hit].cr3 == c->ctx.cr3;
     for (unsigned s = 0; s < b->nseg; s++) {
         uint64_t lo = c->cs_base + b->seg[s].ip,
                  hi = c->cs_base + (s + 1 < b->nseg ? b->seg[s].jmp : b->end);
-        if (!same || (lo & ~(CP_PAGE - 1)) != hit || (hi & ~(CP_PAGE - 1)) != hit ||
-            (hi & (CP_PAGE - 1)) > CP_PAGE - 16) {
+        if (!on_noted_page(t, c->ctx.cr3, lo) || !on_noted_page(t, c->ctx.cr3, hi)) {
             note_lin(v, t, c->ctx.cr3, lo, &c->paging);
             note_lin(v, t, c->ctx.cr3, hi, &c->paging);
         }
