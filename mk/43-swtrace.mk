@@ -31,4 +31,4 @@ test_swtrace_ptrace_LDLIBS := -lipt
 # blocks and packets with and without the block table.
 FUZZERS += fuzz_swblock
 fuzz_swblock_SRCS := tests/fuzz/fuzz_swblock.c $(SWTRACE_SRCS) vmm/trace/x86_class.c $(SWPT_SRCS)
-fuzz_swblock_LDLIBS := -lipt
+fuzz_swblock_LDLIBS := -lipt -lZydis -lZycore

@@ -9,6 +9,9 @@
  *     instructions only, but for the direct JMP / CALL ending each run, whose target is the
  *     next run's first IP; at most SWTRACE_BLOCK_MAX of them, in at most SWTRACE_BLOCK_SEGS runs;
  *   - its IPs are distinct, the breakpoint (its end) and the lead's IP are none of them;
+ *   - a lead that is an indirect JMP / CALL in 64-bit code goes where Zydis says the vCPU
+ *     would from the registers the fuzzer gives (its operand's register, or the 8 bytes at
+ *     the address Zydis computes);
  *   - with and without the block table: the very same block, the same settle result, the
  *     same packets, byte for byte;
  * and ASan / UBSan on all of it (the ring is an exact-size heap block).
@@ -17,6 +20,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <Zydis/Zydis.h>
 
 #include "trace/swtrace.h"
 
@@ -103,6 +108,51 @@ static void check_block(const struct swtrace_block *b, const struct swtrace_cpu 
         abort();
 }
 
+/*
+ * A block led by an indirect JMP / CALL in 64-bit code goes where Zydis says the vCPU would:
+ * the register, or the 8 bytes at the address ZydisCalcAbsoluteAddressEx computes from the
+ * same registers (an oracle independent of x86_indirect_operand and of the tracer's sum).
+ */
+static void check_indirect(const struct swtrace_block *b, const struct swtrace_cpu *c,
+                           const uint64_t *gpr)
+{
+    static ZydisDecoder dec;
+    static bool ready;
+    if (!b->lead || c->ctx.cs != X86_CODE64 || b->lead_ip + X86_MAX_INSN > RAM_SIZE)
+        return;
+    if (!ready) {
+        ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+        ready = true;
+    }
+    ZydisDecodedInstruction z;
+    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+    if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(&dec, ram + b->lead_ip, X86_MAX_INSN, &z, ops)) ||
+        (z.mnemonic != ZYDIS_MNEMONIC_JMP && z.mnemonic != ZYDIS_MNEMONIC_CALL) ||
+        z.raw.imm[0].is_relative || z.operand_count_visible != 1 ||
+        ops[0].type == ZYDIS_OPERAND_TYPE_POINTER || z.meta.branch_type == ZYDIS_BRANCH_TYPE_FAR)
+        return; /* not a near indirect JMP / CALL */
+    static const ZydisRegister r64[16] = {
+        ZYDIS_REGISTER_RAX, ZYDIS_REGISTER_RCX, ZYDIS_REGISTER_RDX, ZYDIS_REGISTER_RBX,
+        ZYDIS_REGISTER_RSP, ZYDIS_REGISTER_RBP, ZYDIS_REGISTER_RSI, ZYDIS_REGISTER_RDI,
+        ZYDIS_REGISTER_R8,  ZYDIS_REGISTER_R9,  ZYDIS_REGISTER_R10, ZYDIS_REGISTER_R11,
+        ZYDIS_REGISTER_R12, ZYDIS_REGISTER_R13, ZYDIS_REGISTER_R14, ZYDIS_REGISTER_R15};
+    static ZydisRegisterContext ctx;
+    for (unsigned i = 0; i < 16; i++)
+        ctx.values[r64[i]] = i == 4 ? c->rsp : gpr[i];
+    uint64_t want;
+    if (ops[0].type == ZYDIS_OPERAND_TYPE_REGISTER) {
+        want = ctx.values[ops[0].reg.value];
+    } else {
+        ZyanU64 ea;
+        if (!ZYAN_SUCCESS(ZydisCalcAbsoluteAddressEx(&z, &ops[0], b->lead_ip, &ctx, &ea)) ||
+            ea > RAM_SIZE - 8)
+            abort(); /* the tracer read a target where the vCPU could not */
+        memcpy(&want, ram + ea, 8);
+    }
+    if (b->ip != want)
+        abort();
+}
+
 static void same_block(const struct swtrace_block *a, const struct swtrace_block *b)
 {
     if (a->n != b->n || a->nseg != b->nseg || a->ip != b->ip || a->end != b->end ||
@@ -144,8 +194,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     put64(c.rsp, CODE + ((take(&in) << 8 | take(&in)) % 0x2000));
     open_tracer(&k[0], true, &c);
     open_tracer(&k[1], false, &c);
+    /* registers an indirect JMP / CALL may take its target or address from: inside the
+     * RAM (often the code) or anywhere */
+    uint64_t gpr[16];
+    for (unsigned i = 0; i < 16; i++) {
+        unsigned v = take(&in) << 8 | take(&in);
+        gpr[i] = v & 0x8000 ? (uint64_t)v * 0x9e3779b97f4a7c15ull : v % RAM_SIZE;
+    }
     for (unsigned round = 0; round < 64 && in.n; round++) {
-        struct swtrace_regs r = {.rflags = take(&in) | (uint64_t)take(&in) << 8};
+        struct swtrace_regs r = {.rflags = take(&in) | (uint64_t)take(&in) << 8, .gpr = gpr};
         unsigned cut = take(&in);
         bool ok[2];
         for (int i = 0; i < 2; i++)
@@ -163,6 +220,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             continue;
         }
         check_block(&k[0].b, &c);
+        check_indirect(&k[0].b, &c, gpr);
         same_block(&k[0].b, &k[1].b);
         /* the exit: at the end, or cut at a chosen instruction of the block (or at the lead) */
         unsigned at = cut < 128 ? k[0].b.n : cut % (k[0].b.n + 1);

@@ -47,6 +47,7 @@
 #define CR3         0x1000ull
 #define TEST_STEPS  150000u /* per program in the test */
 #define BENCH_STEPS 300000u /* the bench's one program */
+#define IND_MAX     16384u  /* indirect JMP / CALL steps kept per program */
 
 /* ---- fake guest-physical memory and the page tables ---- */
 
@@ -142,15 +143,25 @@ static bool map_code(uint64_t va, int memfd)
 
 /* ---- recording ---- */
 
+/* at an indirect JMP / CALL: the registers and the 8 bytes of a memory operand there */
+struct ind_rec {
+    uint64_t gpr[16]; /* as encoded: RAX RCX RDX RBX RSP RBP RSI RDI R8 .. R15 */
+    uint64_t ea, val;
+    bool mem;
+};
+
 struct run {
     const char *name;
     uint64_t *rip;
     /* per step, for block stepping's prediction: RFLAGS, RSP and the 8 bytes at RSP */
     uint64_t *fl, *sp, *top;
-    unsigned n;
+    int32_t *ind; /* the step's ind_rec at an indirect JMP / CALL, else -1 */
+    struct ind_rec *rec;
+    unsigned n, nrec;
 };
 
-static uint64_t get_regs(pid_t pid, uint64_t *fl, uint64_t *sp, uint64_t *top)
+static uint64_t get_regs(pid_t pid, uint64_t *fl, uint64_t *sp, uint64_t *top,
+                         struct user_regs_struct *all)
 {
     struct user_regs_struct r;
     if (ptrace(PTRACE_GETREGS, pid, NULL, &r) != 0)
@@ -159,7 +170,41 @@ static uint64_t get_regs(pid_t pid, uint64_t *fl, uint64_t *sp, uint64_t *top)
     *sp = r.rsp;
     errno = 0;
     *top = (uint64_t)ptrace(PTRACE_PEEKDATA, pid, (void *)r.rsp, NULL);
+    *all = r;
     return r.rip;
+}
+
+/* the step about to run the instruction at r->rip: where it is an indirect JMP / CALL the
+ * tracer can predict (x86_indirect_operand), its registers and operand are kept for the
+ * replay; a wrong operand is caught there: the prediction would not be where the CPU went */
+static void record_ind(struct run *r, pid_t pid, int memfd, const struct user_regs_struct *u)
+{
+    uint8_t code[X86_MAX_INSN];
+    struct x86_insn in;
+    struct x86_ind op;
+    r->ind[r->n] = -1;
+    ssize_t got = pread(memfd, code, sizeof(code), (off_t)u->rip);
+    if (got <= 0 || x86_classify(code, (size_t)got, X86_CODE64, &in) ||
+        (in.branch != X86_BR_JMP_INDIRECT && in.branch != X86_BR_CALL_INDIRECT) ||
+        x86_indirect_operand(code, in.len, X86_CODE64, &op) || r->nrec >= IND_MAX)
+        return;
+    struct ind_rec *k = &r->rec[r->nrec];
+    const uint64_t g[16] = {u->rax, u->rcx, u->rdx, u->rbx, u->rsp, u->rbp, u->rsi, u->rdi,
+                            u->r8,  u->r9,  u->r10, u->r11, u->r12, u->r13, u->r14, u->r15};
+    memcpy(k->gpr, g, sizeof(g));
+    k->mem = op.kind == X86_IND_MEM;
+    if (k->mem) {
+        k->ea = (uint64_t)(int64_t)op.disp +
+                (op.base == X86_IND_RIP    ? u->rip + in.len
+                 : op.base == X86_IND_NONE ? 0
+                                           : g[op.base]) +
+                (op.index == X86_IND_NONE ? 0 : g[op.index] * op.scale);
+        errno = 0;
+        k->val = (uint64_t)ptrace(PTRACE_PEEKDATA, pid, (void *)k->ea, NULL);
+        if (errno)
+            return;
+    }
+    r->ind[r->n] = (int32_t)r->nrec++;
 }
 
 static void record(struct run *r, char *const argv[], unsigned max)
@@ -192,11 +237,15 @@ static void record(struct run *r, char *const argv[], unsigned max)
     r->fl = malloc(max * sizeof(uint64_t));
     r->sp = malloc(max * sizeof(uint64_t));
     r->top = malloc(max * sizeof(uint64_t));
-    assert_true(r->rip && r->fl && r->sp && r->top);
-    r->n = 0;
+    r->ind = malloc(max * sizeof(int32_t));
+    r->rec = malloc(IND_MAX * sizeof(struct ind_rec));
+    assert_true(r->rip && r->fl && r->sp && r->top && r->ind && r->rec);
+    r->n = r->nrec = 0;
     int sig = 0;
     while (r->n < max) {
-        uint64_t rip = get_regs(pid, &r->fl[r->n], &r->sp[r->n], &r->top[r->n]);
+        struct user_regs_struct u;
+        uint64_t rip = get_regs(pid, &r->fl[r->n], &r->sp[r->n], &r->top[r->n], &u);
+        record_ind(r, pid, memfd, &u);
         r->rip[r->n++] = rip;
         if (!map_code(rip, memfd))
             fail_msg("%s: code at %#lx unreadable", argv[0], (unsigned long)rip);
@@ -292,7 +341,7 @@ void replay_cached_big(const struct run *r, struct replay *o)
  * instruction is stepped, as the shim does.  Returns the VM exits the VMM would take.
  */
 struct block_stats {
-    uint64_t exits, blocks, leads, cut, steps, chained;
+    uint64_t exits, blocks, leads, cut, steps, chained, indirect;
 };
 
 static void replay_blocks(const struct run *r, unsigned every, struct replay *o,
@@ -365,8 +414,12 @@ static void replay_blocks(const struct run *r, unsigned every, struct replay *o,
         struct swtrace_cpu at_bp = c;
         struct swtrace_regs regs = {.rflags = r->fl[i]};
         at_bp.rsp = r->sp[i];
-        out = stack_put(r->sp[i], r->top[i]) &&
+        const struct ind_rec *k = r->ind[i] >= 0 ? &r->rec[r->ind[i]] : NULL;
+        if (k)
+            regs.gpr = k->gpr;
+        out = stack_put(r->sp[i], r->top[i]) && (!k || !k->mem || stack_put(k->ea, k->val)) &&
               swtrace_block_next(&o->t, &mem_mapped, &at_bp, &regs, &b);
+        bs->indirect += out && k;
     }
     swtrace_stop(&o->t);
 }
@@ -462,18 +515,19 @@ static void check_program(char *const argv[])
         assert_int_equal(blk.t.st.steps, off.t.st.steps);
         assert_int_equal(blk.t.st.lost, 0);
         assert_int_equal(blk.t.st.events, off.t.st.events);
-        assert_true(bs.chained > 0); /* real programs call and jump directly */
+        assert_true(bs.chained > 0);  /* real programs call and jump directly */
+        assert_true(bs.indirect > 0); /* ... and through registers and memory */
         print_message(
             "%-22s block stepping, 1 block in %u cut (0: none), block table %s: %lu "
             "exits for %lu instructions "
             "(%.3f per instruction): %lu blocks (%lu led by a predicted branch, %lu through "
-            "a direct JMP / CALL, %lu cut short), %lu single steps; block table %lu "
-            "hits, %lu kept\n",
+            "a direct JMP / CALL, %lu led by a predicted indirect JMP / CALL, %lu cut short), "
+            "%lu single steps; block table %lu hits, %lu kept\n",
             argv[0], every, blk.blocks ? "on" : "off", (unsigned long)bs.exits,
             (unsigned long)off.t.st.steps, (double)bs.exits / (double)off.t.st.steps,
             (unsigned long)bs.blocks, (unsigned long)bs.leads, (unsigned long)bs.chained,
-            (unsigned long)bs.cut, (unsigned long)bs.steps, (unsigned long)blk.t.bc.st.blk_hits,
-            (unsigned long)blk.t.bc.st.blk_kept);
+            (unsigned long)bs.indirect, (unsigned long)bs.cut, (unsigned long)bs.steps,
+            (unsigned long)blk.t.bc.st.blk_hits, (unsigned long)blk.t.bc.st.blk_kept);
         free(blk.ring.buf);
     }
 
@@ -510,6 +564,8 @@ static void check_program(char *const argv[])
     free(r.fl);
     free(r.sp);
     free(r.top);
+    free(r.ind);
+    free(r.rec);
     free(on.ring.buf);
     free(off.ring.buf);
     free(big.ring.buf);

@@ -147,6 +147,7 @@ struct diff_stats {
     uint64_t knc;              /* Knights Corner only: skipped (exceptions above) */
     uint64_t br[X86_BR_COUNT]; /* per class, of the compared instructions */
     uint64_t disagree;
+    uint64_t ind_reg, ind_mem, ind_refused; /* indirect JMP / CALL operands compared */
     bool last_ok; /* the last diff_one() compared an instruction and agreed */
     struct {
         ZydisMnemonic mn;
@@ -179,6 +180,51 @@ static void report(const char *what, int cs, const uint8_t *b, size_t avail, uin
 }
 
 /* Classify b[0..avail) both ways at `ip`; returns Zydis' length (0: invalid / short) */
+/* a register as x86_indirect_operand numbers it (Zydis' id of its 64-bit form), or
+ * X86_IND_NONE */
+static uint8_t ind_reg(ZydisRegister r)
+{
+    if (r == ZYDIS_REGISTER_NONE)
+        return X86_IND_NONE;
+    if (r == ZYDIS_REGISTER_RIP)
+        return X86_IND_RIP;
+    if (ZydisRegisterGetClass(r) != ZYDIS_REGCLASS_GPR64)
+        return 0xee; /* no such operand here: never equal */
+    return (uint8_t)ZydisRegisterGetId(r);
+}
+
+/* x86_indirect_operand against Zydis' operand of an indirect JMP / CALL: in 64-bit code the
+ * same register or memory operand, or a refusal only where the target is not taken from
+ * a DS-based 64-bit address (FS / GS, address size 32); outside it always a refusal */
+static bool ind_agrees(int cs, const uint8_t *b, const struct x86_insn *in, struct diff_stats *st)
+{
+    ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+    ZydisDecodedInstruction zf;
+    struct x86_ind op;
+    int r = x86_indirect_operand(b, in->len, (enum x86_code_size)cs, &op);
+    if (cs != X86_CODE64)
+        return r != 0;
+    if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(&zdec[cs], b, in->len, &zf, ops)))
+        return false;
+    const ZydisDecodedOperand *o = &ops[0];
+    if (o->type == ZYDIS_OPERAND_TYPE_REGISTER) { /* FS / GS / 67 change nothing there */
+        st->ind_reg++;
+        return r == 0 && op.kind == X86_IND_REG && op.base == ind_reg(o->reg.value);
+    }
+    if (o->type != ZYDIS_OPERAND_TYPE_MEMORY)
+        return false;
+    if (o->mem.segment == ZYDIS_REGISTER_FS || o->mem.segment == ZYDIS_REGISTER_GS ||
+        zf.address_width != 64) { /* FS / GS base or a 32-bit address */
+        st->ind_refused++;
+        return r != 0;
+    }
+    st->ind_mem++;
+    return r == 0 && op.kind == X86_IND_MEM && op.base == ind_reg(o->mem.base) &&
+           op.index == ind_reg(o->mem.index) &&
+           (op.index == X86_IND_NONE || op.scale == o->mem.scale) &&
+           op.disp == (o->mem.disp.has_displacement ? o->mem.disp.value : 0);
+}
+
 static unsigned diff_one(int cs, const uint8_t *b, size_t avail, uint64_t ip, struct diff_stats *st)
 {
     ZydisDecodedInstruction z;
@@ -286,6 +332,11 @@ static unsigned diff_one(int cs, const uint8_t *b, size_t avail, uint64_t ip, st
             what = "flags";
         }
     }
+    if (!bad && (cls == X86_BR_JMP_INDIRECT || cls == X86_BR_CALL_INDIRECT) &&
+        !ind_agrees(cs, b, &in, st)) {
+        bad = true;
+        what = "indirect operand";
+    }
     if (bad) {
         st->disagree++;
         report(what, cs, b, avail, ip, r, &in, zs, &z, cls);
@@ -355,7 +406,10 @@ static void stats_print(const char *name, const struct diff_stats *st, double se
     for (unsigned c = 0; c < X86_BR_COUNT; c++)
         if (st->br[c])
             printf(" %s %llu", x86_branch_name(c), (unsigned long long)st->br[c]);
-    printf("\n");
+    printf("\n   indirect JMP / CALL operands (x86_indirect_operand vs Zydis): register %llu, "
+           "memory %llu, refused (FS / GS, 32-bit address) %llu\n",
+           (unsigned long long)st->ind_reg, (unsigned long long)st->ind_mem,
+           (unsigned long long)st->ind_refused);
     if (st->other[0].n) {
         printf("   zydis control transfers classed none (documented):");
         for (unsigned i = 0; i < 32 && st->other[i].n; i++)
@@ -878,6 +932,7 @@ static void test_real_binaries(void **state)
     assert_int_equal(st[0].disagree + st[1].disagree + st[2].disagree, 0);
     /* the proof needs the volume: 10 M bytes decoded by both in 64-bit mode */
     assert_true(st[2].bytes >= MIN_BYTES_64);
+    assert_true(st[2].ind_reg > 0 && st[2].ind_mem > 0); /* both kinds were compared */
     assert_true(swept[1] >= BYTES_32 && swept[0] >= BYTES_16);
 }
 

@@ -229,6 +229,54 @@ unsigned swtrace_block_plan(struct swtrace *t, const struct gw_mem *m, const str
     return n > 0 ? (unsigned)n : (b->n = 0);
 }
 
+/* the 8 bytes at linear lin, little-endian, read as the vCPU would now (through the
+ * tracer's translations): false where they are not all readable */
+static bool read64(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c,
+                   uint64_t lin, uint64_t *val)
+{
+    uint8_t raw[8];
+    if (bc_read(&t->bc, m, &c->paging, lin, raw, 8))
+        return false;
+    *val = 0;
+    for (unsigned k = 0; k < 8; k++)
+        *val |= (uint64_t)raw[k] << (8 * k);
+    return true;
+}
+
+/* where the indirect JMP / CALL at the tracer's IP goes, from the registers and memory as
+ * they are now, the vCPU stopped before it (64-bit code, a DS-based operand: x86_class.h) */
+static bool indirect_target(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c,
+                            const struct swtrace_regs *r, uint64_t *to)
+{
+    uint8_t raw[X86_MAX_INSN];
+    struct x86_ind op;
+    const uint64_t lin = lin_of(c, t->ip);
+    const uint8_t *code = bc_hot_bytes(&t->bc, m, &c->paging, lin, t->insn.len);
+    if (!r->gpr || c->ctx.cs != X86_CODE64)
+        return false;
+    if (!code) {
+        if (bc_read(&t->bc, m, &c->paging, lin, raw, t->insn.len))
+            return false;
+        code = raw;
+    }
+    if (x86_indirect_operand(code, t->insn.len, c->ctx.cs, &op))
+        return false;
+#define GPR(n) ((n) == 4 ? c->rsp : r->gpr[(n)&15])
+    if (op.kind == X86_IND_REG) {
+        *to = GPR(op.base);
+        return true;
+    }
+    uint64_t ea = (uint64_t)(int64_t)op.disp;
+    if (op.base == X86_IND_RIP)
+        ea += t->ip + t->insn.len;
+    else if (op.base != X86_IND_NONE)
+        ea += GPR(op.base);
+    if (op.index != X86_IND_NONE)
+        ea += GPR(op.index) * op.scale;
+#undef GPR
+    return read64(t, m, c, ea, to);
+}
+
 bool swtrace_block_next(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c,
                         const struct swtrace_regs *r, struct swtrace_block *b)
 {
@@ -249,18 +297,18 @@ bool swtrace_block_next(struct swtrace *t, const struct gw_mem *m, const struct 
     case X86_BR_CALL_DIRECT:
         to = x86_direct_target(t->ip, in, c->ctx.cs);
         break;
-    case X86_BR_RET: {
+    case X86_BR_RET:
         /* the return address the RET pops: 64-bit code only (a near RET there is 64-bit) */
-        uint8_t raw[8];
-        if (c->ctx.cs != X86_CODE64 || bc_read(&t->bc, m, &c->paging, c->rsp, raw, 8))
+        if (c->ctx.cs != X86_CODE64 || !read64(t, m, c, c->rsp, &to))
             return false;
-        to = 0;
-        for (unsigned k = 0; k < 8; k++)
-            to |= (uint64_t)raw[k] << (8 * k);
         break;
-    }
+    case X86_BR_JMP_INDIRECT:
+    case X86_BR_CALL_INDIRECT:
+        if (!indirect_target(t, m, c, r, &to))
+            return false;
+        break;
     default:
-        return false; /* indirect, far, events, not a branch (MOV CR...): stepped */
+        return false; /* far, events, not a branch (MOV CR...): stepped */
     }
     if (!swpt_admits(&t->pt, &c->ctx, to))
         return false;

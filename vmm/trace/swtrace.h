@@ -115,7 +115,8 @@ bool swtrace_observe(struct swtrace *t, const struct gw_mem *m, const struct swt
  * keeps blocks off: so at any exit the vCPU ran exactly the block's instructions before its
  * RIP.  A block may lead with the branch at the last block's end, predicted here from the
  * state at the breakpoint (a Jcc from RFLAGS, a direct JMP / CALL, a near RET from the return
- * address on the stack): the vCPU stopped at the lead has not run it yet, anywhere in the
+ * address on the stack, an indirect JMP / CALL in 64-bit code from the register or the memory
+ * it names): the vCPU stopped at the lead has not run it yet, anywhere in the
  * block it has.  The packets are those of swtrace_observe stepping the same instructions
  * (test_swtrace_ptrace replays real programs both ways, byte for byte).
  */
@@ -145,6 +146,9 @@ uint64_t swtrace_block_ip(const struct swtrace_block *b, unsigned i, enum x86_co
 /* the state the shim reads at the breakpoint to predict the branch there */
 struct swtrace_regs {
     uint64_t rflags;
+    /* RAX .. R15 as encoded (x86_class.h; RSP's slot is not read: swtrace_cpu.rsp), for an
+     * indirect JMP / CALL in 64-bit code; NULL: such a branch is stepped */
+    const uint64_t *gpr;
 };
 
 /* a block from the instruction about to run (no lead); 0: none (step it) */

@@ -462,6 +462,73 @@ int x86_classify(const uint8_t *code, size_t avail, enum x86_code_size cs, struc
     return 0;
 }
 
+int x86_indirect_operand(const uint8_t *code, size_t len, enum x86_code_size cs,
+                         struct x86_ind *out)
+{
+    size_t p = 0;
+    uint8_t rex = 0;
+    bool p67 = false;
+    if (cs != X86_CODE64)
+        return -1;
+    /* legacy prefixes (2.1.1): 66 and F2 / F3 do not change a near branch in 64-bit mode,
+     * CS / DS / ES / SS have base 0 there (3E is also CET's NOTRACK); a REX counts only
+     * right before the opcode (2.2.1) */
+    for (;; p++) {
+        if (p >= len)
+            return -1;
+        uint8_t b = code[p];
+        if ((b & 0xf0) == 0x40) {
+            rex = b;
+            continue;
+        }
+        if (b == 0x64 || b == 0x65)
+            return -1; /* an FS / GS base: not predicted */
+        p67 |= b == 0x67;
+        if (!(b == 0x67 || b == 0x26 || b == 0x2e || b == 0x36 || b == 0x3e || b == 0x66 ||
+              b == 0xf0 || b == 0xf2 || b == 0xf3))
+            break;
+        rex = 0;
+    }
+    if (p + 2 > len || code[p] != 0xff)
+        return -1;
+    uint8_t m = code[p + 1];
+    unsigned mod = m >> 6, reg = (m >> 3) & 7, rm = m & 7;
+    if (reg != 2 && reg != 4)
+        return -1;
+    p += 2;
+    *out = (struct x86_ind){.kind = X86_IND_MEM, .index = X86_IND_NONE, .scale = 1};
+    if (mod == 3) {
+        out->kind = X86_IND_REG;
+        out->base = (uint8_t)(rm | (rex & 1) << 3);
+        return p == len ? 0 : -1;
+    }
+    if (p67)
+        return -1; /* a 32-bit address: not predicted */
+    unsigned dsz = mod == 1 ? 1 : mod == 2 ? 4 : 0;
+    if (rm == 4) { /* SIB (Table 2-3): index 100 without REX.X is none; base 101 with mod 00
+                    * is none, with a disp32 */
+        if (p >= len)
+            return -1;
+        uint8_t sib = code[p++];
+        unsigned idx = ((sib >> 3) & 7) | (rex & 2) << 2, base = sib & 7;
+        out->scale = (uint8_t)(1u << (sib >> 6));
+        out->index = idx == 4 ? X86_IND_NONE : (uint8_t)idx;
+        if (mod == 0 && base == 5) {
+            out->base = X86_IND_NONE;
+            dsz = 4;
+        } else
+            out->base = (uint8_t)(base | (rex & 1) << 3);
+    } else if (mod == 0 && rm == 5) {
+        out->base = X86_IND_RIP; /* RIP-relative whatever REX.B (2.2.1.6) */
+        dsz = 4;
+    } else
+        out->base = (uint8_t)(rm | (rex & 1) << 3);
+    if (p + dsz != len)
+        return -1;
+    out->disp = dsz ? read_rel(code + p, dsz) : 0;
+    return 0;
+}
+
 bool x86_jcc_taken(const struct x86_insn *in, uint64_t rflags)
 {
     bool cf = rflags & 1, pf = rflags >> 2 & 1, zf = rflags >> 6 & 1, sf = rflags >> 7 & 1,

@@ -104,6 +104,29 @@ uint64_t x86_direct_target(uint64_t ip, const struct x86_insn *in, enum x86_code
 /* does the Jcc `in` (X86_F_JCC_CC set) jump with these RFLAGS (SDM Vol. 2A Jcc, Table B-1) */
 bool x86_jcc_taken(const struct x86_insn *in, uint64_t rflags);
 
+/*
+ * Where a near indirect JMP / CALL in 64-bit code (FF /2, FF /4: X86_BR_JMP_INDIRECT /
+ * X86_BR_CALL_INDIRECT) takes its target from (Vol. 2A 2.2.1, Table 2-2 / 2-3 with REX.B /
+ * REX.X): X86_IND_REG, the 64-bit register `base`; X86_IND_MEM, the 8 bytes at the linear
+ * address base + index * scale + disp (DS; base X86_IND_RIP: the next instruction's IP,
+ * X86_IND_NONE: none).  Registers are numbered as encoded (0 RAX .. 4 RSP .. 15 R15).
+ */
+enum { X86_IND_REG = 1, X86_IND_MEM = 2 };
+#define X86_IND_NONE 0xff
+#define X86_IND_RIP  0xfe
+struct x86_ind {
+    uint8_t kind;
+    uint8_t base, index; /* 0-15, X86_IND_RIP (base only), X86_IND_NONE */
+    uint8_t scale;       /* 1, 2, 4, 8 */
+    int32_t disp;
+};
+
+/* the operand of the indirect JMP / CALL in code[0..len) (x86_classify's length): 0, or -1
+ * where it is not one in 64-bit code or its target is not taken as above (an FS / GS
+ * segment, a 32-bit address size): then it is not predicted */
+int x86_indirect_operand(const uint8_t *code, size_t len, enum x86_code_size cs,
+                         struct x86_ind *out);
+
 /* "jcc", "ret", ... for logs and test messages */
 const char *x86_branch_name(unsigned branch);
 

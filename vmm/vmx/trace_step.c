@@ -514,7 +514,7 @@ int trace_vmx_block_exit(struct vcpu *v, uint32_t reason, uint32_t intr_info)
         observe(&c);
     int s = swtrace_block_settle(&t->sw, &m, &c, &t->blk);
     if (a == BLK_BREAKPOINT && s == SWTRACE_SETTLED && c.rip == t->blk.end) {
-        struct swtrace_regs r = {.rflags = vmcs_readl(GUEST_RFLAGS)};
+        struct swtrace_regs r = {.rflags = vmcs_readl(GUEST_RFLAGS), .gpr = v->regs.gpr};
         if ((r.rflags & X86_EFLAGS_IF) && swtrace_block_next(&t->sw, &m, &c, &r, &t->blk)) {
             if (t->sw.pt.pkt_en)
                 note_block(v, t, &c);
