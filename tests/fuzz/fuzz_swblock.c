@@ -8,7 +8,8 @@
  *   - its instructions are what a fresh x86_classify of the bytes says: every length, plain
  *     instructions only, but for the direct JMP / CALL ending each run, whose target is the
  *     next run's first IP; at most SWTRACE_BLOCK_MAX of them, in at most SWTRACE_BLOCK_SEGS runs;
- *   - its IPs are distinct, the breakpoint (its end) and the lead's IP are none of them;
+ *   - its IPs are distinct, the breakpoint (its end) and the lead's IP are none of them, but
+ *     for a loop's Jcc / JMP leading the block that ends at it (lead_rf);
  *   - a lead that is an indirect JMP / CALL in 64-bit code goes where Zydis says the vCPU
  *     would from the registers the fuzzer gives (its operand's register, or the 8 bytes at
  *     the address Zydis computes);
@@ -83,8 +84,8 @@ static void check_block(const struct swtrace_block *b, const struct swtrace_cpu 
         for (unsigned j = 0; j < i; j++)
             if (ips[j] == ips[i])
                 abort(); /* two places of the block at one IP (or the breakpoint on one) */
-        if (b->lead && ips[i] == b->lead_ip)
-            abort();
+        if (b->lead && ips[i] == b->lead_ip && !(i == b->n && b->lead_rf))
+            abort(); /* the lead on the block: only a loop's, at its end, with RF */
         if (i == b->n)
             break;
         uint8_t code[X86_MAX_INSN];
@@ -106,6 +107,16 @@ static void check_block(const struct swtrace_block *b, const struct swtrace_cpu 
     }
     if (s + 1 != b->nseg)
         abort();
+    if (b->lead_rf) { /* a Jcc or a direct JMP at the block's end leads it */
+        uint8_t code[X86_MAX_INSN];
+        unsigned got = 0;
+        struct x86_insn in;
+        gw_read(&mem, &c->paging, (c->cs_base + b->lead_ip) & 0xffffffffu, code, sizeof(code),
+                &got);
+        if (!b->lead || b->lead_ip != b->end || !got || x86_classify(code, got, cs, &in) != 0 ||
+            (in.branch != X86_BR_JCC && in.branch != X86_BR_JMP_DIRECT))
+            abort();
+    }
 }
 
 /*
@@ -226,6 +237,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         unsigned at = cut < 128 ? k[0].b.n : cut % (k[0].b.n + 1);
         c.rip =
             cut >= 250 && k[0].b.lead ? k[0].b.lead_ip : swtrace_block_ip(&k[0].b, at, c.ctx.cs);
+        c.rf = cut >= 250 && k[0].b.lead; /* stopped before the lead: RF still set */
         int st[2];
         for (int i = 0; i < 2; i++) {
             st[i] = swtrace_block_settle(&k[i].t, &mem_map, &c, &k[i].b);

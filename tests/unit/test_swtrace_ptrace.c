@@ -341,7 +341,7 @@ void replay_cached_big(const struct run *r, struct replay *o)
  * instruction is stepped, as the shim does.  Returns the VM exits the VMM would take.
  */
 struct block_stats {
-    uint64_t exits, blocks, leads, cut, steps, chained, indirect;
+    uint64_t exits, blocks, leads, cut, steps, chained, indirect, loops;
 };
 
 static void replay_blocks(const struct run *r, unsigned every, struct replay *o,
@@ -398,7 +398,9 @@ static void replay_blocks(const struct run *r, unsigned every, struct replay *o,
             (every && seed % every == 0) || npos != b.lead + b.n + 1u || at[npos - 1] + 1 >= r->n;
         unsigned stop = cut ? at[(seed >> 32) % npos] : at[npos - 1];
         c.rip = r->rip[stop];
+        c.rf = b.lead && stop == at[0]; /* stopped before the lead ran: RF still set */
         int s = swtrace_block_settle(&o->t, &mem_mapped, &c, &b);
+        bs->loops += b.lead_rf;
         assert_int_equal(s, SWTRACE_SETTLED);
         bs->blocks++;
         bs->leads += b.lead;
@@ -517,17 +519,20 @@ static void check_program(char *const argv[])
         assert_int_equal(blk.t.st.events, off.t.st.events);
         assert_true(bs.chained > 0);  /* real programs call and jump directly */
         assert_true(bs.indirect > 0); /* ... and through registers and memory */
+        assert_true(bs.loops > 0);    /* ... and loop */
         print_message(
             "%-22s block stepping, 1 block in %u cut (0: none), block table %s: %lu "
             "exits for %lu instructions "
             "(%.3f per instruction): %lu blocks (%lu led by a predicted branch, %lu through "
-            "a direct JMP / CALL, %lu led by a predicted indirect JMP / CALL, %lu cut short), "
-            "%lu single steps; block table %lu hits, %lu kept\n",
+            "a direct JMP / CALL, %lu led by a predicted indirect JMP / CALL, %lu loop bodies "
+            "led by their own branch, %lu cut short), %lu single steps; block table %lu hits, "
+            "%lu kept\n",
             argv[0], every, blk.blocks ? "on" : "off", (unsigned long)bs.exits,
             (unsigned long)off.t.st.steps, (double)bs.exits / (double)off.t.st.steps,
             (unsigned long)bs.blocks, (unsigned long)bs.leads, (unsigned long)bs.chained,
-            (unsigned long)bs.indirect, (unsigned long)bs.cut, (unsigned long)bs.steps,
-            (unsigned long)blk.t.bc.st.blk_hits, (unsigned long)blk.t.bc.st.blk_kept);
+            (unsigned long)bs.indirect, (unsigned long)bs.loops, (unsigned long)bs.cut,
+            (unsigned long)bs.steps, (unsigned long)blk.t.bc.st.blk_hits,
+            (unsigned long)blk.t.bc.st.blk_kept);
         free(blk.ring.buf);
     }
 

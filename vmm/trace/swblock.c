@@ -114,12 +114,14 @@ static void run_span(const struct swtrace_block *b, unsigned s, uint64_t *lo, ui
     *hi = (s + 1 < b->nseg ? b->seg[s].jmp : b->end) + 1;
 }
 
-/* an instruction of b, or its breakpoint, is at ip */
-static bool block_holds(const struct swtrace_block *b, uint64_t ip)
+/* an instruction of b is at ip (its breakpoint too, unless `bp_apart`) */
+static bool block_holds(const struct swtrace_block *b, uint64_t ip, bool bp_apart)
 {
     for (unsigned s = 0; s < b->nseg; s++) {
         uint64_t lo, hi;
         run_span(b, s, &lo, &hi);
+        if (bp_apart && s + 1 == b->nseg && ip == b->end)
+            hi--; /* [lo, end): a wrapped span still holds everything */
         if (span_has(lo, hi, ip))
             return true;
     }
@@ -221,7 +223,7 @@ static bool block_ok(const struct swtrace *t, const struct swtrace_cpu *c)
 unsigned swtrace_block_plan(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c,
                             struct swtrace_block *b)
 {
-    b->lead = false;
+    b->lead = b->lead_rf = false;
     b->n = 0;
     if (!block_ok(t, c))
         return 0;
@@ -282,7 +284,7 @@ bool swtrace_block_next(struct swtrace *t, const struct gw_mem *m, const struct 
 {
     const struct x86_insn *in = &t->insn;
     uint64_t to;
-    b->lead = false;
+    b->lead = b->lead_rf = false;
     b->n = 0;
     if (!block_ok(t, c) || budget_left(t) < 2)
         return false;
@@ -313,14 +315,19 @@ bool swtrace_block_next(struct swtrace *t, const struct gw_mem *m, const struct 
     if (!swpt_admits(&t->pt, &c->ctx, to))
         return false;
     /* the branch alone may lead a block with no plain instruction (its target is not plain: the
-     * breakpoint at the target); not one with the branch itself inside or at its end (an exit
-     * there: the vCPU could have run it or not) */
-    if (block_from(t, m, c, to, NULL, budget_left(t) - 1, t->ip, b) < 0 || block_holds(b, t->ip)) {
+     * breakpoint at the target); not one with the branch itself inside (an exit there: the
+     * vCPU could have run it or not).  A Jcc or a direct JMP may lead the block that ends at
+     * it, a loop's body: RFLAGS.RF tells its two times apart (lead_rf).  Only those: they
+     * touch no memory, so the only exits before one completes are events and its own #GP,
+     * all with RF saved set (SDM Vol. 3C 27.3.3: RF as the event's frame would hold it) */
+    if (block_from(t, m, c, to, NULL, budget_left(t) - 1, t->ip, b) < 0 ||
+        block_holds(b, t->ip, in->branch == X86_BR_JCC || in->branch == X86_BR_JMP_DIRECT)) {
         b->n = 0;
         return false;
     }
     b->lead = true;
     b->lead_ip = t->ip;
+    b->lead_rf = b->end == t->ip;
     return true;
 }
 
@@ -330,7 +337,7 @@ int swtrace_block_settle(struct swtrace *t, const struct gw_mem *m, const struct
     const enum x86_code_size cs = c->ctx.cs;
     if (!t->on || c->cs_sel != t->cs_sel || !same_ctx(&c->ctx, &t->ctx))
         return SWTRACE_NOT_IN_BLOCK;
-    if (b->lead && c->rip == b->lead_ip)
+    if (b->lead && c->rip == b->lead_ip && (!b->lead_rf || c->rf))
         return SWTRACE_SETTLED; /* stopped before the lead: nothing ran */
     /* how far into the block: k instructions ran (its IPs are distinct: block_from) */
     unsigned k = b->n;

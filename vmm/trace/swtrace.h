@@ -41,6 +41,7 @@ struct swtrace_cpu {
     struct swpt_ctx ctx;
     struct gw_paging paging;
     uint64_t tsc;
+    bool rf; /* RFLAGS.RF at an exit on a block whose lead is its end (swtrace_block.lead_rf) */
 };
 
 struct swtrace_stats {
@@ -125,8 +126,13 @@ bool swtrace_observe(struct swtrace *t, const struct gw_mem *m, const struct swt
 #define SWTRACE_BLOCK_SEGS 4
 
 struct swtrace_block {
-    bool lead;             /* the block begins with the branch at lead_ip, to ip */
-    uint64_t lead_ip;      /* = the tracer's ip while the block is out */
+    bool lead;        /* the block begins with the branch at lead_ip, to ip */
+    uint64_t lead_ip; /* = the tracer's ip while the block is out */
+    /* the lead is the block's end, its breakpoint (a loop's branch back to its head): the
+     * vCPU goes out with RFLAGS.RF set, so the breakpoint lets the lead run once (SDM Vol. 3B
+     * 17.3.1.1: RF keeps the first instruction's breakpoint from firing and is cleared when
+     * that instruction completes); at another exit there, RF still set says it did not run */
+    bool lead_rf;
     uint64_t ip;           /* its first instruction */
     uint64_t end, end_lin; /* the first instruction after them: the breakpoint */
     unsigned n;            /* its instructions */

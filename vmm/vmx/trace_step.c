@@ -116,6 +116,7 @@ static void observe(struct swtrace_cpu *c)
         .efer = lma ? 1ull << 10 : 0,
     };
     c->tsc = rdtsc();
+    c->rf = false;
 }
 
 /* sw_trace = auto: whether this CPU delivers MTF exits, measured at the BSP's first entries
@@ -299,6 +300,30 @@ static void block_arm(struct vcpu *v, struct trace_vcpu *t)
         v->trace_blk = true;
     }
     write_dr0(t->blk.end_lin);
+    if (t->blk.lead_rf) { /* the breakpoint is on the lead: RF lets it run once */
+        uint64_t fl = vmcs_readl(GUEST_RFLAGS);
+        t->blk_rf = true;
+        t->blk_rf_guest = fl & X86_EFLAGS_RF;
+        vmcs_writel(GUEST_RFLAGS, fl | X86_EFLAGS_RF);
+    }
+}
+
+/* the exit after a block that went out with RF set for its lead: whether RF is still set at
+ * the lead (it did not complete), and then the guest's own RF back (not a trace of ours in an
+ * event frame); at the breakpoint, false: the lead ran */
+static bool block_rf_exit(struct trace_vcpu *t, uint64_t rip, bool breakpoint)
+{
+    if (!t->blk_rf)
+        return false;
+    t->blk_rf = false;
+    if (breakpoint || rip != t->blk.lead_ip)
+        return false;
+    uint64_t fl = vmcs_readl(GUEST_RFLAGS);
+    if (!(fl & X86_EFLAGS_RF))
+        return false;
+    if (!t->blk_rf_guest)
+        vmcs_writel(GUEST_RFLAGS, fl & ~X86_EFLAGS_RF);
+    return true;
 }
 
 /* no block out any more: the guest's DR0, DR7, exception bitmap and pin controls back */
@@ -307,6 +332,11 @@ static void block_disarm(struct vcpu *v, struct trace_vcpu *t)
     if (!v->trace_blk)
         return;
     v->trace_blk = false;
+    if (t->blk_rf) { /* went out with RF set and never ran (an event cancelled it) */
+        t->blk_rf = false;
+        if (!t->blk_rf_guest)
+            vmcs_writel(GUEST_RFLAGS, vmcs_readl(GUEST_RFLAGS) & ~X86_EFLAGS_RF);
+    }
     write_dr0(t->blk_dr0);
     vmcs_writel(GUEST_DR7, t->blk_dr7);
     vmcs_write32(EXCEPTION_BITMAP, t->blk_exc);
@@ -512,6 +542,7 @@ int trace_vmx_block_exit(struct vcpu *v, uint32_t reason, uint32_t intr_info)
         c.tsc = rdtsc();
     } else
         observe(&c);
+    c.rf = block_rf_exit(t, c.rip, a == BLK_BREAKPOINT);
     int s = swtrace_block_settle(&t->sw, &m, &c, &t->blk);
     if (a == BLK_BREAKPOINT && s == SWTRACE_SETTLED && c.rip == t->blk.end) {
         struct swtrace_regs r = {.rflags = vmcs_readl(GUEST_RFLAGS), .gpr = v->regs.gpr};

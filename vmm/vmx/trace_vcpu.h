@@ -40,6 +40,9 @@ struct trace_vcpu {
     bool blk_cool;             /* the next entry steps one instruction (an event came in a block) */
     uint64_t blk_dr0, blk_dr7; /* the guest's DR0 and DR7 */
     uint32_t blk_exc;          /* the exception bitmap without blocks */
+    /* the block went out with RFLAGS.RF set for its lead (swtrace_block.lead_rf) and no exit
+     * has come since; blk_rf_guest: the RF the guest had before */
+    bool blk_rf, blk_rf_guest;
     uint64_t windows;
     /* the code pages the window ran (the dump's snapshots) and the paging they ran under */
     struct codepages cp;
