@@ -8,9 +8,14 @@ VMM_SRCS      := $(VMM_CORE_SRCS) $(EPT_SRCS) $(PT_CORE_SRCS) $(PT_TOPA_SRCS) $(
 VMM_OBJS      := $(patsubst %,$(BUILD)/vmm-obj/%.o,$(VMM_SRCS))
 VMM_ELF       := $(BUILD)/vmm/vmm.elf
 
+# the software tracer's per-exit path: no frame pointer (a register and three instructions
+# a call back on the hottest path; nothing in the VMM walks frames)
+VMM_HOT_SRCS := $(wildcard vmm/trace/*.c) vmm/vmx/trace_step.c vmm/vmx/vmx_run.c vmm/pt/pt_pkt.c
+$(patsubst %,$(BUILD)/vmm-obj/%.o,$(VMM_HOT_SRCS)): VMM_HOT_CFLAGS := -fomit-frame-pointer
+
 $(BUILD)/vmm-obj/%.c.o: %.c
 	@mkdir -p $(@D)
-	$(Q)$(VMM_CC) $(VMM_CFLAGS) -c $< -o $@
+	$(Q)$(VMM_CC) $(VMM_CFLAGS) $(VMM_HOT_CFLAGS) -c $< -o $@
 
 $(BUILD)/vmm-obj/%.S.o: %.S
 	@mkdir -p $(@D)

@@ -312,7 +312,8 @@ bool swtrace_block_next(struct swtrace *t, const struct gw_mem *m, const struct 
     default:
         return false; /* far, events, not a branch (MOV CR...): stepped */
     }
-    if (!swpt_admits(&t->pt, &c->ctx, to))
+    /* block_ok: PacketEn on in this context, no trigger armed: only an IP filter can say no */
+    if (t->pt.cfg.filter.nranges && !swpt_admits(&t->pt, &c->ctx, to))
         return false;
     /* the branch alone may lead a block with no plain instruction (its target is not plain: the
      * breakpoint at the target); not one with the branch itself inside (an exit there: the

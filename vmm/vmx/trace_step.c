@@ -371,13 +371,21 @@ bool trace_vmx_db_exit(struct vcpu *v, uint64_t qual)
     return true;
 }
 
-/* the instruction at linear lin (all 16 bytes of it on one page) is on the code page the last
- * note hit, under the same CR3: noted already */
-static bool on_noted_page(const struct trace_vcpu *t, uint64_t cr3, uint64_t lin)
+/* the instruction at linear lin (all 16 bytes of it on one page) is on a code page of the last
+ * notes (the one the last note hit first), under the same CR3: noted already */
+static bool on_noted_page(struct trace_vcpu *t, uint64_t cr3, uint64_t lin)
 {
-    return (lin & (CP_PAGE - 1)) <= CP_PAGE - 16 &&
-           t->noted[t->noted_hit].page1 == (lin & ~(CP_PAGE - 1)) + 1 &&
-           t->noted[t->noted_hit].cr3 == cr3;
+    const uint64_t page1 = (lin & ~(CP_PAGE - 1)) + 1;
+    if ((lin & (CP_PAGE - 1)) > CP_PAGE - 16)
+        return false;
+    if (t->noted[t->noted_hit].page1 == page1 && t->noted[t->noted_hit].cr3 == cr3)
+        return true;
+    for (unsigned i = 0; i < 4; i++)
+        if (t->noted[i].page1 == page1 && t->noted[i].cr3 == cr3) {
+            t->noted_hit = i;
+            return true;
+        }
+    return false;
 }
 
 /* the page of the instruction at linear lin about to run (and the next one, for an instruction
@@ -389,13 +397,7 @@ static void note_lin(struct vcpu *v, struct trace_vcpu *t, uint64_t cr3, uint64_
     uint64_t page1 = (lin & ~(CP_PAGE - 1)) + 1;
     t->paging = *paging;
     if (on_noted_page(t, cr3, lin))
-        return; /* the page of the last step */
-    if (one_page)
-        for (unsigned i = 0; i < 4; i++)
-            if (t->noted[i].page1 == page1 && t->noted[i].cr3 == cr3) {
-                t->noted_hit = i;
-                return; /* a page of the last steps, in the set already */
-            }
+        return; /* a page of the last steps, in the set already */
     for (uint64_t va = lin; va <= lin + 15; va = (va | (CP_PAGE - 1)) + 1) {
         int in_set = cp_note(&t->cp, cr3, va);
         if (in_set >= 0 && one_page) {
@@ -435,7 +437,9 @@ static void note_block(struct vcpu *v, struct trace_vcpu *t, const struct swtrac
     for (unsigned s = 0; s < b->nseg; s++) {
         uint64_t lo = c->cs_base + b->seg[s].ip,
                  hi = c->cs_base + (s + 1 < b->nseg ? b->seg[s].jmp : b->end);
-        if (!on_noted_page(t, c->ctx.cr3, lo) || !on_noted_page(t, c->ctx.cr3, hi)) {
+        /* hi on lo's page, 16 bytes from its end, is on it */
+        bool hi_on_lo = !((lo ^ hi) & ~(CP_PAGE - 1)) && (hi & (CP_PAGE - 1)) <= CP_PAGE - 16;
+        if (!on_noted_page(t, c->ctx.cr3, lo) || (!hi_on_lo && !on_noted_page(t, c->ctx.cr3, hi))) {
             note_lin(v, t, c->ctx.cr3, lo, &c->paging);
             note_lin(v, t, c->ctx.cr3, hi, &c->paging);
         }
