@@ -130,8 +130,9 @@ struct swtrace_block {
     uint64_t lead_ip; /* = the tracer's ip while the block is out */
     /* the lead is the block's end, its breakpoint (a loop's branch back to its head): the
      * vCPU goes out with RFLAGS.RF set, so the breakpoint lets the lead run once (SDM Vol. 3B
-     * 17.3.1.1: RF keeps the first instruction's breakpoint from firing and is cleared when
-     * that instruction completes); at another exit there, RF still set says it did not run */
+     * 17.3.1.1: RF keeps the first instruction's breakpoint from firing; the CPU clears it as
+     * that instruction starts, and a fault in it saves RF set); at another exit there, RF
+     * still set says it did not complete */
     bool lead_rf;
     uint64_t ip;           /* its first instruction */
     uint64_t end, end_lin; /* the first instruction after them: the breakpoint */
