@@ -30,7 +30,6 @@
 #define X86_CR4_VMXE    (1ull << 13)
 #define X86_CR4_OSXSAVE (1ull << 18)
 #define X86_EFLAGS_IF   (1ull << 9)
-#define X86_EFLAGS_RF   (1ull << 16)
 
 struct cpuid_regs {
     uint32_t eax, ebx, ecx, edx;

@@ -260,6 +260,17 @@ static void test_blk_entry(void **state)
     assert_int_equal(blk_dr7(0x400 | 0xfull << 16 | 0xfull << 28), 0x401 | 0xfull << 28);
 }
 
+/* a loop block's lead (blk_lead_pending): RF still set at an exit on it says it did not run */
+static void test_blk_lead(void **state)
+{
+    (void)state;
+    const uint64_t lead = 0x401000, fl = 0x202;
+    assert_true(blk_lead_pending(false, lead, lead, fl | RFLAGS_RF)); /* an event came first */
+    assert_false(blk_lead_pending(false, lead, lead, fl));            /* a full iteration ran */
+    assert_false(blk_lead_pending(true, lead, lead, fl | RFLAGS_RF)); /* the breakpoint: it ran */
+    assert_false(blk_lead_pending(false, lead + 2, lead, fl | RFLAGS_RF)); /* inside the body */
+}
+
 static void test_db_step(void **state)
 {
     const uint32_t db = INTR_INFO_VALID | INTR_TYPE_HARD_EXCEPTION | DB_VECTOR;
@@ -365,7 +376,8 @@ int main(void)
         cmocka_unit_test(test_pdptes),    cmocka_unit_test(test_apic_base),
         cmocka_unit_test(test_mtrr),      cmocka_unit_test(test_nmi),
         cmocka_unit_test(test_db_step),   cmocka_unit_test(test_blk_exit),
-        cmocka_unit_test(test_blk_entry), cmocka_unit_test(test_tf_step),
+        cmocka_unit_test(test_blk_entry), cmocka_unit_test(test_blk_lead),
+        cmocka_unit_test(test_tf_step),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

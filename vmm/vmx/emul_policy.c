@@ -67,6 +67,11 @@ enum blk_action blk_exit_action(uint32_t reason, uint32_t intr_info, uint64_t qu
     return BLK_DISPATCH;
 }
 
+bool blk_lead_pending(bool breakpoint, uint64_t rip, uint64_t lead_ip, uint64_t rflags)
+{
+    return !breakpoint && rip == lead_ip && (rflags & RFLAGS_RF);
+}
+
 bool exception_is_fault(unsigned vector)
 {
     /* SDM Vol. 3A table 6-1: #DE #BR #UD #NM #TS #NP #SS #GP #PF #MF #AC #XM #VE #CP.

@@ -132,6 +132,11 @@ bool blk_entry_allowed(uint64_t rflags, uint32_t interruptibility, uint32_t acti
 uint64_t blk_dr7(uint64_t guest_dr7);
 enum blk_action blk_exit_action(uint32_t reason, uint32_t intr_info, uint64_t qual,
                                 uint32_t idt_vec_info, uint32_t own_exc);
+/* a block whose lead is its own breakpoint went out with RFLAGS.RF set (swtrace_block.lead_rf):
+ * at an exit that is not that breakpoint, with RIP on the lead, RF still set says the lead did
+ * not complete (SDM Vol. 3B 17.3.1.1: the CPU clears RF as the lead starts; a fault in it and
+ * an event before it save RF set, Vol. 3C 27.3.3) */
+bool blk_lead_pending(bool breakpoint, uint64_t rip, uint64_t lead_ip, uint64_t rflags);
 
 /*
  * The state a trap-flag step enters with (sw_trace = tf; the caller has cleared DEBUGCTL.BTF):

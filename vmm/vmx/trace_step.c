@@ -303,26 +303,32 @@ static void block_arm(struct vcpu *v, struct trace_vcpu *t)
     if (t->blk.lead_rf) { /* the breakpoint is on the lead: RF lets it run once */
         uint64_t fl = vmcs_readl(GUEST_RFLAGS);
         t->blk_rf = true;
-        t->blk_rf_guest = fl & X86_EFLAGS_RF;
-        vmcs_writel(GUEST_RFLAGS, fl | X86_EFLAGS_RF);
+        t->blk_rf_guest = fl & RFLAGS_RF;
+        vmcs_writel(GUEST_RFLAGS, fl | RFLAGS_RF);
     }
 }
 
-/* the exit after a block that went out with RF set for its lead: whether RF is still set at
- * the lead (it did not complete), and then the guest's own RF back (not a trace of ours in an
- * event frame); at the breakpoint, false: the lead ran */
+/* the block set RF for its lead and it is not needed any more: the guest's own RF back (not
+ * a trace of ours in an event frame) */
+static void block_rf_put_back(struct trace_vcpu *t, uint64_t fl)
+{
+    t->blk_rf = false;
+    if (!t->blk_rf_guest && (fl & RFLAGS_RF))
+        vmcs_writel(GUEST_RFLAGS, fl & ~RFLAGS_RF);
+}
+
+/* the exit after a block that went out with RF set for its lead: whether the lead did not
+ * complete (blk_lead_pending), the guest's own RF then back */
 static bool block_rf_exit(struct trace_vcpu *t, uint64_t rip, bool breakpoint)
 {
     if (!t->blk_rf)
         return false;
     t->blk_rf = false;
-    if (breakpoint || rip != t->blk.lead_ip)
+    /* at the breakpoint or off the lead it ran and the CPU cleared RF: no VMREAD */
+    uint64_t fl = breakpoint || rip != t->blk.lead_ip ? 0 : vmcs_readl(GUEST_RFLAGS);
+    if (!blk_lead_pending(breakpoint, rip, t->blk.lead_ip, fl))
         return false;
-    uint64_t fl = vmcs_readl(GUEST_RFLAGS);
-    if (!(fl & X86_EFLAGS_RF))
-        return false;
-    if (!t->blk_rf_guest)
-        vmcs_writel(GUEST_RFLAGS, fl & ~X86_EFLAGS_RF);
+    block_rf_put_back(t, fl);
     return true;
 }
 
@@ -332,11 +338,8 @@ static void block_disarm(struct vcpu *v, struct trace_vcpu *t)
     if (!v->trace_blk)
         return;
     v->trace_blk = false;
-    if (t->blk_rf) { /* went out with RF set and never ran (an event cancelled it) */
-        t->blk_rf = false;
-        if (!t->blk_rf_guest)
-            vmcs_writel(GUEST_RFLAGS, vmcs_readl(GUEST_RFLAGS) & ~X86_EFLAGS_RF);
-    }
+    if (t->blk_rf) /* went out with RF set and never ran (an event cancelled it) */
+        block_rf_put_back(t, vmcs_readl(GUEST_RFLAGS));
     write_dr0(t->blk_dr0);
     vmcs_writel(GUEST_DR7, t->blk_dr7);
     vmcs_write32(EXCEPTION_BITMAP, t->blk_exc);
@@ -550,7 +553,7 @@ int trace_vmx_block_exit(struct vcpu *v, uint32_t reason, uint32_t intr_info)
     int s = swtrace_block_settle(&t->sw, &m, &c, &t->blk);
     if (a == BLK_BREAKPOINT && s == SWTRACE_SETTLED && c.rip == t->blk.end) {
         struct swtrace_regs r = {.rflags = vmcs_readl(GUEST_RFLAGS), .gpr = v->regs.gpr};
-        if ((r.rflags & X86_EFLAGS_IF) && swtrace_block_next(&t->sw, &m, &c, &r, &t->blk)) {
+        if ((r.rflags & RFLAGS_IF) && swtrace_block_next(&t->sw, &m, &c, &r, &t->blk)) {
             if (t->sw.pt.pkt_en)
                 note_block(v, t, &c);
             block_arm(v, t); /* out already: DR0 moves to the new end */
