@@ -13,8 +13,9 @@
  *   - a lead that is an indirect JMP / CALL in 64-bit code goes where Zydis says the vCPU
  *     would from the registers the fuzzer gives (its operand's register, or the 8 bytes at
  *     the address Zydis computes);
- *   - with and without the block table: the very same block, the same settle result, the
- *     same packets, byte for byte;
+ *   - with and without the block table (and its successor table): the very same block, the
+ *     same settle result, the same packets, byte for byte, also where a byte of the code is
+ *     rewritten while a block runs;
  * and ASan / UBSan on all of it (the ring is an exact-size heap block).
  */
 #include <stdint.h>
@@ -233,6 +234,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_block(&k[0].b, &c);
         check_indirect(&k[0].b, &c, gpr);
         same_block(&k[0].b, &k[1].b);
+        /* code rewritten while the block ran (the guest, or another vCPU): a byte at or after
+         * the block's start, so the next block (and a kept one after this lead) must be read
+         * from the bytes as they are then */
+        unsigned patch = take(&in);
+        if (patch & 0x80)
+            ram[CODE + (k[0].b.ip - CODE + (patch & 0x7f)) % 0x2000] = (uint8_t)take(&in);
         /* the exit: at the end, or cut at a chosen instruction of the block (or at the lead) */
         unsigned at = cut < 128 ? k[0].b.n : cut % (k[0].b.n + 1);
         c.rip =

@@ -608,16 +608,29 @@ static void test_block_table(void **state)
     assert_null(bc_blk_get(&bc, &mem_map, &paging, lin, X86_CODE64));
     ram[CODE + 0x107] = 0x90;
 
-    /* the page remapped (same bytes elsewhere, then other bytes): the translation in place is
-     * dropped with the TLB, and the bytes decide */
+    /* the page remapped (same bytes elsewhere, then other bytes): the translations in place are
+     * dropped with the TLB, the page is walked and mapped again, and the bytes decide */
     memcpy(ram + CODE + 0x1000, ram + CODE, 4096);
     map(0, CODE + 0x1000);
     bc_flush(&bc);
-    assert_null(bc_blk_get(&bc, &mem_map, &paging, lin, X86_CODE64)); /* no page in place */
-    assert_true(bc_fetch(&bc, &mem_map, &paging, lin, X86_CODE64, &in[0]));
+    ram[CODE + 0x105] = 0xeb; /* the old page's bytes change: they are no longer read */
     assert_non_null(bc_blk_get(&bc, &mem_map, &paging, lin, X86_CODE64)); /* same bytes */
+    ram[CODE + 0x105] = 0x01;
     ram[CODE + 0x1000 + 0x105] = 0xeb; /* add -> jmp rel8 on the new page */
     assert_null(bc_blk_get(&bc, &mem_map, &paging, lin, X86_CODE64));
+    ram[CODE + 0x1000 + 0x105] = 0x01;
+    assert_true(bc_fetch(&bc, &mem_map, &paging, lin + 0x1000, X86_CODE64, &in[0]));
+    assert_non_null(bc_blk_get(&bc, &mem_map, &paging, lin, X86_CODE64)); /* not the hot page */
+    ram[CODE + 0x1000 + 0x105] = 0xeb;
+    assert_null(bc_blk_get(&bc, &mem_map, &paging, lin, X86_CODE64));
+    ram[CODE + 0x1000 + 0x105] = 0x01;
+    /* that page stops being guest RAM (the generation moves): its pointer is not used again */
+    ram_hole = CODE + 0x1000;
+    mem_map.gen++;
+    assert_null(bc_blk_get(&bc, &mem_map, &paging, lin, X86_CODE64));
+    ram_hole = ~0ull;
+    mem_map.gen++;
+    assert_non_null(bc_blk_get(&bc, &mem_map, &paging, lin, X86_CODE64));
     map(0, CODE);
     bc_flush(&bc);
 

@@ -59,8 +59,35 @@ static int translate(struct bcache *bc, const struct gw_mem *m, const struct gw_
     if (rc == 0) { /* failed walks are never kept: a page mapped later is seen at once */
         e->vpn1 = vpn1;
         e->gpa = *gpa & ~0xfffull;
+        e->page = NULL;
     }
     return rc;
+}
+
+/* the page at lin read in place, through the cached translation (the caller checked the key),
+ * kept in its TLB entry while gw_mem.gen keeps its value: or NULL */
+static const uint8_t *tlb_page(struct bcache *bc, const struct gw_mem *m, const struct gw_paging *p,
+                               uint64_t lin)
+{
+    uint64_t gpa;
+    if (translate(bc, m, p, lin, &gpa))
+        return NULL;
+    struct bc_tlb_entry *e = &bc->tlb[(lin >> 12) & (BC_TLB_SIZE - 1)];
+    if (!e->page || e->page_gen != m->gen) {
+        e->page = m->map(m->ctx, e->gpa);
+        e->page_gen = m->gen;
+    }
+    return e->page;
+}
+
+const uint8_t *bc_page_bytes(struct bcache *bc, const struct gw_mem *m, const struct gw_paging *p,
+                             uint64_t lin, unsigned len)
+{
+    if (bc->off || !m->map || (lin & 0xfff) + len > 0x1000)
+        return NULL;
+    check_key(bc, p);
+    const uint8_t *page = tlb_page(bc, m, p, lin);
+    return page ? page + (lin & 0xfff) : NULL;
 }
 
 int bc_translate(struct bcache *bc, const struct gw_mem *m, const struct gw_paging *p, uint64_t lin,
@@ -164,20 +191,18 @@ bool bc_fetch(struct bcache *bc, const struct gw_mem *m, const struct gw_paging 
     /* the code page in place: all 15 bytes on it, through a translation of this TLB made
      * under the same paging key and a mapping of the same generation */
     if (m->map && (lin & 0xfff) <= 0x1000 - X86_MAX_INSN) {
-        uint64_t vpn1 = (lin >> 12) + 1, gpa;
+        uint64_t vpn1 = (lin >> 12) + 1;
         if (bc->hot_vpn1 == vpn1 && bc->hot_gen == m->gen) {
             bc->st.hot_hits++;
             return decode(bc, bc->hot + (lin & 0xfff), X86_MAX_INSN, lin, cs, out);
         }
         bc->hot_vpn1 = 0;
-        if (translate(bc, m, p, lin, &gpa) == 0) {
-            const uint8_t *page = m->map(m->ctx, gpa & ~0xfffull);
-            if (page) {
-                bc->hot = page;
-                bc->hot_vpn1 = vpn1;
-                bc->hot_gen = m->gen;
-                return decode(bc, page + (lin & 0xfff), X86_MAX_INSN, lin, cs, out);
-            }
+        const uint8_t *page = tlb_page(bc, m, p, lin);
+        if (page) {
+            bc->hot = page;
+            bc->hot_vpn1 = vpn1;
+            bc->hot_gen = m->gen;
+            return decode(bc, page + (lin & 0xfff), X86_MAX_INSN, lin, cs, out);
         }
     }
     got = read_code(bc, m, p, lin, code, sizeof(code));
@@ -207,19 +232,21 @@ static struct bc_blk_entry *blk_slot(const struct bcache *bc, uint64_t lin)
     return &bc->blk[bc_blk_slot(bc, lin)];
 }
 
-void bc_blk_put(struct bcache *bc, const struct gw_mem *m, const struct gw_paging *p, uint64_t lin,
-                enum x86_code_size cs, const struct x86_insn *in, unsigned n)
+const struct bc_blk_entry *bc_blk_put(struct bcache *bc, const struct gw_mem *m,
+                                      const struct gw_paging *p, uint64_t lin,
+                                      enum x86_code_size cs, const struct x86_insn *in, unsigned n)
 {
     unsigned nbytes = 0;
-    if (!bc->blk || n == 0 || n > BC_BLK_INSNS)
-        return;
+    if (!bc->blk || n > BC_BLK_INSNS)
+        return NULL;
     for (unsigned i = 0; i <= n; i++)
         nbytes += in[i].len;
-    const uint8_t *code = bc_hot_bytes(bc, m, p, lin, nbytes);
-    if (!code || nbytes > BC_BLK_BYTES)
-        return;
+    const uint8_t *code = nbytes > BC_BLK_BYTES ? NULL : bc_code_bytes(bc, m, p, lin, nbytes);
+    if (!code)
+        return NULL;
     struct bc_blk_entry *e = blk_slot(bc, lin);
-    e->n = 0;
+    e->nbytes = 0;
+    e->gen++;
     memcpy(e->bytes, code, nbytes);
     /* the copy decoded again (from the instruction entries, bytes compared): the block is
      * what its bytes are, whatever changed the page meanwhile */
@@ -228,7 +255,7 @@ void bc_blk_put(struct bcache *bc, const struct gw_mem *m, const struct gw_pagin
         struct x86_insn d;
         if (!decode(bc, e->bytes + off, nbytes - off, lin + off, cs, &d) || d.len != in[i].len ||
             d.branch != in[i].branch || d.flags != in[i].flags || d.rel != in[i].rel)
-            return;
+            return NULL;
         if (i < n)
             e->len[i] = d.len;
         else
@@ -241,4 +268,5 @@ void bc_blk_put(struct bcache *bc, const struct gw_mem *m, const struct gw_pagin
     e->pbytes = (uint8_t)(nbytes - in[n].len);
     e->n = (uint8_t)n;
     bc->st.blk_kept++;
+    return e;
 }

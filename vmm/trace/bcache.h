@@ -32,12 +32,13 @@
  *     tracer then reads the old page, as a CPU with the old TLB entry would; if that
  *     was not what ran, the next RIP does not fit the instruction and the step is a
  *     gap (OVF), never an invented path.
- *   The code page in place (gw_mem.map, the VMM's identity-mapped guest RAM): the page of
- *     the last fetch is kept as a pointer, read without a copy while the next
- *     instructions stay on it.  It is one more cached translation, dropped with the TLB
+ *   The code pages in place (gw_mem.map, the VMM's identity-mapped guest RAM): each
+ *     translation kept keeps the page it maps as a pointer once it was read in place, and
+ *     the page of the last fetch is kept in front of them, read without a copy while the
+ *     next instructions stay on it.  They are cached translations, dropped with the TLB
  *     (same rules), and also whenever gw_mem.gen moved (the VMM: an EPT shootdown, after
  *     which the page may no longer be guest RAM).  The bytes are still read, and compared
- *     with the entry's, at every fetch.
+ *     with the entry's, at every fetch and at every use of a block.
  * With the cache off every fetch is the plain walk and decode (the differential tests
  * run both and compare the packets byte for byte).
  */
@@ -59,6 +60,9 @@
 struct bc_tlb_entry {
     uint64_t vpn1; /* (linear >> 12) + 1; 0 = empty */
     uint64_t gpa;  /* guest-physical address of the page */
+    /* the page read in place (gw_mem.map) while gw_mem.gen is page_gen; NULL: not mapped yet */
+    const uint8_t *page;
+    uint64_t page_gen;
 };
 
 struct bc_insn_entry {
@@ -81,10 +85,11 @@ struct bc_insn_entry {
 struct bc_blk_entry {
     uint64_t lin;
     uint8_t cs;     /* enum x86_code_size */
-    uint8_t n;      /* plain instructions; 0: empty */
+    uint8_t n;      /* plain instructions (0: the block is its ending instruction alone) */
     uint8_t pbytes; /* theirs */
-    uint8_t nbytes; /* theirs and the ending instruction's */
+    uint8_t nbytes; /* theirs and the ending instruction's; 0: empty */
     uint8_t len[BC_BLK_INSNS];
+    uint64_t gen; /* moves at every bc_blk_put into this entry: what was kept from it is stale */
     struct x86_insn end; /* the instruction that ends it */
     uint8_t bytes[BC_BLK_BYTES];
 };
@@ -140,26 +145,27 @@ static inline const uint8_t *bc_hot_bytes(const struct bcache *bc, const struct 
     return bc->hot + (lin & 0xfff);
 }
 
-static inline unsigned bc_blk_slot(const struct bcache *bc, uint64_t lin)
+/* [lin, lin + len) on one code page read in place through the cached translations (made under
+ * the paging key *p, mapped while gw_mem.gen keeps its value), mapped now if it was not: its
+ * bytes there, or NULL (another key, a walk that fails, not guest RAM, across a page) */
+const uint8_t *bc_page_bytes(struct bcache *bc, const struct gw_mem *m, const struct gw_paging *p,
+                             uint64_t lin, unsigned len);
+
+/* bc_page_bytes with the last fetch's page first */
+static inline const uint8_t *bc_code_bytes(struct bcache *bc, const struct gw_mem *m,
+                                           const struct gw_paging *p, uint64_t lin, unsigned len)
 {
-    return (unsigned)(lin ^ (lin >> 7) ^ (lin >> 13)) & bc->blk_mask;
+    const uint8_t *code = bc_hot_bytes(bc, m, p, lin, len);
+    return code ? code : bc_page_bytes(bc, m, p, lin, len);
 }
 
-/* the block at lin (code size cs, paging *p) whose bytes are those on the code page read in
- * place now (the page of the last fetch), or NULL */
-static inline const struct bc_blk_entry *bc_blk_get(struct bcache *bc, const struct gw_mem *m,
-                                                    const struct gw_paging *p, uint64_t lin,
-                                                    enum x86_code_size cs)
+/* the bytes of block entry e are the bytes at its address now (bc_code_bytes) */
+static inline bool bc_blk_fresh(struct bcache *bc, const struct gw_mem *m,
+                                const struct gw_paging *p, const struct bc_blk_entry *e)
 {
-    if (!bc->blk)
-        return NULL;
-    const struct bc_blk_entry *e = &bc->blk[bc_blk_slot(bc, lin)];
-    const uint8_t *code;
-    if (!e->n || e->lin != lin || e->cs != (uint8_t)cs ||
-        !(code = bc_hot_bytes(bc, m, p, lin, e->nbytes))) {
-        bc->st.blk_misses++;
-        return NULL;
-    }
+    const uint8_t *code = bc_code_bytes(bc, m, p, e->lin, e->nbytes);
+    if (!code)
+        return false;
     uint64_t x, y, diff = 0;
     unsigned i = 0, nb = e->nbytes;
     if (nb >= 8) { /* 8 bytes at a time, the last 8 overlapping: all inside [code, code + nb) */
@@ -174,7 +180,24 @@ static inline const struct bc_blk_entry *bc_blk_get(struct bcache *bc, const str
     } else
         for (; i < nb; i++)
             diff |= e->bytes[i] ^ code[i];
-    if (diff) {
+    return !diff;
+}
+
+static inline unsigned bc_blk_slot(const struct bcache *bc, uint64_t lin)
+{
+    return (unsigned)(lin ^ (lin >> 7) ^ (lin >> 13)) & bc->blk_mask;
+}
+
+/* the block at lin (code size cs, paging *p) whose bytes are those there now (bc_code_bytes), or
+ * NULL */
+static inline const struct bc_blk_entry *bc_blk_get(struct bcache *bc, const struct gw_mem *m,
+                                                    const struct gw_paging *p, uint64_t lin,
+                                                    enum x86_code_size cs)
+{
+    if (!bc->blk)
+        return NULL;
+    const struct bc_blk_entry *e = &bc->blk[bc_blk_slot(bc, lin)];
+    if (!e->nbytes || e->lin != lin || e->cs != (uint8_t)cs || !bc_blk_fresh(bc, m, p, e)) {
         bc->st.blk_misses++;
         return NULL;
     }
@@ -183,10 +206,12 @@ static inline const struct bc_blk_entry *bc_blk_get(struct bcache *bc, const str
 }
 
 /* keep the block the caller decoded at lin: in[0..n-1] its plain instructions, in[n] the one
- * that ends it, all on the code page read in place; kept only when the copy of their bytes
- * decodes to exactly in[] (nothing changed them meanwhile) and it fits an entry */
-void bc_blk_put(struct bcache *bc, const struct gw_mem *m, const struct gw_paging *p, uint64_t lin,
-                enum x86_code_size cs, const struct x86_insn *in, unsigned n);
+ * that ends it, all on one code page read in place; kept only when the copy of their bytes
+ * decodes to exactly in[] (nothing changed them meanwhile) and it fits an entry: the entry, or
+ * NULL */
+const struct bc_blk_entry *bc_blk_put(struct bcache *bc, const struct gw_mem *m,
+                                      const struct gw_paging *p, uint64_t lin,
+                                      enum x86_code_size cs, const struct x86_insn *in, unsigned n);
 
 /* forget every translation (instructions stay: their bytes are checked at each use) */
 void bc_flush(struct bcache *bc);

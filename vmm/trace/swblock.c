@@ -21,17 +21,20 @@ static bool block_chains(const struct x86_insn *in)
  * One straight run of plain instructions from ip appended to b (b->n grows, b->n <= max), as
  * the block table keeps it (bcache.h) or decoded one by one (and then kept).  Sets b->end /
  * end_lin after them.  *end: the instruction that ends the run where it is known (true), else
- * the run stopped at max, at SWTRACE_BLOCK_MAX or before an unreadable instruction.  -1: the
- * instruction at ip is not readable (nothing appended).
+ * the run stopped at max, at SWTRACE_BLOCK_MAX or before an unreadable instruction.  *src: the
+ * block-table entry that holds exactly this run and its end (bytes, lengths, end), or NULL.
+ * -1: the instruction at ip is not readable (nothing appended).
  */
 static int block_run(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c,
                      uint64_t ip, const struct x86_insn *first, uint64_t max,
-                     struct swtrace_block *b, struct x86_insn *end, bool *ended)
+                     struct swtrace_block *b, struct x86_insn *end, bool *ended,
+                     const struct bc_blk_entry **src)
 {
     const uint64_t lin0 = lin_of(c, ip);
     const unsigned n0 = b->n;
     struct x86_insn cur;
     const struct bc_blk_entry *e = bc_blk_get(&t->bc, m, &c->paging, lin0, c->ctx.cs);
+    *src = NULL;
     if (!e && !first) { /* read at ip: its page is now the one in place, the table is asked again */
         if (!bc_fetch_fast(&t->bc, m, &c->paging, lin0, c->ctx.cs, &cur))
             return -1;
@@ -53,6 +56,7 @@ static int block_run(struct swtrace *t, const struct gw_mem *m, const struct swt
             b->end_lin = lin0 + bytes;
             *ended = k == e->n;
             *end = e->end;
+            *src = *ended ? e : NULL;
             return (int)k;
         }
     }
@@ -94,7 +98,7 @@ static int block_run(struct swtrace *t, const struct gw_mem *m, const struct swt
             bytes += b->len[n0 + i];
         if (ip + bytes == b->end && lin0 + bytes == b->end_lin) {
             in[k] = cur;
-            bc_blk_put(&t->bc, m, &c->paging, lin0, c->ctx.cs, in, k);
+            *src = bc_blk_put(&t->bc, m, &c->paging, lin0, c->ctx.cs, in, k);
         }
     }
     return (int)k;
@@ -144,6 +148,33 @@ static bool last_run_apart(const struct swtrace_block *b, uint64_t lead)
     return true;
 }
 
+/* what block_from built a block from (the successor table keeps it) */
+struct block_src {
+    /* the block-table entries holding its runs whole, and the run refused after them (it
+     * would overlap the block: last_run_apart) */
+    const struct bc_blk_entry *e[SWTRACE_BLOCK_SEGS];
+    /* e[s]->gen when run s was read from it: a later bc_blk_put into that entry (another run of
+     * this very block whose slot it shares, too) moves it */
+    uint64_t gen[SWTRACE_BLOCK_SEGS];
+    unsigned n;    /* the entries its shape depends on; 0: it cannot be kept */
+    uint64_t need; /* the least max for which block_from builds it again */
+};
+
+/* run s was read from the entry block_run gave (if any): its generation then */
+static void src_read(struct block_src *src, unsigned s)
+{
+    src->gen[s] = src->e[s] ? src->e[s]->gen : 0;
+}
+
+/* every one of the first n runs is held whole by an entry, the one it was read from */
+static bool src_whole(const struct block_src *src, unsigned n)
+{
+    for (unsigned s = 0; s < n; s++)
+        if (!src->e[s] || src->e[s]->gen != src->gen[s])
+            return false;
+    return true;
+}
+
 /*
  * The block at ip (first: the instruction there, decoded; NULL: read it) of at most max
  * instructions: its first run, and while a run ends with a direct JMP / CALL, the jump and the
@@ -151,21 +182,26 @@ static bool last_run_apart(const struct swtrace_block *b, uint64_t lead)
  * block stays distinct and neither the breakpoint nor `lead` (the IP the block is led from, or
  * none: UINT64_MAX) falls on another instruction of it: an exit's RIP names one place in it.
  * -1: the instruction at ip is not readable; else the instructions (0: the one at ip is not
- * plain and does not chain; b ends at ip).
+ * plain and does not chain; b ends at ip).  *src: the entries whose bytes decide the block,
+ * where the block is a function of those bytes and of max alone (no run cut short by max, none
+ * unreadable).
  */
 static int block_from(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c,
                       uint64_t ip, const struct x86_insn *first, uint64_t max, uint64_t lead,
-                      struct swtrace_block *b)
+                      struct swtrace_block *b, struct block_src *src)
 {
     struct x86_insn end;
     bool ended;
+    int k;
     b->ip = ip;
     b->n = 0;
     b->nseg = 1;
     b->seg[0].ip = ip;
     b->seg[0].first = 0;
-    if (block_run(t, m, c, ip, first, max, b, &end, &ended) < 0)
+    src->n = 0;
+    if (block_run(t, m, c, ip, first, max, b, &end, &ended, &src->e[0]) < 0)
         return -1;
+    src_read(src, 0);
     while (ended && block_chains(&end) && b->nseg < SWTRACE_BLOCK_SEGS && b->n + 1 < max &&
            b->n + 1 < SWTRACE_BLOCK_MAX) {
         /* the block as it is, ending at the jump (the next block's lead if the run fails) */
@@ -177,13 +213,24 @@ static int block_from(struct swtrace *t, const struct gw_mem *m, const struct sw
         b->seg[b->nseg].ip = to;
         b->seg[b->nseg].first = (uint8_t)b->n;
         b->nseg++;
-        if (block_run(t, m, c, to, NULL, max, b, &end, &ended) < 0 || !last_run_apart(b, lead)) {
+        k = block_run(t, m, c, to, NULL, max, b, &end, &ended, &src->e[b->nseg - 1]);
+        src_read(src, b->nseg - 1);
+        if (k < 0 || !last_run_apart(b, lead)) {
             b->nseg--;
             b->n = n;
             b->end = jmp;
             b->end_lin = jmp_lin;
-            break;
+            /* refused for overlapping, whole: so with any max that lets that run be whole */
+            if (k >= 0 && src_whole(src, b->nseg + 1)) {
+                src->n = b->nseg + 1;
+                src->need = n + 1 + (unsigned)k + !k;
+            }
+            return (int)b->n;
         }
+    }
+    if (ended && b->n + 1 < max && src_whole(src, b->nseg)) {
+        src->n = b->nseg;
+        src->need = b->n + 2;
     }
     return (int)b->n;
 }
@@ -227,7 +274,8 @@ unsigned swtrace_block_plan(struct swtrace *t, const struct gw_mem *m, const str
     b->n = 0;
     if (!block_ok(t, c))
         return 0;
-    int n = block_from(t, m, c, t->ip, &t->insn, budget_left(t), UINT64_MAX, b);
+    struct block_src src;
+    int n = block_from(t, m, c, t->ip, &t->insn, budget_left(t), UINT64_MAX, b, &src);
     return n > 0 ? (unsigned)n : (b->n = 0);
 }
 
@@ -279,6 +327,79 @@ static bool indirect_target(struct swtrace *t, const struct gw_mem *m, const str
     return read64(t, m, c, ea, to);
 }
 
+/*
+ * The successor table: the block that followed the lead at `from` to `to` (64-bit code), kept
+ * with the block-table entries its shape depends on (block_from's block_src).  It is the block
+ * block_from would build again while each of those entries is the one it was (gen) and its
+ * bytes are the bytes at its address now (bc_blk_fresh): the runs' lengths, their direct JMP /
+ * CALL targets, the instruction ending the last run and the run refused for overlapping are
+ * all in those bytes, so only a max below `need` could build another.
+ */
+struct swtrace_next {
+    uint64_t from, to;
+    uint64_t need;
+    unsigned nrun;
+    uint64_t gen[SWTRACE_BLOCK_SEGS];
+    const struct bc_blk_entry *run[SWTRACE_BLOCK_SEGS];
+    struct swtrace_block b; /* nrun == 0: empty */
+};
+
+void swtrace_next_init(struct swtrace *t, void *mem, uint64_t bytes)
+{
+    uint64_t n = 1;
+    t->next = NULL;
+    t->next_mask = 0;
+    if (!mem || !t->bc.blk || bytes < 2 * sizeof(struct swtrace_next))
+        return;
+    while (n * 2 <= bytes / sizeof(struct swtrace_next) && n < (1u << 16))
+        n *= 2;
+    memset(mem, 0, n * sizeof(struct swtrace_next));
+    t->next = mem;
+    t->next_mask = (uint32_t)(n - 1);
+}
+
+static struct swtrace_next *next_slot(const struct swtrace *t, uint64_t from, uint64_t to)
+{
+    uint64_t h = (from ^ (to * 0x9e3779b97f4a7c15ull)) >> 20 ^ to;
+    return &t->next[(unsigned)(h ^ h >> 9) & t->next_mask];
+}
+
+/* the kept block after the lead at the tracer's IP to `to`, if it is still what block_from would
+ * build (max: as block_from's) */
+static bool next_kept(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c,
+                      uint64_t to, uint64_t max, struct swtrace_block *b)
+{
+    if (!t->next || c->ctx.cs != X86_CODE64)
+        return false;
+    const struct swtrace_next *x = next_slot(t, t->ip, to);
+    if (!x->nrun || x->from != t->ip || x->to != to || max < x->need)
+        return false;
+    for (unsigned s = 0; s < x->nrun; s++)
+        if (x->run[s]->gen != x->gen[s] || !bc_blk_fresh(&t->bc, m, &c->paging, x->run[s]))
+            return false;
+    *b = x->b;
+    t->st.next_hits++;
+    return true;
+}
+
+/* keep b, the block block_from built after the lead at the tracer's IP to `to` */
+static void next_keep(struct swtrace *t, const struct swtrace_cpu *c, uint64_t to,
+                      const struct swtrace_block *b, const struct block_src *src)
+{
+    if (!t->next || c->ctx.cs != X86_CODE64 || !src->n || !src_whole(src, src->n))
+        return;
+    struct swtrace_next *x = next_slot(t, t->ip, to);
+    x->from = t->ip;
+    x->to = to;
+    x->need = src->need;
+    x->nrun = src->n;
+    for (unsigned s = 0; s < src->n; s++) {
+        x->run[s] = src->e[s];
+        x->gen[s] = src->gen[s];
+    }
+    x->b = *b;
+}
+
 bool swtrace_block_next(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c,
                         const struct swtrace_regs *r, struct swtrace_block *b)
 {
@@ -315,13 +436,16 @@ bool swtrace_block_next(struct swtrace *t, const struct gw_mem *m, const struct 
     /* block_ok: PacketEn on in this context, no trigger armed: only an IP filter can say no */
     if (t->pt.cfg.filter.nranges && !swpt_admits(&t->pt, &c->ctx, to))
         return false;
+    if (next_kept(t, m, c, to, budget_left(t) - 1, b))
+        return true;
     /* the branch alone may lead a block with no plain instruction (its target is not plain: the
      * breakpoint at the target); not one with the branch itself inside (an exit there: the
      * vCPU could have run it or not).  A Jcc or a direct JMP may lead the block that ends at
      * it, a loop's body: RFLAGS.RF tells its two times apart (lead_rf).  Only those: they
      * touch no memory, so the only exits before one completes are events and its own #GP,
      * all with RF saved set (SDM Vol. 3C 27.3.3: RF as the event's frame would hold it) */
-    if (block_from(t, m, c, to, NULL, budget_left(t) - 1, t->ip, b) < 0 ||
+    struct block_src src;
+    if (block_from(t, m, c, to, NULL, budget_left(t) - 1, t->ip, b, &src) < 0 ||
         block_holds(b, t->ip, in->branch == X86_BR_JCC || in->branch == X86_BR_JMP_DIRECT)) {
         b->n = 0;
         return false;
@@ -329,6 +453,7 @@ bool swtrace_block_next(struct swtrace *t, const struct gw_mem *m, const struct 
     b->lead = true;
     b->lead_ip = t->ip;
     b->lead_rf = b->end == t->ip;
+    next_keep(t, c, to, b, &src);
     return true;
 }
 
@@ -339,7 +464,9 @@ int swtrace_block_settle(struct swtrace *t, const struct gw_mem *m, const struct
     if (!t->on || c->cs_sel != t->cs_sel || !same_ctx(&c->ctx, &t->ctx))
         return SWTRACE_NOT_IN_BLOCK;
     if (b->lead && c->rip == b->lead_ip && (!b->lead_rf || c->rf))
-        return SWTRACE_SETTLED; /* stopped before the lead: nothing ran */
+        /* stopped before the lead: nothing ran; the lead is read again, as before any step
+         * (another vCPU may have written it meanwhile) */
+        return swtrace_fetch_within_budget(t, m, c) ? SWTRACE_SETTLED : SWTRACE_CLOSED;
     /* how far into the block: k instructions ran (its IPs are distinct: block_from) */
     unsigned k = b->n;
     if (c->rip != b->end) {

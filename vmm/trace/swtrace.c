@@ -276,7 +276,10 @@ void swtrace_start(struct swtrace *t, const struct swpt_cfg *cfg, struct swpt_ri
     t->budget_used = false;
     t->on = true;
     bc_init(&t->bc, !t->nocache, t->cache_mem, t->cache_bytes);
-    bc_blocks(&t->bc, t->blk_mem, t->blk_bytes);
+    /* a third of the block memory to the block table, the rest to the blocks after leads */
+    uint64_t third = t->blk_bytes / 3 & ~63ull;
+    bc_blocks(&t->bc, t->blk_mem, third);
+    swtrace_next_init(t, t->blk_mem ? (uint8_t *)t->blk_mem + third : NULL, t->blk_bytes - third);
     swpt_start(&t->pt, cfg, ring, &c->ctx, c->rip, c->tsc);
     fetch(t, m, c);
 }

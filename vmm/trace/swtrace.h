@@ -51,6 +51,7 @@ struct swtrace_stats {
     uint64_t unreadable; /* code bytes that could not be read before they ran */
     uint64_t rep_iters;  /* steps that stayed on a REP string instruction */
     uint64_t departures; /* traced code left unseen for untraced code (swtrace.c) */
+    uint64_t next_hits;  /* blocks after a lead found in the successor table (swblock.c) */
 };
 
 struct swtrace {
@@ -82,6 +83,10 @@ struct swtrace {
     void *blk_mem; /* optional block table (swtrace_block_mem) */
     uint64_t blk_bytes;
     struct bcache bc;
+    /* the blocks that followed a lead, kept (swblock.c): a third of blk_mem's bytes go to the
+     * block table, the rest here */
+    struct swtrace_next *next;
+    uint32_t next_mask;
 };
 
 /* give the decode cache a larger instruction table (memory the caller keeps for the
@@ -90,7 +95,8 @@ void swtrace_cache_mem(struct swtrace *t, void *mem, uint64_t bytes);
 
 /* give the decode cache a table of straight-line blocks (bcache.h; memory the caller keeps,
  * used from the next swtrace_start): block stepping then decodes a block it ran before
- * with one byte comparison; without it, instruction by instruction */
+ * with one byte comparison, and finds the block that followed a lead before with one
+ * comparison per run (swblock.c); without it, instruction by instruction */
 void swtrace_block_mem(struct swtrace *t, void *mem, uint64_t bytes);
 
 /* open a window with the vCPU about to run c->rip; budget 0 = until swtrace_stop */

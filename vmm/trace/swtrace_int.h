@@ -28,4 +28,7 @@ static inline bool same_ctx(const struct swpt_ctx *a, const struct swpt_ctx *b)
 bool swtrace_fetch_within_budget(struct swtrace *t, const struct gw_mem *m,
                                  const struct swtrace_cpu *c);
 
+/* the successor table (swblock.c) in mem, emptied; none without a block table */
+void swtrace_next_init(struct swtrace *t, void *mem, uint64_t bytes);
+
 #endif

@@ -27,13 +27,15 @@
 #include <ptv/vmcall.h>
 #include "vmx/trace_vcpu.h"
 
+#define BLOCK_PAGES 32 /* swtrace_block_mem: a third to the block table, the rest successors */
+
 /* the tracer's state once per vCPU, the ring (contiguous pool pages) until it fits: a guest
  * that asks again after ENOMEM costs no further page and no further log line */
 static int ring_alloc(struct vcpu *v)
 {
-    _Static_assert(sizeof(struct trace_vcpu) <= PAGE_SIZE, "trace_vcpu fits one page");
+    _Static_assert(sizeof(struct trace_vcpu) <= 2 * PAGE_SIZE, "trace_vcpu fits two pages");
     uint64_t pa;
-    if (!v->trace && !(v->trace = palloc_page(&pa)))
+    if (!v->trace && !(v->trace = palloc_pages(2, &pa)))
         return PTV_VMCALL_ENOMEM;
     struct trace_vcpu *t = v->trace;
     if (t->ring.buf)
@@ -41,12 +43,13 @@ static int ring_alloc(struct vcpu *v)
     /* the small parts first, each kept once it is there, the ring last: a failure at any step
      * leaves nothing allocated for nothing (the pool has no free), and a retry goes on */
     if (!t->cache_sized) { /* a 1024-entry decode cache (74% hits on real programs), else 64;
-                            * 256 blocks for block stepping, else none */
-        void *bc = palloc_pages(8, &pa), *blk = palloc_pages(8, &pa);
+                            * 256 blocks and 256 blocks after leads for block stepping, else
+                            * none */
+        void *bc = palloc_pages(8, &pa), *blk = palloc_pages(BLOCK_PAGES, &pa);
         if (bc)
             swtrace_cache_mem(&t->sw, bc, 8 * PAGE_SIZE);
         if (blk)
-            swtrace_block_mem(&t->sw, blk, 8 * PAGE_SIZE);
+            swtrace_block_mem(&t->sw, blk, BLOCK_PAGES * PAGE_SIZE);
         t->cache_sized = true;
     }
     if (!t->code && !(t->code = palloc_pages(CODE_PAGES, &pa))) {
