@@ -5,7 +5,7 @@
 # struct swtrace, what the VMM has unless the shim gives it a table), and as the VMM runs it:
 # a 32 KiB table (1024 instructions, swtrace_cache_mem) and the code page read in place
 # (gw_mem.map, the shim's map_step); and block stepping as the VMM runs it (replay_blocks_bench:
-# the block table, blocks through direct jumps).  The figure: host instructions per traced
+# the block table and the successor table, blocks through direct jumps).  The figure: host instructions per traced
 # instruction (callgrind, inclusive, of replay_nocache / replay_cached / replay_cached_big),
 # the guest memory reads per step (each one an EPT translation in the VMM), wall-clock ns
 # per step and the hit rates.  Built -O2 without sanitizers, as the VMM is; SKIPs where
@@ -46,6 +46,7 @@ bench-swtrace: $(SWTRACE_BENCH)
 	    "guest reads/step $$(get reads_nocache "$$line") -> $$(get reads_cached "$$line");" \
 	    "$$(get ns_nocache "$$line") -> $$(get ns_cached "$$line") ($$(get ns_big "$$line")) ns/step;" \
 	    "hits: instructions $$(get insn_hit "$$line")% ($$(get insn_hit_big "$$line")%)," \
-	    "translations $$(get tlb_hit "$$line")%"
+	    "translations $$(get tlb_hit "$$line")%;" \
+	    "block stepping: $$(get blocks "$$line") blocks, $$(get next_hit "$$line")% of those after a lead from the successor table"
 
 BENCH_TARGETS += bench-swtrace

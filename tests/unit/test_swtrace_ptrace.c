@@ -634,7 +634,7 @@ static int bench(char *const argv[])
     const struct bc_stats *b = &on.t.bc.st, *g = &big.t.bc.st;
     printf("BENCH swtrace steps=%u ns_nocache=%.1f ns_cached=%.1f ns_big=%.1f "
            "reads_nocache=%.2f reads_cached=%.2f insn_hit=%.1f insn_hit_big=%.1f tlb_hit=%.1f "
-           "blocks=%lu leads=%lu blk_hit=%.1f prog=%s\n",
+           "blocks=%lu leads=%lu blk_hit=%.1f next_hit=%.1f prog=%s\n",
            r.n, best_off / r.n, best_on / r.n, best_big / r.n, (double)off.reads / r.n,
            (double)on.reads / r.n,
            100.0 * (double)b->insn_hits / (double)(b->insn_hits + b->insn_misses),
@@ -643,7 +643,7 @@ static int bench(char *const argv[])
            (unsigned long)bs.blocks, (unsigned long)bs.leads,
            100.0 * (double)blk.t.bc.st.blk_hits /
                (double)(blk.t.bc.st.blk_hits + blk.t.bc.st.blk_misses + !blk.t.bc.st.blk_hits),
-           argv[0]);
+           100.0 * (double)blk.t.st.next_hits / (double)(bs.leads + !bs.leads), argv[0]);
     return 0;
 }
 
