@@ -58,12 +58,13 @@ struct tracer {
 static uint8_t blk_table[64 * sizeof(struct bc_blk_entry)];
 static struct bc_insn_entry insn_table[2][256];
 
-static void open_tracer(struct tracer *k, bool table, const struct swtrace_cpu *c)
+static void open_tracer(struct tracer *k, bool table, bool small, const struct swtrace_cpu *c)
 {
     static const struct swpt_cfg cfg = {.filter = {.user = true, .kernel = true},
                                         .psb_period = 256};
     memset(&k->t, 0, sizeof(k->t));
-    swtrace_cache_mem(&k->t, insn_table[table], sizeof(insn_table[0]));
+    if (!small) /* small: the 64 instructions inside struct swtrace (slots collide in a block) */
+        swtrace_cache_mem(&k->t, insn_table[table], sizeof(insn_table[0]));
     if (table)
         swtrace_block_mem(&k->t, blk_table, sizeof(blk_table));
     k->ring.head = k->ring.dropped = 0;
@@ -192,7 +193,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     unsigned head = 16 + take(&in) % 48;
     for (unsigned i = 0; i < 0x2000; i++)
         ram[CODE + i] = data[1 + i % head % (size - 1)];
-    unsigned cs_pick = take(&in) % 3;
+    unsigned pick = take(&in), cs_pick = pick % 3;
     struct swtrace_cpu c = {
         .rip = CODE + (take(&in) << 4 | take(&in)) % 0x1ff0,
         .rsp = 0x3800,
@@ -204,8 +205,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
      * may be reachable as code (a block stepped through it would be code changed under the
      * tracer, its documented limit) */
     put64(c.rsp, CODE + ((take(&in) << 8 | take(&in)) % 0x2000));
-    open_tracer(&k[0], true, &c);
-    open_tracer(&k[1], false, &c);
+    open_tracer(&k[0], true, pick & 0x80, &c);
+    open_tracer(&k[1], false, false, &c);
     /* registers an indirect JMP / CALL may take its target or address from: inside the
      * RAM (often the code) or anywhere */
     uint64_t gpr[16];

@@ -393,6 +393,99 @@ static void test_departure(void **state)
     assert_int_equal(st.overflow, 0);
 }
 
+/* ---- block stepping's tables (swblock.c, bcache.c), paging off: linear = physical ---- */
+
+static const struct swpt_cfg blk_cfg = {.filter = {.user = true, .kernel = true},
+                                        .psb_period = 256};
+
+static struct swtrace_cpu flat_cpu(uint64_t rip)
+{
+    return (struct swtrace_cpu){.rip = rip,
+                                .rsp = 0x3800,
+                                .cs_sel = 8,
+                                .ctx = {.cr3 = 0, .cpl = 0, .cs = X86_CODE64},
+                                .paging = {.cr0 = 1}};
+}
+
+/* a block of 64 bytes kept with the 64-entry instruction table inside struct swtrace: its
+ * ending RET's entry evicted its first NOP's, so the keep decodes that NOP from the block's
+ * 64 bytes (ASan: the copy is of at most X86_MAX_INSN bytes) */
+static void test_block_keep_decodes_long_run(void **state)
+{
+    (void)state;
+    static uint8_t blk_table[64 * sizeof(struct bc_blk_entry)];
+    static uint8_t buf[4096];
+    static struct swtrace t;
+    static const uint8_t nop9[9] = {0x66, 0x0f, 0x1f, 0x84, 0, 0, 0, 0, 0};
+    memset(ram, 0, 0x4000);
+    for (int i = 0; i < 7; i++)
+        memcpy(ram + 0x1001 + 9 * i, nop9, 9);
+    ram[0x1040] = 0xc3; /* ret */
+    struct swtrace_cpu c = flat_cpu(0x1001);
+    struct swpt_ring ring = {.buf = buf, .size = sizeof(buf)};
+    struct swtrace_block b;
+    memset(&t, 0, sizeof(t));
+    swtrace_block_mem(&t, blk_table, sizeof(blk_table)); /* no swtrace_cache_mem */
+    swtrace_start(&t, &blk_cfg, &ring, &mem_map, &c, 0);
+    assert_int_equal(swtrace_block_plan(&t, &mem_map, &c, &b), 7);
+    assert_int_equal(t.bc.st.blk_kept, 1);
+    assert_int_equal(b.end, 0x1040);
+}
+
+/*
+ * The lead's kind decides whether its block may hold it (a loop's JMP may lead the block
+ * that ends at it, a CALL may not); the lead is what settle read at the breakpoint.  Another
+ * vCPU writes a CALL over a loop's JMP while the block runs and the JMP back after settle
+ * read it: the successor table must not give back the JMP's block for the CALL.
+ */
+static void test_block_kept_lead_kind(void **state)
+{
+    (void)state;
+    static uint8_t blk_table[64 * sizeof(struct bc_blk_entry)];
+    static struct bc_insn_entry it[2][256];
+    static uint8_t buf[2][4096];
+    static struct swtrace t[2];
+    static const uint8_t jmp[5] = {0xeb, 0xfd, 0, 0, 0};           /* jmp 0x1100 */
+    static const uint8_t call[5] = {0xe8, 0xfa, 0xff, 0xff, 0xff}; /* call 0x1100 */
+    memset(ram, 0, 0x4000);
+    ram[0x1100] = 0x90;
+    memcpy(ram + 0x1101, jmp, 5);
+    struct swtrace_cpu c = flat_cpu(0x1101);
+    struct swtrace_regs r = {.rflags = 2};
+    struct swtrace_block b[2];
+    struct swpt_ring ring[2];
+    for (int i = 0; i < 2; i++) { /* 0: with the tables, 1: without */
+        memset(&t[i], 0, sizeof(t[i]));
+        ring[i] = (struct swpt_ring){.buf = buf[i], .size = sizeof(buf[i])};
+        swtrace_cache_mem(&t[i], it[i], sizeof(it[i]));
+        if (i == 0)
+            swtrace_block_mem(&t[i], blk_table, sizeof(blk_table));
+        swtrace_start(&t[i], &blk_cfg, &ring[i], &mem_map, &c, 0);
+        assert_true(swtrace_block_next(&t[i], &mem_map, &c, &r, &b[i]));
+        assert_true(b[i].lead_rf); /* the loop: [nop] led by the JMP at its end */
+    }
+    memcpy(ram + 0x1101, call, 5);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(swtrace_block_settle(&t[i], &mem_map, &c, &b[i]), SWTRACE_SETTLED);
+        assert_int_equal(t[i].insn.branch, X86_BR_CALL_DIRECT);
+    }
+    memcpy(ram + 0x1101, jmp, 5);
+    for (int i = 0; i < 2; i++)
+        assert_false(swtrace_block_next(&t[i], &mem_map, &c, &r, &b[i]));
+    assert_int_equal(t[0].st.next_hits, 0);
+    /* the JMP read again: the kept block serves it */
+    for (int i = 0; i < 2; i++) {
+        c.rip = 0x1100; /* the CALL stepped, then the NOP */
+        swtrace_observe(&t[i], &mem_map, &c, true);
+        c.rip = 0x1101;
+        swtrace_observe(&t[i], &mem_map, &c, true);
+        assert_int_equal(t[i].insn.branch, X86_BR_JMP_DIRECT);
+        assert_true(swtrace_block_next(&t[i], &mem_map, &c, &r, &b[i]));
+        assert_true(b[i].lead_rf);
+    }
+    assert_int_equal(t[0].st.next_hits, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -401,6 +494,8 @@ int main(void)
         cmocka_unit_test(test_unreadable_and_budget),
         cmocka_unit_test(test_gwalk_modes),
         cmocka_unit_test(test_departure),
+        cmocka_unit_test(test_block_keep_decodes_long_run),
+        cmocka_unit_test(test_block_kept_lead_kind),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -157,6 +157,7 @@ struct run {
     uint64_t *fl, *sp, *top;
     int32_t *ind; /* the step's ind_rec at an indirect JMP / CALL, else -1 */
     struct ind_rec *rec;
+    uint8_t *other; /* the step runs as "another process" in a one-process window (mark_other) */
     unsigned n, nrec;
 };
 
@@ -239,7 +240,8 @@ static void record(struct run *r, char *const argv[], unsigned max)
     r->top = malloc(max * sizeof(uint64_t));
     r->ind = malloc(max * sizeof(int32_t));
     r->rec = malloc(IND_MAX * sizeof(struct ind_rec));
-    assert_true(r->rip && r->fl && r->sp && r->top && r->ind && r->rec);
+    r->other = calloc(max, 1);
+    assert_true(r->rip && r->fl && r->sp && r->top && r->ind && r->rec && r->other);
     r->n = r->nrec = 0;
     int sig = 0;
     while (r->n < max) {
@@ -274,13 +276,50 @@ struct replay {
 };
 
 static struct bc_insn_entry big_table[1024]; /* 32 KiB: the shim's optional larger table */
-static uint8_t blk_table[32 * 4096];         /* the shim's block table */
+
+/*
+ * A one-process window (ptvisor-ctl trace): the filter matches CR3 only, and the steps the
+ * run marks `other` are shown to the tracer under another CR3, as if another process ran them
+ * (the same code and page tables: only the context differs).  Outside it: one process.
+ */
+#define CR3_OTHER 0x7000ull
+static bool one_process;
+
+/* the vCPU at step i of the run */
+static void at_step(const struct run *r, unsigned i, struct swtrace_cpu *c)
+{
+    c->rip = r->rip[i];
+    c->ctx.cr3 = one_process && r->other[i] ? CR3_OTHER : CR3;
+}
+
+/* the spans from every other system call to the next run as "another process": the SYSCALL
+ * is where a context switch can happen (the return comes elsewhere: the tracer sees a gap) */
+static unsigned mark_other(struct run *r)
+{
+    bool in_other = false;
+    unsigned spans = 0;
+    for (unsigned i = 0; i < r->n; i++) {
+        uint8_t code[X86_MAX_INSN];
+        unsigned got = 0;
+        struct x86_insn in;
+        r->other[i] = in_other;
+        gw_read(&mem, &paging, r->rip[i], code, sizeof(code), &got);
+        if (got && x86_classify(code, got, X86_CODE64, &in) == 0 && in.branch == X86_BR_SYSCALL) {
+            in_other = !in_other;
+            spans += in_other;
+        }
+    }
+    return spans;
+}
+static uint8_t blk_table[32 * 4096]; /* the shim's block table */
 
 /* a window opened on the run's first state, with an empty ring: the vCPU as it is seen there */
 static struct swtrace_cpu replay_open(const struct run *r, bool nocache, bool big,
                                       const struct gw_mem *m, struct replay *o)
 {
-    const struct swpt_cfg cfg = {.filter = {.user = true, .kernel = true}, .psb_period = 1u << 14};
+    const struct swpt_cfg cfg = {
+        .filter = {.user = true, .kernel = true, .cr3_match = one_process, .cr3 = CR3},
+        .psb_period = 1u << 14};
     struct swtrace_cpu c = {.rip = r->rip[0],
                             .cs_sel = 0x33,
                             .rsp = 0x10, /* no stack mapped: no event frames */
@@ -306,7 +345,7 @@ static void replay(const struct run *r, bool nocache, bool big, struct replay *o
     clock_gettime(CLOCK_MONOTONIC, &t0);
     struct swtrace_cpu c = replay_open(r, nocache, big, m, o);
     for (unsigned i = 1; i < r->n; i++) {
-        c.rip = r->rip[i];
+        at_step(r, i, &c);
         swtrace_observe(&o->t, m, &c, true);
     }
     swtrace_stop(&o->t);
@@ -341,7 +380,7 @@ void replay_cached_big(const struct run *r, struct replay *o)
  * instruction is stepped, as the shim does.  Returns the VM exits the VMM would take.
  */
 struct block_stats {
-    uint64_t exits, blocks, leads, cut, steps, chained, indirect, loops;
+    uint64_t exits, blocks, leads, cut, steps, chained, indirect, loops, dark;
 };
 
 static void replay_blocks(const struct run *r, unsigned every, struct replay *o,
@@ -355,18 +394,19 @@ static void replay_blocks(const struct run *r, unsigned every, struct replay *o,
     memset(bs, 0, sizeof(*bs));
     struct swtrace_cpu c = replay_open(r, false, true, &mem_mapped, o); /* as the VMM */
     while (i + 1 < r->n) {
-        c.rip = r->rip[i];
+        at_step(r, i, &c);
         if (!out) {
             if (cool || !swtrace_block_plan(&o->t, &mem_mapped, &c, &b)) {
                 cool = false; /* a trap-flag step */
                 bs->exits++;
                 bs->steps++;
-                c.rip = r->rip[++i];
+                at_step(r, ++i, &c);
                 swtrace_observe(&o->t, &mem_mapped, &c, true);
                 continue;
             }
             out = true;
         }
+        bs->dark += !o->t.pt.pkt_en; /* a block out of the traced context */
         /* the vCPU runs the block: where each of its instructions is in the recording */
         unsigned at[SWTRACE_BLOCK_MAX + 2], npos = 0, j = i;
         if (b.lead) {
@@ -397,7 +437,7 @@ static void replay_blocks(const struct run *r, unsigned every, struct replay *o,
         bool cut =
             (every && seed % every == 0) || npos != b.lead + b.n + 1u || at[npos - 1] + 1 >= r->n;
         unsigned stop = cut ? at[(seed >> 32) % npos] : at[npos - 1];
-        c.rip = r->rip[stop];
+        at_step(r, stop, &c);
         c.rf = b.lead && stop == at[0]; /* stopped before the lead ran: RF still set */
         int s = swtrace_block_settle(&o->t, &mem_mapped, &c, &b);
         bs->loops += b.lead_rf;
@@ -542,6 +582,39 @@ static void check_program(char *const argv[])
         free(blk.ring.buf);
     }
 
+    /* a one-process window: blocks run in the other process's code too (PacketEn 0 there:
+     * only the instruction count), with the very packets and counts of stepping it */
+    unsigned spans = mark_other(&r);
+    assert_true(spans > 0);
+    one_process = true;
+    struct replay one;
+    replay_init(&one);
+    replay_cached_big(&r, &one);
+    assert_true(one.t.st.departures > 0);
+    for (unsigned every = 0; every <= 4; every += 4) {
+        struct replay blk;
+        struct block_stats bs;
+        replay_init(&blk);
+        blk.blocks = true;
+        replay_blocks(&r, every, &blk, &bs);
+        if (blk.ring.head != one.ring.head || memcmp(blk.ring.buf, one.ring.buf, one.ring.head))
+            fail_msg("%s: one-process window, block stepping (1 block in %u cut short) wrote other "
+                     "packets (%lu bytes, stepping %lu)",
+                     argv[0], every, (unsigned long)blk.ring.head, (unsigned long)one.ring.head);
+        assert_int_equal(blk.t.st.steps, one.t.st.steps);
+        assert_int_equal(blk.t.st.lost, one.t.st.lost);
+        assert_int_equal(blk.t.st.events, one.t.st.events);
+        assert_int_equal(blk.t.st.departures, one.t.st.departures);
+        assert_true(bs.dark > 0); /* blocks ran in the other process */
+        print_message("%-22s one-process window (%u spans as another process, %lu departures): "
+                      "%lu exits, %lu blocks, %lu of them out of context\n",
+                      argv[0], spans, (unsigned long)one.t.st.departures, (unsigned long)bs.exits,
+                      (unsigned long)bs.blocks, (unsigned long)bs.dark);
+        free(blk.ring.buf);
+    }
+    one_process = false;
+    free(one.ring.buf);
+
     /* the instructions that ran: every step but the repeats of a REP string op */
     struct expect e = {.r = &r, .ip = malloc(r.n * sizeof(uint64_t))};
     assert_non_null(e.ip);
@@ -577,6 +650,7 @@ static void check_program(char *const argv[])
     free(r.top);
     free(r.ind);
     free(r.rec);
+    free(r.other);
     free(on.ring.buf);
     free(off.ring.buf);
     free(big.ring.buf);

@@ -165,6 +165,8 @@ static bool decode_miss(struct bcache *bc, struct bc_insn_entry *e, const uint8_
     /* decoded from a copy: bytes another CPU changes meanwhile cannot make the entry's
      * bytes differ from the bytes its decode saw */
     uint8_t copy[X86_MAX_INSN];
+    if (got > X86_MAX_INSN) /* bc_blk_put decodes from a block's bytes: up to BC_BLK_BYTES */
+        got = X86_MAX_INSN;
     memcpy(copy, code, got);
     if (x86_classify(copy, got, cs, out) != 0)
         return false;

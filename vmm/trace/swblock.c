@@ -260,11 +260,18 @@ static uint64_t budget_left(const struct swtrace *t)
     return t->budget ? t->budget - t->st.steps : UINT64_MAX;
 }
 
-/* blocks run only in traced code with nothing to judge: no departure out, no trigger armed */
+/*
+ * Blocks run in traced code with nothing to judge (no departure out, no trigger armed), or in a
+ * context the filter leaves out (another CR3 or CPL: the kernel under a user-only window, the
+ * other processes under a one-process one).  There PacketEn is 0 at every IP, trigger or not,
+ * and no instruction of a block or its lead can leave that context: a departure stays as it is
+ * until a step sees traced code again, and the trace gets nothing but the instruction count.
+ */
 static bool block_ok(const struct swtrace *t, const struct swtrace_cpu *c)
 {
-    return t->on && t->valid && t->pt.pkt_en && !t->pt.armed && !t->left.on && c->rip == t->ip &&
-           c->cs_sel == t->cs_sel && same_ctx(&c->ctx, &t->ctx);
+    return t->on && t->valid && c->rip == t->ip && c->cs_sel == t->cs_sel &&
+           same_ctx(&c->ctx, &t->ctx) &&
+           ((t->pt.pkt_en && !t->pt.armed && !t->left.on) || swpt_context_off(&t->pt, &c->ctx));
 }
 
 unsigned swtrace_block_plan(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c,
@@ -339,6 +346,7 @@ struct swtrace_next {
     uint64_t from, to;
     uint64_t need;
     unsigned nrun;
+    bool bp_apart; /* the lead was a Jcc or a direct JMP (block_holds) */
     uint64_t gen[SWTRACE_BLOCK_SEGS];
     const struct bc_blk_entry *run[SWTRACE_BLOCK_SEGS];
     struct swtrace_block b; /* nrun == 0: empty */
@@ -365,14 +373,15 @@ static struct swtrace_next *next_slot(const struct swtrace *t, uint64_t from, ui
 }
 
 /* the kept block after the lead at the tracer's IP to `to`, if it is still what block_from would
- * build (max: as block_from's) */
+ * build (max: as block_from's) and the lead is of the same kind (bp_apart: as block_holds';
+ * the lead's bytes are read again at every breakpoint, and may have changed) */
 static bool next_kept(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c,
-                      uint64_t to, uint64_t max, struct swtrace_block *b)
+                      uint64_t to, uint64_t max, bool bp_apart, struct swtrace_block *b)
 {
     if (!t->next || c->ctx.cs != X86_CODE64)
         return false;
     const struct swtrace_next *x = next_slot(t, t->ip, to);
-    if (!x->nrun || x->from != t->ip || x->to != to || max < x->need)
+    if (!x->nrun || x->from != t->ip || x->to != to || max < x->need || x->bp_apart != bp_apart)
         return false;
     for (unsigned s = 0; s < x->nrun; s++)
         if (x->run[s]->gen != x->gen[s] || !bc_blk_fresh(&t->bc, m, &c->paging, x->run[s]))
@@ -382,8 +391,9 @@ static bool next_kept(struct swtrace *t, const struct gw_mem *m, const struct sw
     return true;
 }
 
-/* keep b, the block block_from built after the lead at the tracer's IP to `to` */
-static void next_keep(struct swtrace *t, const struct swtrace_cpu *c, uint64_t to,
+/* keep b, the block block_from built after the lead at the tracer's IP to `to` (block_holds
+ * passed it with bp_apart) */
+static void next_keep(struct swtrace *t, const struct swtrace_cpu *c, uint64_t to, bool bp_apart,
                       const struct swtrace_block *b, const struct block_src *src)
 {
     if (!t->next || c->ctx.cs != X86_CODE64 || !src->n || !src_whole(src, src->n))
@@ -393,6 +403,7 @@ static void next_keep(struct swtrace *t, const struct swtrace_cpu *c, uint64_t t
     x->to = to;
     x->need = src->need;
     x->nrun = src->n;
+    x->bp_apart = bp_apart;
     for (unsigned s = 0; s < src->n; s++) {
         x->run[s] = src->e[s];
         x->gen[s] = src->gen[s];
@@ -433,10 +444,13 @@ bool swtrace_block_next(struct swtrace *t, const struct gw_mem *m, const struct 
     default:
         return false; /* far, events, not a branch (MOV CR...): stepped */
     }
-    /* block_ok: PacketEn on in this context, no trigger armed: only an IP filter can say no */
-    if (t->pt.cfg.filter.nranges && !swpt_admits(&t->pt, &c->ctx, to))
+    /* block_ok: PacketEn on in this context, no trigger armed: only an IP filter can say no
+     * (out of context it stays off at any IP) */
+    if (t->pt.cfg.filter.nranges && !swpt_admits(&t->pt, &c->ctx, to) &&
+        !swpt_context_off(&t->pt, &c->ctx))
         return false;
-    if (next_kept(t, m, c, to, budget_left(t) - 1, b))
+    const bool bp_apart = in->branch == X86_BR_JCC || in->branch == X86_BR_JMP_DIRECT;
+    if (next_kept(t, m, c, to, budget_left(t) - 1, bp_apart, b))
         return true;
     /* the branch alone may lead a block with no plain instruction (its target is not plain: the
      * breakpoint at the target); not one with the branch itself inside (an exit there: the
@@ -446,14 +460,14 @@ bool swtrace_block_next(struct swtrace *t, const struct gw_mem *m, const struct 
      * all with RF saved set (SDM Vol. 3C 27.3.3: RF as the event's frame would hold it) */
     struct block_src src;
     if (block_from(t, m, c, to, NULL, budget_left(t) - 1, t->ip, b, &src) < 0 ||
-        block_holds(b, t->ip, in->branch == X86_BR_JCC || in->branch == X86_BR_JMP_DIRECT)) {
+        block_holds(b, t->ip, bp_apart)) {
         b->n = 0;
         return false;
     }
     b->lead = true;
     b->lead_ip = t->ip;
     b->lead_rf = b->end == t->ip;
-    next_keep(t, c, to, b, &src);
+    next_keep(t, c, to, bp_apart, b, &src);
     return true;
 }
 

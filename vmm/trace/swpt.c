@@ -459,6 +459,11 @@ bool swpt_admits(const struct swpt *t, const struct swpt_ctx *ctx, uint64_t ip)
     return t->on && packet_en(t, ctx, ip);
 }
 
+bool swpt_context_off(const struct swpt *t, const struct swpt_ctx *ctx)
+{
+    return t->on && !context_match(t, ctx);
+}
+
 /* the known path ends before at_ip (a stop, an interrupt, a gap: 33.4.2.4): pending TNT,
  * then FUP(at_ip) + TIP.PGD with the IP suppressed where PacketEn was 1 */
 static void disable_at(struct swpt *t, uint64_t at_ip)

@@ -142,6 +142,10 @@ void swpt_leave(struct swpt *t, uint64_t at_ip, const struct swpt_ctx *ctx);
 void swpt_resume(struct swpt *t, uint64_t ip, const struct swpt_ctx *ctx, uint64_t tsc);
 void swpt_overflow(struct swpt *t);
 
+/* the filter leaves context *ctx out (its CPL, or its CR3): PacketEn is 0 at every IP of it,
+ * whatever the IP ranges or a start trigger say (the trigger fires only in context) */
+bool swpt_context_off(const struct swpt *t, const struct swpt_ctx *ctx);
+
 /* tracing stops (TraceEn 1 -> 0) before `ip`: pending TNT, then TIP.PGD (IP suppressed),
  * preceded by FUP(ip) when inside the filter, as a WRMSR clearing TraceEn writes them */
 void swpt_stop(struct swpt *t, uint64_t ip);

@@ -485,7 +485,8 @@ static void step(struct vcpu *v, struct trace_vcpu *t, bool mtf)
     if (t->sw.pt.pkt_en) /* only pages the trace will need to be decoded */
         note_code(v, t, &c);
     if (block_entry_ok(v, t) && swtrace_block_plan(&t->sw, &m, &c, &t->blk)) {
-        note_block(v, t, &c);
+        if (t->sw.pt.pkt_en)
+            note_block(v, t, &c);
         t->blk_cpu = c;
         block_arm(v, t);
         return;
