@@ -211,14 +211,23 @@ static int dump(int wait, const char *what)
 
 /* CMD (pid) runs in the window: wait for it, close the window, say how it ended, the
  * window's status, and dump it (-d) */
-static int finish(const struct opts *o, char **cmd, pid_t pid)
+static uint64_t tsc(void)
+{
+    uint32_t lo, hi;
+    __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+    return (uint64_t)hi << 32 | lo;
+}
+
+/* CMD runs in the window from t0 (TSC) until it exits: then the window closes */
+static int finish(const struct opts *o, char **cmd, pid_t pid, uint64_t t0)
 {
     int st = 0;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
         ;
+    uint64_t ticks = tsc() - t0;
     int rc = stop();
-    printf("ptvisor-ctl: %s exited with %d\n", cmd[0],
-           WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+    printf("ptvisor-ctl: %s exited with %d (%llu TSC ticks in the window)\n", cmd[0],
+           WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), (unsigned long long)ticks);
     if (!rc)
         rc = status();
     if (!rc && o->dump)
@@ -419,9 +428,10 @@ static int trace_cmd(const struct opts *o, char **cmd)
     step = "let the command run";
     r = r0;
     r.rip = page + 4;
+    uint64_t t0 = tsc();
     if (ptrace(PTRACE_SETREGS, pid, NULL, &r) < 0 || ptrace(PTRACE_DETACH, pid, NULL, NULL) < 0)
         goto fail;
-    return finish(o, cmd, pid);
+    return finish(o, cmd, pid, t0);
 fail:
     fprintf(stderr, "ptvisor-ctl: trace: %s: %s\n", step, strerror(errno));
     kill(pid, SIGKILL);
@@ -501,6 +511,7 @@ static int run(const struct opts *o, char **cmd)
     int rc = start(o);
     if (rc)
         return rc;
+    uint64_t t0 = tsc();
     pid_t pid = fork();
     if (pid == 0) {
         execvp(cmd[0], cmd);
@@ -516,7 +527,7 @@ static int run(const struct opts *o, char **cmd)
             dump(1, cmd[0]);
         return 1;
     }
-    return finish(o, cmd, pid);
+    return finish(o, cmd, pid, t0);
 }
 
 int main(int argc, char **argv)

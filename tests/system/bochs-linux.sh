@@ -250,6 +250,11 @@ if [ -n "${PTT:-}" ] && [ -n "${EXACT_ELF:-}" ] && ! grep -aq 'ptvisor-guest: tr
         "$PTT" summary -e "$EXACT_ELF" "$out/exact" >"$out/exact/summary.txt" 2>&1
         stepped=$(tr -d '\r' <"$serial" | sed -n '/^ptvisor-guest: trace exact start/,$p' |
             sed -n 's/^ptvisor-ctl: stopped: [0-9]* bytes, \([0-9]*\) instructions.*/\1/p' | head -n 1)
+        ticks=$(tr -d '\r' <"$serial" | sed -n '/^ptvisor-guest: trace exact start/,$p' |
+            sed -n 's/^ptvisor-ctl: ptt-exact exited with 0 (\([0-9]*\) TSC ticks.*/\1/p' | head -n 1)
+        if [ -n "$ticks" ] && [ -n "$stepped" ] && [ "$stepped" -gt 0 ]; then
+            echo "  INFO bench ctl_trace_ticks_per_instruction=$((ticks / stepped)) (ptvisor-ctl trace -u -- ptt-exact beside ptt-exact hog: $ticks ticks for the $stepped instructions the window ran, traced or filtered out)"
+        fi
         if [ -n "${NATIVE_STEPS:-}" ]; then
             same_as_native "$out/exact" "trace exact" "ptvisor-ctl trace's window == ptt-exact stepped natively, entry to exit, @N@ instructions in order (the window stepped ${stepped:-?}: the other process and the kernel filtered out)" -e "$EXACT_ELF"
         fi

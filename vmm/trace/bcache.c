@@ -10,8 +10,7 @@ void bc_init(struct bcache *bc, bool on, void *mem, uint64_t bytes)
     bc->off = !on;
     bc->insn = bc->own;
     if (mem && bytes / sizeof(struct bc_insn_entry) > n) {
-        while (n * 2 <= bytes / sizeof(struct bc_insn_entry) && n < (1u << 24))
-            n *= 2;
+        n = bc_pow2_fit(bytes, sizeof(struct bc_insn_entry), 1u << 24);
         bc->insn = mem;
         memset(mem, 0, n * sizeof(struct bc_insn_entry));
     }
@@ -217,13 +216,11 @@ bool bc_fetch(struct bcache *bc, const struct gw_mem *m, const struct gw_paging 
 
 void bc_blocks(struct bcache *bc, void *mem, uint64_t bytes)
 {
-    uint64_t n = 1;
+    uint64_t n = mem ? bc_pow2_fit(bytes, sizeof(struct bc_blk_entry), 1u << 20) : 0;
     bc->blk = NULL;
     bc->blk_mask = 0;
-    if (!mem || bc->off || bytes < 2 * sizeof(struct bc_blk_entry))
+    if (!n || bc->off)
         return;
-    while (n * 2 <= bytes / sizeof(struct bc_blk_entry) && n < (1u << 20))
-        n *= 2;
     memset(mem, 0, n * sizeof(struct bc_blk_entry));
     bc->blk = mem;
     bc->blk_mask = (uint32_t)(n - 1);

@@ -121,6 +121,18 @@ struct bcache {
     struct bc_stats st;
 };
 
+/* the largest power of 2 of `size`-byte entries that fits in `bytes`, at most `cap` (a power
+ * of 2); 0 where not even 2 fit */
+static inline uint64_t bc_pow2_fit(uint64_t bytes, uint64_t size, uint64_t cap)
+{
+    uint64_t n = 1;
+    if (bytes / size < 2)
+        return 0;
+    while (n * 2 <= bytes / size && n < cap)
+        n *= 2;
+    return n;
+}
+
 /*
  * Empty, on or off (off: bc_fetch is gw_read + x86_classify, as without a cache).  mem /
  * bytes: an optional larger instruction table the caller owns (the largest power of 2 of

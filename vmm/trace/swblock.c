@@ -354,13 +354,11 @@ struct swtrace_next {
 
 void swtrace_next_init(struct swtrace *t, void *mem, uint64_t bytes)
 {
-    uint64_t n = 1;
+    uint64_t n = mem ? bc_pow2_fit(bytes, sizeof(struct swtrace_next), 1u << 16) : 0;
     t->next = NULL;
     t->next_mask = 0;
-    if (!mem || !t->bc.blk || bytes < 2 * sizeof(struct swtrace_next))
+    if (!n || !t->bc.blk)
         return;
-    while (n * 2 <= bytes / sizeof(struct swtrace_next) && n < (1u << 16))
-        n *= 2;
     memset(mem, 0, n * sizeof(struct swtrace_next));
     t->next = mem;
     t->next_mask = (uint32_t)(n - 1);
