@@ -484,6 +484,22 @@ static void test_block_kept_lead_kind(void **state)
         assert_true(b[i].lead_rf);
     }
     assert_int_equal(t[0].st.next_hits, 1);
+    assert_false(b[0].noted); /* nobody said its pages were noted */
+
+    /* noted under this CR3: the next hit says so; under another, or never: it does not */
+    swtrace_block_noted(&t[0], c.ctx.cr3);
+    assert_int_equal(swtrace_block_settle(&t[0], &mem_map, &c, &b[0]), SWTRACE_SETTLED);
+    assert_true(swtrace_block_next(&t[0], &mem_map, &c, &r, &b[0]));
+    assert_true(b[0].noted);
+    swtrace_block_noted(&t[0], c.ctx.cr3 + 0x1000);
+    assert_int_equal(swtrace_block_settle(&t[0], &mem_map, &c, &b[0]), SWTRACE_SETTLED);
+    assert_true(swtrace_block_next(&t[0], &mem_map, &c, &r, &b[0]));
+    assert_false(b[0].noted);
+    assert_int_equal(t[0].st.next_hits, 3);
+    assert_int_equal(swtrace_block_settle(&t[1], &mem_map, &c, &b[1]), SWTRACE_SETTLED);
+    swtrace_block_noted(&t[1], c.ctx.cr3); /* no successor table: nothing to say it to */
+    assert_true(swtrace_block_next(&t[1], &mem_map, &c, &r, &b[1]));
+    assert_false(b[1].noted);
 }
 
 int main(void)

@@ -277,7 +277,7 @@ static bool block_ok(const struct swtrace *t, const struct swtrace_cpu *c)
 unsigned swtrace_block_plan(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c,
                             struct swtrace_block *b)
 {
-    b->lead = b->lead_rf = false;
+    b->lead = b->lead_rf = b->noted = false;
     b->n = 0;
     if (!block_ok(t, c))
         return 0;
@@ -292,6 +292,11 @@ static bool read64(struct swtrace *t, const struct gw_mem *m, const struct swtra
                    uint64_t lin, uint64_t *val)
 {
     uint8_t raw[8];
+    const uint8_t *in_place = bc_code_bytes(&t->bc, m, &c->paging, lin, 8);
+    if (in_place) { /* the same guest RAM, through the same translation, read in place */
+        __builtin_memcpy(val, in_place, 8);
+        return true;
+    }
     if (bc_read(&t->bc, m, &c->paging, lin, raw, 8))
         return false;
     *val = 0;
@@ -347,6 +352,8 @@ struct swtrace_next {
     uint64_t need;
     unsigned nrun;
     bool bp_apart; /* the lead was a Jcc or a direct JMP (block_holds) */
+    bool noted;    /* swtrace_block_noted, under noted_cr3 */
+    uint64_t noted_cr3;
     uint64_t gen[SWTRACE_BLOCK_SEGS];
     const struct bc_blk_entry *run[SWTRACE_BLOCK_SEGS];
     struct swtrace_block b; /* nrun == 0: empty */
@@ -355,7 +362,7 @@ struct swtrace_next {
 void swtrace_next_init(struct swtrace *t, void *mem, uint64_t bytes)
 {
     uint64_t n = mem ? bc_pow2_fit(bytes, sizeof(struct swtrace_next), 1u << 16) : 0;
-    t->next = NULL;
+    t->next = t->next_last = NULL;
     t->next_mask = 0;
     if (!n || !t->bc.blk)
         return;
@@ -370,6 +377,23 @@ static struct swtrace_next *next_slot(const struct swtrace *t, uint64_t from, ui
     return &t->next[(unsigned)(h ^ h >> 9) & t->next_mask];
 }
 
+/* *d = *s where it is used: its n lengths and nseg runs (the copy is on every hit) */
+static void block_copy(struct swtrace_block *d, const struct swtrace_block *s)
+{
+    d->lead = s->lead;
+    d->lead_ip = s->lead_ip;
+    d->lead_rf = s->lead_rf;
+    d->ip = s->ip;
+    d->end = s->end;
+    d->end_lin = s->end_lin;
+    d->n = s->n;
+    d->nseg = s->nseg;
+    for (unsigned i = 0; i < s->n; i += 8) /* 8 lengths at a time: len[] has room for it */
+        __builtin_memcpy(d->len + i, s->len + i, 8);
+    for (unsigned k = 0; k < s->nseg; k++)
+        d->seg[k] = s->seg[k];
+}
+
 /* the kept block after the lead at the tracer's IP to `to`, if it is still what block_from would
  * build (max: as block_from's) and the lead is of the same kind (bp_apart: as block_holds';
  * the lead's bytes are read again at every breakpoint, and may have changed) */
@@ -378,13 +402,15 @@ static bool next_kept(struct swtrace *t, const struct gw_mem *m, const struct sw
 {
     if (!t->next || c->ctx.cs != X86_CODE64)
         return false;
-    const struct swtrace_next *x = next_slot(t, t->ip, to);
+    struct swtrace_next *x = next_slot(t, t->ip, to);
     if (!x->nrun || x->from != t->ip || x->to != to || max < x->need || x->bp_apart != bp_apart)
         return false;
     for (unsigned s = 0; s < x->nrun; s++)
         if (x->run[s]->gen != x->gen[s] || !bc_blk_fresh(&t->bc, m, &c->paging, x->run[s]))
             return false;
-    *b = x->b;
+    block_copy(b, &x->b);
+    b->noted = x->noted && x->noted_cr3 == c->ctx.cr3;
+    t->next_last = x;
     t->st.next_hits++;
     return true;
 }
@@ -402,6 +428,8 @@ static void next_keep(struct swtrace *t, const struct swtrace_cpu *c, uint64_t t
     x->need = src->need;
     x->nrun = src->n;
     x->bp_apart = bp_apart;
+    x->noted = false;
+    t->next_last = x;
     for (unsigned s = 0; s < src->n; s++) {
         x->run[s] = src->e[s];
         x->gen[s] = src->gen[s];
@@ -414,8 +442,9 @@ bool swtrace_block_next(struct swtrace *t, const struct gw_mem *m, const struct 
 {
     const struct x86_insn *in = &t->insn;
     uint64_t to;
-    b->lead = b->lead_rf = false;
+    b->lead = b->lead_rf = b->noted = false;
     b->n = 0;
+    t->next_last = NULL;
     if (!block_ok(t, c) || budget_left(t) < 2)
         return false;
     switch (in->branch) {
@@ -467,6 +496,14 @@ bool swtrace_block_next(struct swtrace *t, const struct gw_mem *m, const struct 
     b->lead_rf = b->end == t->ip;
     next_keep(t, c, to, bp_apart, b, &src);
     return true;
+}
+
+void swtrace_block_noted(struct swtrace *t, uint64_t cr3)
+{
+    if (t->next_last) {
+        t->next_last->noted = true;
+        t->next_last->noted_cr3 = cr3;
+    }
 }
 
 int swtrace_block_settle(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c,

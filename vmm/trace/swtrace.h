@@ -87,6 +87,7 @@ struct swtrace {
      * block table, the rest here */
     struct swtrace_next *next;
     uint32_t next_mask;
+    struct swtrace_next *next_last; /* the entry the last swtrace_block_next kept or hit */
 };
 
 /* give the decode cache a larger instruction table (memory the caller keeps for the
@@ -140,6 +141,9 @@ struct swtrace_block {
      * that instruction starts, and a fault in it saves RF set); at another exit there, RF
      * still set says it did not complete */
     bool lead_rf;
+    /* from the successor table, and the shim noted its code pages in this window under the
+     * CR3 the vCPU runs now (swtrace_block_noted): noting them again adds nothing */
+    bool noted;
     uint64_t ip;           /* its first instruction */
     uint64_t end, end_lin; /* the first instruction after them: the breakpoint */
     unsigned n;            /* its instructions */
@@ -172,6 +176,11 @@ unsigned swtrace_block_plan(struct swtrace *t, const struct gw_mem *m, const str
  * branch there when its target is known; false: none (step the branch) */
 bool swtrace_block_next(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c,
                         const struct swtrace_regs *r, struct swtrace_block *b);
+
+/* the block swtrace_block_next gave last had its code pages noted under cr3 (the shim's
+ * code-page set, emptied with each window as the successor table is): a successor-table hit on
+ * it in the same CR3 says so (swtrace_block.noted) */
+void swtrace_block_noted(struct swtrace *t, uint64_t cr3);
 
 /* the vCPU exited in state c while block b was out: what it ran goes into the trace and the
  * tracer is at c.  SWTRACE_SETTLED, SWTRACE_CLOSED (the budget closed the window), or

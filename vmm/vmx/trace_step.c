@@ -555,8 +555,10 @@ int trace_vmx_block_exit(struct vcpu *v, uint32_t reason, uint32_t intr_info)
     if (a == BLK_BREAKPOINT && s == SWTRACE_SETTLED && c.rip == t->blk.end) {
         struct swtrace_regs r = {.rflags = vmcs_readl(GUEST_RFLAGS), .gpr = v->regs.gpr};
         if ((r.rflags & RFLAGS_IF) && swtrace_block_next(&t->sw, &m, &c, &r, &t->blk)) {
-            if (t->sw.pt.pkt_en)
+            if (t->sw.pt.pkt_en && !t->blk.noted) {
                 note_block(v, t, &c);
+                swtrace_block_noted(&t->sw, c.ctx.cr3);
+            }
             block_arm(v, t); /* out already: DR0 moves to the new end */
             return 1;
         }
