@@ -393,6 +393,44 @@ static void test_departure(void **state)
     assert_int_equal(st.overflow, 0);
 }
 
+/*
+ * Blocks with PacketEn 0: only where the filter leaves the context itself out.  Traced code the
+ * IP range leaves out, with an unseen departure pending, is stepped: the step that runs traced
+ * code again judges the departure (a block into the range would pass it unjudged).
+ */
+static void test_block_out_of_context(void **state)
+{
+    static struct swtrace t;
+    static uint8_t buf[1 << 12];
+    struct swpt_ring ring = {.buf = buf, .size = sizeof(buf)};
+    struct swtrace_block b;
+    struct swpt_cfg cfg = {.filter = {.user = true, .kernel = true, .cr3_match = true, .cr3 = CR3},
+                           .psb_period = 4096};
+    cfg.filter.nranges = 1;
+    cfg.filter.range[0].lo = L(0x1000);
+    cfg.filter.range[0].hi = L(0x10ff);
+    (void)state;
+    build_tables();
+    load_program();
+    memset(&t, 0, sizeof(t));
+    struct swtrace_cpu c = cpu_at(L(0x1034), L(0x9000));
+    swtrace_start(&t, &cfg, &ring, &mem, &c, 0);
+    c.rip = L(0x1035);
+    assert_true(swtrace_observe(&t, &mem, &c, true));
+    assert_true(t.pt.pkt_en);
+    c.rip = L(0x1200); /* a NOP cannot go there: unseen, out of the range, in A's context */
+    assert_true(swtrace_observe(&t, &mem, &c, true));
+    assert_false(t.pt.pkt_en);
+    assert_int_equal(t.st.departures, 1);
+    assert_int_equal(swtrace_block_plan(&t, &mem, &c, &b), 0); /* stepped */
+    /* the same code in B (another CR3: the context is left out): a block, the NOP to the INT3 */
+    c.rip = L(0x1201);
+    c.ctx.cr3 = CR3 + 0x1000;
+    assert_true(swtrace_observe(&t, &mem, &c, true));
+    assert_int_equal(swtrace_block_plan(&t, &mem, &c, &b), 1);
+    assert_int_equal(b.end, L(0x1202));
+}
+
 /* ---- block stepping's tables (swblock.c, bcache.c), paging off: linear = physical ---- */
 
 static const struct swpt_cfg blk_cfg = {.filter = {.user = true, .kernel = true},
@@ -510,6 +548,7 @@ int main(void)
         cmocka_unit_test(test_unreadable_and_budget),
         cmocka_unit_test(test_gwalk_modes),
         cmocka_unit_test(test_departure),
+        cmocka_unit_test(test_block_out_of_context),
         cmocka_unit_test(test_block_keep_decodes_long_run),
         cmocka_unit_test(test_block_kept_lead_kind),
     };

@@ -278,18 +278,28 @@ struct replay {
 static struct bc_insn_entry big_table[1024]; /* 32 KiB: the shim's optional larger table */
 
 /*
- * A one-process window (ptvisor-ctl trace): the filter matches CR3 only, and the steps the
- * run marks `other` are shown to the tracer under another CR3, as if another process ran them
- * (the same code and page tables: only the context differs).  Outside it: one process.
+ * Filtered windows: the steps the run marks `other` are shown to the tracer in a context the
+ * filter leaves out (the same code and page tables: only the context differs), and RSP is the
+ * recorded one (a departure's return is judged by it).  W_WHOLE: none of this.
+ *   W_CR3: a one-process window (ptvisor-ctl trace): CR3 matched, `other` under another CR3;
+ *   W_CPL: a user-only window, `other` at CPL 0 (as the kernel);
+ *   W_RANGE: W_CR3 and an IP range around a code page of the run (traced code it excludes);
+ *   W_TRIGGER: W_CR3 and a start trigger at an IP the process reaches a third of the way in.
  */
+enum window { W_WHOLE, W_CR3, W_CPL, W_RANGE, W_TRIGGER };
 #define CR3_OTHER 0x7000ull
-static bool one_process;
+static enum window window;
+static uint64_t window_ip; /* W_RANGE: the range's page; W_TRIGGER: the trigger */
 
 /* the vCPU at step i of the run */
 static void at_step(const struct run *r, unsigned i, struct swtrace_cpu *c)
 {
     c->rip = r->rip[i];
-    c->ctx.cr3 = one_process && r->other[i] ? CR3_OTHER : CR3;
+    if (window == W_WHOLE)
+        return;
+    c->rsp = r->sp[i];
+    c->ctx.cpl = window == W_CPL && r->other[i] ? 0 : 3;
+    c->ctx.cr3 = window != W_CPL && r->other[i] ? CR3_OTHER : CR3;
 }
 
 /* the spans from every other system call to the next run as "another process": the SYSCALL
@@ -317,9 +327,21 @@ static uint8_t blk_table[32 * 4096]; /* the shim's block table */
 static struct swtrace_cpu replay_open(const struct run *r, bool nocache, bool big,
                                       const struct gw_mem *m, struct replay *o)
 {
-    const struct swpt_cfg cfg = {
-        .filter = {.user = true, .kernel = true, .cr3_match = one_process, .cr3 = CR3},
-        .psb_period = 1u << 14};
+    struct swpt_cfg cfg = {.filter = {.user = true, .kernel = window != W_CPL},
+                           .psb_period = 1u << 14};
+    if (window != W_WHOLE && window != W_CPL) {
+        cfg.filter.cr3_match = true;
+        cfg.filter.cr3 = CR3;
+    }
+    if (window == W_RANGE) {
+        cfg.filter.nranges = 1;
+        cfg.filter.range[0].lo = window_ip & ~0xfffull;
+        cfg.filter.range[0].hi = (window_ip | 0xfff) + 0x1000;
+    }
+    if (window == W_TRIGGER) {
+        cfg.filter.start_at = true;
+        cfg.filter.start_ip = window_ip;
+    }
     struct swtrace_cpu c = {.rip = r->rip[0],
                             .cs_sel = 0x33,
                             .rsp = 0x10, /* no stack mapped: no event frames */
@@ -582,38 +604,48 @@ static void check_program(char *const argv[])
         free(blk.ring.buf);
     }
 
-    /* a one-process window: blocks run in the other process's code too (PacketEn 0 there:
-     * only the instruction count), with the very packets and counts of stepping it */
+    /* filtered windows: blocks run in the contexts the filter leaves out too (PacketEn 0 there:
+     * only the instruction count), with the very packets and counts of stepping */
     unsigned spans = mark_other(&r);
     assert_true(spans > 0);
-    one_process = true;
-    struct replay one;
-    replay_init(&one);
-    replay_cached_big(&r, &one);
-    assert_true(one.t.st.departures > 0);
-    for (unsigned every = 0; every <= 4; every += 4) {
-        struct replay blk;
-        struct block_stats bs;
-        replay_init(&blk);
-        blk.blocks = true;
-        replay_blocks(&r, every, &blk, &bs);
-        if (blk.ring.head != one.ring.head || memcmp(blk.ring.buf, one.ring.buf, one.ring.head))
-            fail_msg("%s: one-process window, block stepping (1 block in %u cut short) wrote other "
-                     "packets (%lu bytes, stepping %lu)",
-                     argv[0], every, (unsigned long)blk.ring.head, (unsigned long)one.ring.head);
-        assert_int_equal(blk.t.st.steps, one.t.st.steps);
-        assert_int_equal(blk.t.st.lost, one.t.st.lost);
-        assert_int_equal(blk.t.st.events, one.t.st.events);
-        assert_int_equal(blk.t.st.departures, one.t.st.departures);
-        assert_true(bs.dark > 0); /* blocks ran in the other process */
-        print_message("%-22s one-process window (%u spans as another process, %lu departures): "
-                      "%lu exits, %lu blocks, %lu of them out of context\n",
-                      argv[0], spans, (unsigned long)one.t.st.departures, (unsigned long)bs.exits,
-                      (unsigned long)bs.blocks, (unsigned long)bs.dark);
-        free(blk.ring.buf);
+    static const char *const wname[] = {"", "one-process", "user-only", "one-process IP-range",
+                                        "one-process start-trigger"};
+    for (window = W_CR3; window <= W_TRIGGER; window++) {
+        unsigned third = r.n / 3;
+        while (third < r.n && r.other[third])
+            third++;
+        window_ip = r.rip[third < r.n ? third : 0];
+        struct replay one;
+        replay_init(&one);
+        replay_cached_big(&r, &one);
+        if (window == W_CR3 || window == W_CPL)
+            assert_true(one.t.st.departures > 0); /* its system calls leave the process */
+        for (unsigned every = 0; every <= 4; every += 4) {
+            struct replay blk;
+            struct block_stats bs;
+            replay_init(&blk);
+            blk.blocks = true;
+            replay_blocks(&r, every, &blk, &bs);
+            if (blk.ring.head != one.ring.head || memcmp(blk.ring.buf, one.ring.buf, one.ring.head))
+                fail_msg("%s: %s window, block stepping (1 block in %u cut short) wrote other "
+                         "packets (%lu bytes, stepping %lu)",
+                         argv[0], wname[window], every, (unsigned long)blk.ring.head,
+                         (unsigned long)one.ring.head);
+            assert_int_equal(blk.t.st.steps, one.t.st.steps);
+            assert_int_equal(blk.t.st.lost, one.t.st.lost);
+            assert_int_equal(blk.t.st.events, one.t.st.events);
+            assert_int_equal(blk.t.st.departures, one.t.st.departures);
+            assert_true(bs.dark > 0); /* blocks ran out of the traced context */
+            print_message("%-22s %s window (%u spans left out, %lu departures, %lu gaps): %lu "
+                          "exits, %lu blocks, %lu of them out of context\n",
+                          argv[0], wname[window], spans, (unsigned long)one.t.st.departures,
+                          (unsigned long)one.t.st.lost, (unsigned long)bs.exits,
+                          (unsigned long)bs.blocks, (unsigned long)bs.dark);
+            free(blk.ring.buf);
+        }
+        free(one.ring.buf);
     }
-    one_process = false;
-    free(one.ring.buf);
+    window = W_WHOLE;
 
     /* the instructions that ran: every step but the repeats of a REP string op */
     struct expect e = {.r = &r, .ip = malloc(r.n * sizeof(uint64_t))};
