@@ -47,6 +47,6 @@ bench-swtrace: $(SWTRACE_BENCH)
 	    "$$(get ns_nocache "$$line") -> $$(get ns_cached "$$line") ($$(get ns_big "$$line")) ns/step;" \
 	    "hits: instructions $$(get insn_hit "$$line")% ($$(get insn_hit_big "$$line")%)," \
 	    "translations $$(get tlb_hit "$$line")%;" \
-	    "block stepping: $$(get blocks "$$line") blocks, $$(get next_hit "$$line")% of those after a lead from the successor table"
+	    "block stepping: $$(get blocks "$$line") blocks, $$(get next_hit "$$line")% of the blocks after a lead from the successor table"
 
 BENCH_TARGETS += bench-swtrace
