@@ -416,7 +416,8 @@ static int trace_cmd(const struct opts *o, char **cmd)
         waitpid(pid, &st, 0);
         if ((int64_t)r.rax == PTV_VMCALL_EINVAL && !(o->flags & PTV_TRACE_F_RANGE))
             fprintf(stderr, "ptvisor-ctl: trace: the VMM refused a one-process window (system-mode "
-                            "PT has no start trigger; `run` traces the whole CPU)\n");
+                            "PT has no start trigger; `run` traces the whole CPU, sw_trace = on "
+                            "picks the software tracer)\n");
         return fail("trace", (int64_t)r.rax);
     }
     started = 1;
