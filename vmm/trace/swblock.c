@@ -33,14 +33,9 @@ static int block_run(struct swtrace *t, const struct gw_mem *m, const struct swt
     const uint64_t lin0 = lin_of(c, ip);
     const unsigned n0 = b->n;
     struct x86_insn cur;
+    /* the table reads any cached code page in place (bc_code_bytes): a miss stays a miss */
     const struct bc_blk_entry *e = bc_blk_get(&t->bc, m, &c->paging, lin0, c->ctx.cs);
     *src = NULL;
-    if (!e && !first) { /* read at ip: its page is now the one in place, the table is asked again */
-        if (!bc_fetch_fast(&t->bc, m, &c->paging, lin0, c->ctx.cs, &cur))
-            return -1;
-        first = &cur;
-        e = bc_blk_get(&t->bc, m, &c->paging, lin0, c->ctx.cs);
-    }
     if (e) {
         uint64_t bytes = e->pbytes;
         unsigned k = e->n;
@@ -292,16 +287,13 @@ static bool read64(struct swtrace *t, const struct gw_mem *m, const struct swtra
                    uint64_t lin, uint64_t *val)
 {
     uint8_t raw[8];
-    const uint8_t *in_place = bc_code_bytes(&t->bc, m, &c->paging, lin, 8);
-    if (in_place) { /* the same guest RAM, through the same translation, read in place */
-        __builtin_memcpy(val, in_place, 8);
-        return true;
+    const uint8_t *p = bc_code_bytes(&t->bc, m, &c->paging, lin, 8); /* in place, or copied */
+    if (!p) {
+        if (bc_read(&t->bc, m, &c->paging, lin, raw, 8))
+            return false;
+        p = raw;
     }
-    if (bc_read(&t->bc, m, &c->paging, lin, raw, 8))
-        return false;
-    *val = 0;
-    for (unsigned k = 0; k < 8; k++)
-        *val |= (uint64_t)raw[k] << (8 * k);
+    __builtin_memcpy(val, p, 8); /* x86: little-endian */
     return true;
 }
 
@@ -313,7 +305,7 @@ static bool indirect_target(struct swtrace *t, const struct gw_mem *m, const str
     uint8_t raw[X86_MAX_INSN];
     struct x86_ind op;
     const uint64_t lin = lin_of(c, t->ip);
-    const uint8_t *code = bc_hot_bytes(&t->bc, m, &c->paging, lin, t->insn.len);
+    const uint8_t *code = bc_code_bytes(&t->bc, m, &c->paging, lin, t->insn.len);
     if (!r->gpr || c->ctx.cs != X86_CODE64)
         return false;
     if (!code) {
