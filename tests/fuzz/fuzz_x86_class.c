@@ -38,7 +38,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (st.last_ok)
         check_truncations(cs, buf, len, blk, &st);
     free(buf);
-    if (st.disagree != before)
+    if (st.disagree != before) {
+        fflush(stdout); /* the DISAGREE report, before abort() drops the buffer */
         abort();
+    }
     return 0;
 }

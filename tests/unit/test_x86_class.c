@@ -483,6 +483,10 @@ static const struct hcase cases[] = {
     OK(C64, "\xff\x15" I4, 6, X86_BR_CALL_INDIRECT, 0, 0, "FF /2 CALL [rip+disp32]"),
     OK(C64, "\x41\xff\xe3", 3, X86_BR_JMP_INDIRECT, 0, 0, "FF /4 JMP r11"),
     OK(C64, "\x3e\xff\xe0", 3, X86_BR_JMP_INDIRECT, 0, 0, "notrack JMP rax"),
+    OK(C64, "\x64\xff\xd3", 3, X86_BR_CALL_INDIRECT, 0, 0,
+       "FS CALL rbx: the segment plays no part"),
+    OK(C64, "\x65\xf3\xff\xd7", 4, X86_BR_CALL_INDIRECT, 0, 0, "GS F3 CALL rdi"),
+    OK(C64, "\x65\xff\x20", 3, X86_BR_JMP_INDIRECT, 0, 0, "JMP gs:[rax]: not predicted"),
     OK(C64, "\xff\x24\xc5" I4, 7, X86_BR_JMP_INDIRECT, 0, 0, "FF /4 [rax*8+disp32] (SIB base 101)"),
     OK(C32, "\x66\xff\xd0", 3, X86_BR_CALL_INDIRECT, 0, O16, "CALL ax in 32-bit"),
     OK(C64, "\xff\x18", 2, X86_BR_FAR_CALL, 0, O32, "FF /3 CALLF m16:32"),
@@ -950,8 +954,8 @@ static uint64_t xs64(void)
 /* random bytes, often starting with prefixes / escapes so every path is reached */
 static void random_insn(uint8_t *b)
 {
-    static const uint8_t lead[] = {0x66, 0x67, 0xf2, 0xf3, 0xf0, 0x2e, 0x48, 0x41,
-                                   0x0f, 0xc4, 0xc5, 0x62, 0x8f, 0xff, 0xf6, 0xf7};
+    static const uint8_t lead[] = {0x66, 0x67, 0xf2, 0xf3, 0xf0, 0x2e, 0x48, 0x41, 0x0f,
+                                   0xc4, 0xc5, 0x62, 0x8f, 0xff, 0xf6, 0xf7, 0x64, 0x65};
     for (int i = 0; i < 24; i += 8) {
         uint64_t v = xs64();
         memcpy(b + i, &v, 8);

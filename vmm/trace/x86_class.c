@@ -467,7 +467,7 @@ int x86_indirect_operand(const uint8_t *code, size_t len, enum x86_code_size cs,
 {
     size_t p = 0;
     uint8_t rex = 0;
-    bool p67 = false;
+    bool p67 = false, fsgs = false;
     if (cs != X86_CODE64)
         return -1;
     /* legacy prefixes (2.1.1): 66 and F2 / F3 do not change a near branch in 64-bit mode,
@@ -481,11 +481,10 @@ int x86_indirect_operand(const uint8_t *code, size_t len, enum x86_code_size cs,
             rex = b;
             continue;
         }
-        if (b == 0x64 || b == 0x65)
-            return -1; /* an FS / GS base: not predicted */
+        fsgs |= b == 0x64 || b == 0x65;
         p67 |= b == 0x67;
-        if (!(b == 0x67 || b == 0x26 || b == 0x2e || b == 0x36 || b == 0x3e || b == 0x66 ||
-              b == 0xf0 || b == 0xf2 || b == 0xf3))
+        if (!(b == 0x64 || b == 0x65 || b == 0x67 || b == 0x26 || b == 0x2e || b == 0x36 ||
+              b == 0x3e || b == 0x66 || b == 0xf0 || b == 0xf2 || b == 0xf3))
             break;
         rex = 0;
     }
@@ -497,13 +496,13 @@ int x86_indirect_operand(const uint8_t *code, size_t len, enum x86_code_size cs,
         return -1;
     p += 2;
     *out = (struct x86_ind){.kind = X86_IND_MEM, .index = X86_IND_NONE, .scale = 1};
-    if (mod == 3) {
+    if (mod == 3) { /* a register: segment and address size play no part */
         out->kind = X86_IND_REG;
         out->base = (uint8_t)(rm | (rex & 1) << 3);
         return p == len ? 0 : -1;
     }
-    if (p67)
-        return -1; /* a 32-bit address: not predicted */
+    if (p67 || fsgs)
+        return -1; /* a 32-bit address or an FS / GS base: not predicted */
     unsigned dsz = mod == 1 ? 1 : mod == 2 ? 4 : 0;
     if (rm == 4) { /* SIB (Table 2-3): index 100 without REX.X is none; base 101 with mod 00
                     * is none, with a disp32 */

@@ -123,7 +123,7 @@ struct x86_ind {
 
 /* the operand of the indirect JMP / CALL in code[0..len) (x86_classify's length): 0, or -1
  * where it is not one in 64-bit code or its target is not taken as above (an FS / GS
- * segment, a 32-bit address size): then it is not predicted */
+ * segment or a 32-bit address size on a memory operand): then it is not predicted */
 int x86_indirect_operand(const uint8_t *code, size_t len, enum x86_code_size cs,
                          struct x86_ind *out);
 
