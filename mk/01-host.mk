@@ -9,15 +9,23 @@
 HOST_TESTS :=
 FUZZERS    :=
 
+# A test is one compile-and-link of several .c files, where -MMD would keep only the last
+# file's dependencies: a separate -MM pass writes them all (every header, and a .c file a
+# test #includes) to $@.d.
+HOST_DEPFLAGS = $(filter-out -MMD -MP,$(HOST_CFLAGS))
+
 define HOST_TEST_template
 $(BUILD)/host/$(1): $$($(1)_SRCS)
 	@mkdir -p $$(@D)
-	$$(Q)$$(HOST_CC) $$(HOST_CFLAGS) $$($(1)_CFLAGS) -MF $$@.d -o $$@ $$($(1)_SRCS) $$(HOST_LDLIBS) $$($(1)_LDLIBS)
+	$$(Q)$$(HOST_CC) $$(HOST_DEPFLAGS) $$($(1)_CFLAGS) -MM -MP -MT $$@ $$($(1)_SRCS) > $$@.d
+	$$(Q)$$(HOST_CC) $$(HOST_DEPFLAGS) $$($(1)_CFLAGS) -o $$@ $$($(1)_SRCS) $$(HOST_LDLIBS) $$($(1)_LDLIBS)
 -include $(BUILD)/host/$(1).d
 endef
 
 define FUZZER_template
 $(BUILD)/fuzz/$(1): $$($(1)_SRCS)
 	@mkdir -p $$(@D)
+	$$(Q)$$(FUZZ_CC) $$(FUZZ_CFLAGS) $$($(1)_CFLAGS) -MM -MP -MT $$@ $$($(1)_SRCS) > $$@.d
 	$$(Q)$$(FUZZ_CC) $$(FUZZ_CFLAGS) $$($(1)_CFLAGS) -o $$@ $$($(1)_SRCS) $$($(1)_LDLIBS)
+-include $(BUILD)/fuzz/$(1).d
 endef
