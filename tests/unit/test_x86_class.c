@@ -25,9 +25,11 @@
  *   - Knights Corner instructions (Zydis ISA extensions KNC / KNCE / KNCV): Zydis 4.0
  *     decodes some of them outside its KNC mode, e.g. JKZD / JKNZD k, rel32 as VEX
  *     0F 84 / 85.  They exist only on the Xeon Phi coprocessor (SDM Vol. 2 does not
- *     list them: #UD on every other CPU); skipped and counted as "zydis-knc".  Behind
- *     enough prefixes Zydis calls such an encoding too long where the classifier gives
- *     a #UD opcode its length: also KNC when the bytes after the prefixes decode as KNC.
+ *     list them: #UD on every other CPU); skipped and counted as "zydis-knc".
+ *   - Behind enough prefixes Zydis calls an undefined or KNC opcode "too long" (it
+ *     sizes the operands before it checks the encoding) where the classifier gives
+ *     the #UD opcode a length: counted as Zydis-invalid when the bytes after the
+ *     prefixes are no instruction, or a KNC one, for Zydis.
  *   - VIA PadLock (F3 0F A6 / A7: MONTMUL, XSHA*, XCRYPT*, XSTORE) decode as ModR/M
  *     instructions (0F A6 / A7 are not in Intel's map); Zydis' category is PADLOCK,
  *     not a string instruction, so no X86_F_REP.
@@ -187,21 +189,23 @@ static bool is_knc(const ZydisDecodedInstruction *z)
            z->meta.isa_ext == ZYDIS_ISA_EXT_KNCV;
 }
 
-/* b (too long for Zydis) is a KNC encoding behind legacy prefixes / REX */
-static bool knc_behind_prefixes(int cs, const uint8_t *b, size_t avail)
+/* b (too long for Zydis) is #UD whatever its length: what follows its legacy prefixes /
+ * REX is no instruction, or a KNC one, for Zydis (Zydis counts the length of an opcode
+ * before it checks the encoding) */
+static bool ud_behind_prefixes(int cs, const uint8_t *b, size_t avail)
 {
     static const uint8_t pfx[] = {0x26, 0x2e, 0x36, 0x3e, 0x64, 0x65, 0x66, 0x67, 0xf0, 0xf2, 0xf3};
     size_t p = 0;
     while (p < avail &&
            (memchr(pfx, b[p], sizeof(pfx)) || (cs == X86_CODE64 && (b[p] & 0xf0) == 0x40)))
         p++;
-    /* what follows them, zero-padded: only its ISA counts, not its length */
+    /* what follows them, zero-padded: only whether it is an instruction counts */
     uint8_t rest[X86_MAX_INSN] = {0};
     memcpy(rest, b + p, avail - p < sizeof(rest) ? avail - p : sizeof(rest));
     ZydisDecodedInstruction z;
     return p &&
-           ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&zdec[cs], NULL, rest, sizeof(rest), &z)) &&
-           is_knc(&z);
+           (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&zdec[cs], NULL, rest, sizeof(rest), &z)) ||
+            is_knc(&z));
 }
 
 /* a register as x86_indirect_operand numbers it (Zydis' id of its 64-bit form), or
@@ -267,8 +271,9 @@ static unsigned diff_one(int cs, const uint8_t *b, size_t avail, uint64_t ip, st
         if (zs == ZYDIS_STATUS_NO_MORE_DATA) {
             st->zy_short++;
         } else if (zs == ZYDIS_STATUS_INSTRUCTION_TOO_LONG && r != X86_E_INVALID &&
-                   knc_behind_prefixes(cs, b, avail)) {
-            st->knc++;
+                   ud_behind_prefixes(cs, b, avail)) {
+            st->zy_invalid++; /* #UD: a length the classifier gave, as below */
+            st->zy_invalid_len++;
         } else if (zs == ZYDIS_STATUS_INSTRUCTION_TOO_LONG && r != X86_E_INVALID) {
             /* over 15 bytes is invalid for both (Vol. 2A 2.1) */
             st->disagree++;
