@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ptvisor-trace extract: the subcommand (options, the dump directory's preparation, progress,
- * exit status) over the reassembly core of fx.c (fx_*, declared in frame_dec.h).
+ * exit status) over the reassembly core of fx.c, fx_finish.c and fx_out.c (fx_*, declared in
+ * frame_dec.h).
  */
 #define _GNU_SOURCE
 #include <errno.h>
