@@ -22,3 +22,13 @@ test_lbr_diff_SRCS := tests/model/test_lbr_diff.c $(LBR_DIFF_SRCS)
 # MSR index/value sequences and random CPUs through the policy, against the model's rules
 FUZZERS += fuzz_lbr
 fuzz_lbr_SRCS := tests/fuzz/fuzz_lbr.c tests/model/lbr_model.c $(LBR_SRCS) vmm/lib/fmt.c
+
+# make bench: the figures of a guest using LBR (tests/model/bench_lbr.sh, callgrind): VMM
+# instructions per VM exit, exits its LBR MSR accesses cause
+BENCH_TARGETS += bench-lbr
+.PHONY: bench-lbr
+$(BUILD)/host/bench_lbr: tests/model/test_lbr_diff.c $(LBR_DIFF_SRCS)
+	@mkdir -p $(@D)
+	$(Q)$(HOST_CC) -std=gnu11 -O2 -g -Iinclude -Ivmm -Itests -DPTV_HOST=1 -o $@ $^ -lcmocka
+bench-lbr: $(BUILD)/host/bench_lbr
+	$(Q)tests/model/bench_lbr.sh $<

@@ -355,6 +355,8 @@ struct run {
     unsigned n, cap;
     unsigned vmm_addr_seen; /* FROM/TO values inside the VMM */
     uint64_t exits, vmm_records;
+    uint64_t msr_ops;   /* guest RDMSR / WRMSR, exiting or not */
+    uint64_t lbr_exits; /* exits the LBR policy's MSR bitmap bits caused, PERF_CAPABILITIES aside */
 };
 
 static void see(struct run *r, uint32_t what, int gp, const uint64_t *v, unsigned nv)
@@ -577,11 +579,25 @@ static void caller_lbr_on(struct lbrm *m)
                ARCH_LBR_CTL_LBREN | ARCH_LBR_CTL_OS | ARCH_LBR_CTL_USR | ARCH_LBR_CTL_FILTER);
 }
 
+/* The VMM's LBR work at an MSR exit and at a CPUID exit (lbr_vmx.c's hooks), each its own
+ * function so that bench-lbr's callgrind counts exactly them (no other exit runs LBR code) */
+__attribute__((noinline)) static enum lbr_verdict lbr_hook_msr(struct twin *t, uint32_t msr,
+                                                               bool write, uint64_t *val)
+{
+    const char *why;
+    return lbr_msr_access(&t->d, &t->vmcs_debugctl, msr, write, val, &why);
+}
+
+__attribute__((noinline)) static void lbr_hook_cpuid(struct twin *t, uint32_t leaf, uint32_t sub,
+                                                     uint32_t q[4])
+{
+    lbr_cpuid_filter(&t->d, leaf, sub, q);
+}
+
 /* exit_msr.c: the LBR hook, then the guest policy (IA32_XSS, or the real MSR in root) */
 static int vmm_msr(struct twin *t, uint32_t msr, bool write, uint64_t *val)
 {
-    const char *why;
-    enum lbr_verdict r = lbr_msr_access(&t->d, &t->vmcs_debugctl, msr, write, val, &why);
+    enum lbr_verdict r = lbr_hook_msr(t, msr, write, val);
     if (r != LBR_NOT_MINE)
         return r == LBR_GP ? -1 : 0;
     enum msr_verdict v = msr_policy(msr);
@@ -599,6 +615,9 @@ static bool exits(const struct twin *t, uint32_t msr) /* the MSR bitmap (exit_ms
 static int guest_msr(struct twin *t, uint64_t rip, uint32_t msr, bool write, uint64_t *val)
 {
     int gp;
+    t->r->msr_ops++;
+    if (exits(t, msr) && lbr_msr_intercepted(&t->d, msr) && msr != MSR_IA32_PERF_CAPABILITIES)
+        t->r->lbr_exits++;
     if (!exits(t, msr)) { /* runs in non-root on the CPU; a #GP is delivered there */
         gp = write ? lbrm_wrmsr(&t->cpu, msr, *val) : lbrm_rdmsr(&t->cpu, msr, val);
         if (gp)
@@ -636,7 +655,7 @@ static void vmm_op(struct twin *t, const struct op *o)
         vm_exit(t);
         lbrm_cpuid(m, o->leaf, o->sub, q);
         cpuid_policy(&pt_off, GUEST_FEAT_XSAVES, o->leaf, o->sub, 0, q);
-        lbr_cpuid_filter(&t->d, o->leaf, o->sub, q);
+        lbr_hook_cpuid(t, o->leaf, o->sub, q);
         vm_entry(t, 0, 0);
         for (unsigned i = 0; i < 4; i++)
             w[i] = q[i];
@@ -732,7 +751,8 @@ static unsigned vmm_addrs(const struct run *b)
 
 struct outcome {
     unsigned streams, diverged, vmm_seen, cyc_longer;
-    uint64_t exits, vmm_records, guest_records;
+    uint64_t exits, vmm_records, guest_records, msr_ops, lbr_exits;
+    bool shown; /* the decision shows the guest LBR (legacy or arch) */
     char first[200];
 };
 
@@ -764,6 +784,9 @@ static struct outcome run_config(enum cfg_id id, enum mutant mut, unsigned strea
         unsigned seen = vmm_addrs(&rb);
         out.streams++;
         out.exits += rb.exits;
+        out.msr_ops += rb.msr_ops;
+        out.lbr_exits += rb.lbr_exits;
+        out.shown = t.d.legacy || t.d.arch;
         out.vmm_records += rb.vmm_records;
         out.guest_records += bare.records;
         out.vmm_seen += seen;
@@ -788,12 +811,17 @@ static void test_configs_identical(void **state)
         struct outcome o = run_config(id, MUT_NONE, n_streams);
         struct config c = config(id);
         print_message("%-72s %u streams x %u ops: %lu exits, %lu guest records, VMM branches "
-                      "recorded %lu, differences %u, INFO cycle counts longer by VMM time %u\n",
+                      "recorded %lu, differences %u, INFO cycle counts longer by VMM time %u; "
+                      "LBR %s, %lu of %lu guest RDMSR/WRMSR exited for LBR\n",
                       c.name, o.streams, n_ops, (unsigned long)o.exits,
                       (unsigned long)o.guest_records, (unsigned long)o.vmm_records, o.diverged,
-                      o.cyc_longer);
+                      o.cyc_longer, o.shown ? "shown" : "hidden", (unsigned long)o.lbr_exits,
+                      (unsigned long)o.msr_ops);
         if (o.diverged)
             fail_msg("%s: %s", c.name, o.first);
+        /* where the guest has LBR, using it costs no exit (only a PERF_CAPABILITIES read) */
+        if (o.shown && o.lbr_exits)
+            fail_msg("%s: %lu LBR MSR accesses exited", c.name, (unsigned long)o.lbr_exits);
         if (o.vmm_records) /* root never records, whatever the guest set */
             fail_msg("%s: %lu VMM branches recorded", c.name, (unsigned long)o.vmm_records);
     }
@@ -852,8 +880,23 @@ static void test_mutants_caught(void **state)
     }
 }
 
+/* bench-lbr (tests/model/bench_lbr.sh, under callgrind): the exits of a guest using LBR on a
+ * legacy and an arch-LBR CPU, and how many of its LBR MSR accesses exited */
+static int bench(void)
+{
+    static const enum cfg_id ids[] = {CFG_SKX, CFG_ARCH};
+    for (unsigned i = 0; i < 2; i++) {
+        struct outcome o = run_config(ids[i], MUT_NONE, 20);
+        printf("BENCH|%s|%lu|%lu|%lu|%u\n", config(ids[i]).name, (unsigned long)o.exits,
+               (unsigned long)o.lbr_exits, (unsigned long)o.msr_ops, o.diverged);
+    }
+    return 0;
+}
+
 int main(void)
 {
+    if (getenv("LBR_DIFF_BENCH"))
+        return bench();
     if (getenv("LBR_DIFF_STREAMS"))
         n_streams = (unsigned)strtoul(getenv("LBR_DIFF_STREAMS"), NULL, 0);
     const struct CMUnitTest tests[] = {
