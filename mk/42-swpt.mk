@@ -10,7 +10,8 @@ test_swpt_SRCS := tests/unit/test_swpt.c $(SWPT_SRCS)
 test_swpt_LDLIBS := -lipt
 
 FUZZERS += fuzz_swpt
-fuzz_swpt_SRCS := tests/fuzz/fuzz_swpt.c $(SWPT_SRCS)
+fuzz_swpt_SRCS := tests/fuzz/fuzz_swpt.c $(SWPT_SRCS) vmm/trace/dump.c vmm/trace/frame.c \
+                  vmm/trace/lz4w.c
 fuzz_swpt_LDLIBS := -lipt
 
 # The ptrace oracle: real programs single-stepped, classified by vmm/trace/x86_class.c, fed to

@@ -14,6 +14,7 @@
 #include <ptv/config.h>
 #include <ptv/vmcall.h>
 
+#include "trace/dump.h"
 #include "trace/swpt.h"
 #include "trace/treq.h"
 #include "unit/swpt_dec.h"
@@ -181,14 +182,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         goto out;
     for (size_t i = 0; i < n; i++)
         lin[i] = r.buf[(start + i) % r.size];
-    /* a whole PSB (02 82 x 8, Vol. 3C 33.4.2.17) as libipt's sync looks for it: a wrapped ring
-     * may splice bytes that match it in part */
+    /* a whole PSB, as libipt's sync looks for it (a wrapped ring may splice bytes that match
+     * it in part) */
     bool has_psb = false;
-    for (size_t i = 0; i + 16 <= n && !has_psb; i++) {
-        has_psb = true;
-        for (size_t k = 0; k < 16 && has_psb; k += 2)
-            has_psb = lin[i + k] == 0x02 && lin[i + k + 1] == 0x82;
-    }
+    for (size_t i = 0; i + DUMP_PSB_LEN <= n && !has_psb; i++)
+        has_psb = dump_is_psb(lin + i);
     if (has_psb) {
         if (swpt_pkt_scan(lin, n, counts, &whole, err, sizeof(err)) != 0)
             fail(err);

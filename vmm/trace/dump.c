@@ -137,11 +137,9 @@ bool dump_step(struct dump_job *j)
     }
 }
 
-#define PSB_LEN 16
-
-static bool is_psb(const uint8_t *p)
+bool dump_is_psb(const uint8_t *p)
 {
-    for (unsigned i = 0; i < PSB_LEN; i += 2)
+    for (unsigned i = 0; i < DUMP_PSB_LEN; i += 2)
         if (p[i] != 0x02 || p[i + 1] != 0x82)
             return false;
     return true;
@@ -156,15 +154,15 @@ uint64_t dump_trace_start(size_t (*read)(void *ctx, uint64_t off, uint8_t *buf, 
     if (start == 0 || start >= written)
         return start; /* the whole trace from its first byte (it begins with a PSB) */
     uint8_t chunk[512];
-    for (uint64_t at = start; at + PSB_LEN <= written;) {
+    for (uint64_t at = start; at + DUMP_PSB_LEN <= written;) {
         size_t want = written - at < sizeof(chunk) ? (size_t)(written - at) : sizeof(chunk);
         size_t got = read(ctx, at, chunk, want);
-        if (got < PSB_LEN || got > want)
+        if (got < DUMP_PSB_LEN || got > want)
             return written;
-        for (size_t i = 0; i + PSB_LEN <= got; i++)
-            if (is_psb(chunk + i))
+        for (size_t i = 0; i + DUMP_PSB_LEN <= got; i++)
+            if (dump_is_psb(chunk + i))
                 return at + i;
-        at += got - (PSB_LEN - 1); /* a PSB across the chunk edge is found next time */
+        at += got - (DUMP_PSB_LEN - 1); /* a PSB across the chunk edge is found next time */
     }
     return written;
 }

@@ -74,6 +74,10 @@ static inline bool dump_done(const struct dump_job *j)
     return j->phase == DUMP_DONE;
 }
 
+/* p[0..DUMP_PSB_LEN) is a whole PSB (02 82 x 8, Vol. 3C 33.4.2.17), the decoder's sync point */
+#define DUMP_PSB_LEN 16
+bool dump_is_psb(const uint8_t *p);
+
 /*
  * Where the trace stream of a window starts: at the newest `window` bytes of the ring's
  * [oldest, written), moved forward to the first PSB (the decoder's sync point) when that
