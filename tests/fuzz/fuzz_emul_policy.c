@@ -4,7 +4,9 @@
  * base and MTRR values through vmm/vmx/emul_policy.c.  Invariants: a value the
  * policy accepts can never make VM entry fail or break an architectural rule
  * (RIP[63:32] = 0 outside 64-bit mode, PG implies PE, NW implies CD, IA-32e
- * activation only with PAE, no VMXE, no unsupported CR4 bit, no reserved APIC
+ * activation only with PAE, CS.L = 0 and a 32-bit TSS in TR -- so a legacy-mode TR
+ * (type 3 or 11, what VM entry allowed) is the busy 32-bit TSS IA-32e VM entry wants and CS
+ * is never L with D --, no VMXE, no unsupported CR4 bit, no reserved APIC
  * base bit or invalid APIC mode, only valid MTRR memory types).
  */
 #include <stdint.h>
@@ -30,6 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         uint64_t cr0, cr3, cr4, efer, sup, val, val4, rip, rflags, old_apic, apic, mtrr;
         uint32_t intr, msr;
         uint8_t len, flags, maxphy;
+        uint32_t cs_ar, tr_ar;
     } in;
     if (size < sizeof(in))
         return 0;
@@ -52,14 +55,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                        .cr4 = in.cr4,
                        .efer = in.efer,
                        .code64 = in.flags & 2,
-                       .cr4_supported = in.sup & ~CR4_VMXE};
+                       .cr4_supported = in.sup & ~CR4_VMXE,
+                       .cs_ar = in.cs_ar,
+                       .tr_ar = in.tr_ar};
     uint64_t v = in.val;
     if (!cr0_write_check(&c, &v)) {
         CHECK(v >> 32 == 0 && (v & CR0_ET));
         CHECK(!(v & CR0_PG) || (v & CR0_PE));
         CHECK(!(v & CR0_NW) || (v & CR0_CD));
-        if ((v & CR0_PG) && !(c.cr0 & CR0_PG) && (c.efer & EFER_LME_))
+        if ((v & CR0_PG) && !(c.cr0 & CR0_PG) && (c.efer & EFER_LME_)) {
             CHECK(c.cr4 & CR4_PAE);
+            /* SDM Vol. 3A 10.8.5: never from a CS with L set, never with a 16-bit TSS */
+            CHECK(!(c.cs_ar & VMX_AR_L));
+            unsigned tr_type = c.tr_ar & 0xf;
+            if (tr_type == 3 || tr_type == 11) /* the TR types VM entry let in legacy mode */
+                CHECK(tr_type == 11);          /* the one it lets in IA-32e mode */
+            CHECK(!((c.cs_ar & VMX_AR_L) && (c.cs_ar & VMX_AR_DB)));
+        }
         if (!(v & CR0_PG))
             CHECK(!(c.cr4 & CR4_PCIDE) && !(c.code64 && (c.cr0 & CR0_PG)));
     }

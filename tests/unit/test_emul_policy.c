@@ -73,6 +73,11 @@ static void test_fault_class(void **state)
         .cr4_supported = 0x3f77ff                                                                  \
     }
 
+/* access rights, VMCS format: 32-bit and 16-bit ring-0 code, a busy 32-bit TSS */
+#define CS32  0xc09bu
+#define CS16  0x809bu
+#define TSS32 0x8bu
+
 static void test_cr0(void **state)
 {
     (void)state;
@@ -90,8 +95,50 @@ static void test_cr0(void **state)
         {LONG_CTX, 0xa0050033, true, "NW without CD"},
         {LONG_CTX, 0xe0050033, false, "NW with CD"},
         {LONG_CTX, 0x80050032, true, "PG without PE"},
-        {{.cr0 = 0x33, .cr4 = 0, .efer = 0x100}, 0x80000011, true, "LME + PG without PAE"},
-        {{.cr0 = 0x33, .cr4 = 0x20, .efer = 0x100}, 0x80000011, false, "LME + PG with PAE"},
+        {{.cr0 = 0x33, .cr4 = 0, .efer = 0x100, .cs_ar = CS32, .tr_ar = TSS32},
+         0x80000011,
+         true,
+         "LME + PG without PAE"},
+        {{.cr0 = 0x33, .cr4 = 0x20, .efer = 0x100, .cs_ar = CS32, .tr_ar = TSS32},
+         0x80000011,
+         false,
+         "LME + PG with PAE"},
+        /* the other 64-bit mode consistency checks of IA-32e activation (SDM Vol. 3A 10.8.5):
+         * on the code before issue 27 the first three made VM entry fail (TR type 3, CS L and
+         * D) and the fourth entered 64-bit mode (CS L, D = 0) where hardware #GPs */
+        {{.cr0 = 0x33, .cr4 = 0x20, .efer = 0x100, .cs_ar = CS32, .tr_ar = 0x83},
+         0x80000011,
+         true,
+         "LME + PG with a busy 16-bit TSS in TR"},
+        {{.cr0 = 0x33, .cr4 = 0x20, .efer = 0x100, .cs_ar = CS32, .tr_ar = 0x81},
+         0x80000011,
+         true,
+         "LME + PG with an available 16-bit TSS in TR"},
+        {{.cr0 = 0x33, .cr4 = 0x20, .efer = 0x100, .cs_ar = CS32 | VMX_AR_L, .tr_ar = TSS32},
+         0x80000011,
+         true,
+         "LME + PG from a CS with L = 1, D = 1"},
+        {{.cr0 = 0x33, .cr4 = 0x20, .efer = 0x100, .cs_ar = CS16 | VMX_AR_L, .tr_ar = TSS32},
+         0x80000011,
+         true,
+         "LME + PG from a CS with L = 1, D = 0"},
+        {{.cr0 = 0x33, .cr4 = 0x20, .efer = 0x100, .cs_ar = CS16, .tr_ar = TSS32},
+         0x80000011,
+         false,
+         "LME + PG from 16-bit code, 32-bit TSS"},
+        {{.cr0 = 0x30, .cr4 = 0x20, .efer = 0x100, .cs_ar = 0x93, .tr_ar = TSS32},
+         0x80000031,
+         false,
+         "LME + PG + PE at once from real mode (unrestricted guest)"},
+        /* no activation: legacy paging ignores CS.L; TR is only checked when LMA would be set */
+        {{.cr0 = 0x33, .cr4 = 0x20, .cs_ar = CS32 | VMX_AR_L, .tr_ar = 0x83},
+         0x80000011,
+         false,
+         "PG without LME: CS.L and a 16-bit TSS are legacy mode's business"},
+        {{.cr0 = 0x80000011, .cr4 = 0x20, .efer = 0x500, .code64 = false, .tr_ar = 0x83},
+         0x80000031,
+         false,
+         "PG already set: no activation, TR not checked"},
         {{.cr0 = 0x80000011, .cr4 = 0x20000, .efer = 0x500}, 0x11, true, "PG cleared, PCIDE"},
         {{.cr0 = 0x80010011, .cr4 = 0x800000, .efer = 0x500}, 0x80000011, true, "WP cleared, CET"},
         {{.cr0 = 0x80000011, .cr4 = 0x20, .efer = 0x500, .code64 = false},

@@ -93,9 +93,18 @@ const char *cr0_write_check(const struct cr_ctx *c, uint64_t *val)
         return "CR0.PG = 1 with CR0.PE = 0";
     bool paging = c->cr0 & CR0_PG;
     if ((v & CR0_PG) && !paging && (c->efer & EFER_LME_)) {
-        /* activating IA-32e mode (SDM Vol. 3A 10.8.5) */
+        /* activating IA-32e mode: the 64-bit mode consistency checks (SDM Vol. 3A 10.8.5
+         * "Initializing IA-32e Mode", 9.8.5 in older editions) #GP(0) it when PAE is off, when
+         * the current CS has L set (with D = 1 VM entry would refuse the guest, with D = 0 the
+         * guest would run 64-bit code) and when TR holds a 16-bit TSS (VM entry wants a 64-bit
+         * busy TSS, type 11, in IA-32e mode).  CR4.PCIDE is 0 here: it can be set only in
+         * IA-32e mode (cr4_write_check), and PG cannot be cleared while it is set. */
         if (!(c->cr4 & CR4_PAE))
             return "IA-32e activation (EFER.LME, CR0.PG) with CR4.PAE = 0";
+        if (c->cs_ar & VMX_AR_L)
+            return "IA-32e activation with CS.L = 1";
+        if (!(c->tr_ar & AR_TYPE_TSS32))
+            return "IA-32e activation with a 16-bit TSS in TR";
     }
     if (!(v & CR0_PG) && paging && c->code64)
         return "CR0.PG cleared in 64-bit mode";

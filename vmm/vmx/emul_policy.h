@@ -63,10 +63,15 @@ bool exception_is_fault(unsigned vector);
 #define EFER_LME_   (1ull << 8)
 #define EFER_LMA_   (1ull << 10)
 
+/* TR's type, access rights bits 3:0: 1 / 3 a 16-bit TSS, 9 / 11 a 32-bit or 64-bit one (SDM
+ * Vol. 3A table 3-2); types below 8 are no TSS IA-32e mode can use */
+#define AR_TYPE_TSS32 (1u << 3)
+
 struct cr_ctx {
     uint64_t cr0, cr3, cr4, efer; /* as the guest sees them before the write */
     bool code64;                  /* IA-32e mode and CS.L */
     uint64_t cr4_supported;       /* CR4 bits this CPU has for the guest (VMXE excluded) */
+    uint32_t cs_ar, tr_ar;        /* CS and TR access rights, VMCS format (VMX_AR_L: CS.L) */
 };
 /* *val: in, the value written; out, as CR0 then reads (ET set, undefined low bits clear) */
 const char *cr0_write_check(const struct cr_ctx *c, uint64_t *val);

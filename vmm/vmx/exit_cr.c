@@ -43,6 +43,8 @@ static struct cr_ctx cr_context(const struct vcpu *v)
         .efer = vmcs_read64(GUEST_IA32_EFER),
         .code64 = vcpu_code64(),
         .cr4_supported = v->cr4_fixed1 & ~X86_CR4_VMXE,
+        .cs_ar = vmcs_read32(GUEST_CS_AR_BYTES), /* IA-32e activation: CS.L, TR's type */
+        .tr_ar = vmcs_read32(GUEST_TR_AR_BYTES),
     };
 }
 
