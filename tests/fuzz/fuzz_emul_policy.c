@@ -86,6 +86,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(x2 || !(in.apic & APIC_BASE_EXTD));
         CHECK(!(in.apic & APIC_BASE_EXTD) || (in.apic & APIC_BASE_EN));
     }
+    /* a guest RDMSR: every bit the CPU's but the window's base (bits 51:12) */
+    uint64_t view = apic_base_guest_view(in.old_apic, in.apic);
+    CHECK(((view ^ in.old_apic) & ~0x000ffffffffff000ull) == 0);
+    CHECK(((view ^ in.apic) & 0x000ffffffffff000ull) == 0);
     uint32_t msr = 0x1f0 + in.msr % 0x120;
     if (mtrr_is_msr(msr) && !mtrr_write_check(msr, in.mtrr, 0x508, maxphy)) {
         CHECK(msr != MSR_MTRR_CAP);

@@ -223,6 +223,26 @@ static void test_apic_base(void **state)
     assert_non_null(apic_base_check(x, 0xfee00000 | APIC_BASE_EXTD, 39, true)); /* invalid */
 }
 
+/* issue 27 defect 11: a guest RDMSR reports the CPU's value (read after the write), with the
+ * guest's window as the base; before, it reported the value the guest wrote */
+static void test_apic_base_view(void **state)
+{
+    (void)state;
+    const uint64_t home = 0xfee00000, bsp = APIC_BASE_BSP;
+    /* the CPU ignored a re-enable (Bochs keeps a disabled APIC off until reset): EN reads 0 */
+    assert_int_equal(apic_base_guest_view(home | bsp, home | bsp | APIC_BASE_EN), home | bsp);
+    /* a moved window: its base, the CPU's bits */
+    assert_int_equal(apic_base_guest_view(home | bsp | APIC_BASE_EN, 0x80000000 | APIC_BASE_EN),
+                     0x80000000 | bsp | APIC_BASE_EN);
+    /* an AP: no BSP bit whatever the guest wrote; x2APIC as the CPU holds it */
+    assert_int_equal(
+        apic_base_guest_view(home | APIC_BASE_EN | APIC_BASE_EXTD, home | bsp | APIC_BASE_EN),
+        home | APIC_BASE_EN | APIC_BASE_EXTD);
+    /* bits 51:12 are the window's, every other bit the CPU's */
+    assert_int_equal(apic_base_guest_view(0xfff00000000fffffull, 0x000ffffffffff000ull), ~0ull);
+    assert_int_equal(apic_base_guest_view(0, ~0ull), 0x000ffffffffff000ull);
+}
+
 static void test_mtrr(void **state)
 {
     (void)state;
@@ -424,7 +444,7 @@ int main(void)
         cmocka_unit_test(test_mtrr),      cmocka_unit_test(test_nmi),
         cmocka_unit_test(test_db_step),   cmocka_unit_test(test_blk_exit),
         cmocka_unit_test(test_blk_entry), cmocka_unit_test(test_blk_lead),
-        cmocka_unit_test(test_tf_step),
+        cmocka_unit_test(test_tf_step),   cmocka_unit_test(test_apic_base_view),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

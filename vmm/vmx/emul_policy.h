@@ -92,6 +92,16 @@ static inline uint64_t apic_base_addr(uint64_t v)
 {
     return v & ~0xfffull & ((1ull << 52) - 1);
 }
+/*
+ * What a guest RDMSR of IA32_APIC_BASE returns: the CPU's value, read after the guest's last
+ * write (BSP, EN, EXTD as the CPU holds them: where it ignored part of a write -- a CPU may
+ * keep an APIC disabled until reset, SDM Vol. 3A 11.4.3, as Bochs does -- the guest sees that),
+ * with the base address of the guest's own window: the real APIC never moves (exit_msr.c).
+ */
+static inline uint64_t apic_base_guest_view(uint64_t cpu, uint64_t window)
+{
+    return (cpu & ~apic_base_addr(~0ull)) | apic_base_addr(window);
+}
 
 /* ---- MTRRs (SDM Vol. 3A 12.11) ---- */
 #define MSR_MTRR_CAP       0xfe

@@ -75,6 +75,16 @@ int vmx_msr_bitmap_setup(struct vcpu *v)
     return 0;
 }
 
+/* IA32_APIC_BASE as the guest sees it now: the CPU's value with the guest's window (a guest
+ * RDMSR; the state a WRMSR starts from) */
+static uint64_t apic_base_now(struct vcpu *v)
+{
+    uint64_t cpu;
+    if (!rdmsr_safe(MSR_IA32_APIC_BASE, &cpu))
+        v->apic_base_real = cpu;
+    return v->apic_base = apic_base_guest_view(v->apic_base_real, v->apic_base);
+}
+
 /*
  * IA32_APIC_BASE: the guest may enable/disable its APIC and switch x2APIC mode
  * (the real MSR follows) and move its xAPIC window (emulated: EPT maps the new
@@ -84,7 +94,7 @@ int vmx_msr_bitmap_setup(struct vcpu *v)
  */
 static bool apic_base_write(struct vcpu *v, uint64_t val)
 {
-    const char *why = apic_base_check(v->apic_base, val, vmx_caps.maxphyaddr, host_x2apic);
+    const char *why = apic_base_check(apic_base_now(v), val, vmx_caps.maxphyaddr, host_x2apic);
     if (why) {
         pr_debug("vmx", "guest WRMSR IA32_APIC_BASE = %#lx: #GP (%s)", val, why);
         vcpu_inject_gp(v);
@@ -97,11 +107,13 @@ static bool apic_base_write(struct vcpu *v, uint64_t val)
             vcpu_inject_gp(v);
             return true;
         }
-        v->apic_base_real = real;
+        /* what the CPU took of it: it may ignore part of a write (re-enabling its APIC) */
+        if (rdmsr_safe(MSR_IA32_APIC_BASE, &v->apic_base_real))
+            v->apic_base_real = real;
     }
     uint64_t from = apic_base_addr(v->apic_base), to = apic_base_addr(val);
     uint64_t home = apic_base_addr(v->apic_base_real);
-    v->apic_base = val;
+    v->apic_base = apic_base_guest_view(v->apic_base_real, val);
     if (from == to)
         return false;
     /* give the old window back what it mapped, then map the new one onto the APIC
@@ -176,7 +188,7 @@ static enum exit_action msr_access(struct vcpu *v, bool write)
         return EXIT_INJECT;
     case MSR_APIC_BASE:
         if (!write) {
-            val = v->apic_base;
+            val = apic_base_now(v);
             break;
         }
         if (apic_base_write(v, val))
