@@ -6,6 +6,10 @@
  * (vmm/dev/uart_mux.c) over the fake 16550 of tests/unit/test_uart_fake.c.
  * Invariants:
  *   - the real UART is never put in loopback, and never sent a VMM byte with DLAB set;
+ *   - the chip keeps the VMM's line (divisor, LCR, FIFOs on, DTR/RTS up, MCR bits 7:4
+ *     clear) while the guest reads back its own LCR, divisor, MCR and FIFO state;
+ *   - a panic line counts only as the last byte of the pattern, never while the chip's
+ *     IER.THRI is on, and within the budget (UART_PANIC_BURST, one per UART_PANIC_REFILL);
  *   - what the guest reads from RBR in loopback is its own bytes, in order (the
  *     VMM's bytes are >= 0x80 here, the guest's loopback bytes < 0x80);
  *   - the guest's console bytes reach the wire exactly, in order;
@@ -42,7 +46,10 @@ static struct {
 static unsigned nlines;
 
 /* guest side */
-static bool g_loop, g_dlab;
+static bool g_loop, g_dlab, g_fifo;
+static uint8_t g_lcr, g_dll, g_dlm, g_mcr;
+static uint64_t panic_t[64]; /* when the counted panic lines were counted */
+static unsigned npanics;
 static uint8_t g_out[FAKE_WIRE_MAX]; /* console bytes the guest sent */
 static size_t g_out_len;
 static uint8_t g_loopw[1 << 16]; /* bytes it wrote in loopback */
@@ -124,6 +131,9 @@ static void scan(bool urgent)
     broken_seen = m.broken;
     CHECK(m.loop == g_loop);
     CHECK(!f.loop_seen && !f.tx_with_dlab);
+    /* the VMM's line: fake_uart_init's settings, whatever the guest did */
+    CHECK(f.dll == 1 && f.dlm == 0 && f.lcr == 0x03 && (f.fcr & UART_FCR_ENABLE));
+    CHECK((f.mcr & ~UART_MCR_GUEST_HW) == (UART_MCR_DTR | UART_MCR_RTS));
 }
 
 static void vmm_line(const uint8_t *d, size_t left, bool urgent)
@@ -143,8 +153,30 @@ static void vmm_line(const uint8_t *d, size_t left, bool urgent)
     uart_mux_vmm_write(&m, (const char *)buf + cut, len + 1 - cut, urgent, now);
 }
 
+/* a panic line just counted: the gate and the budget (uart_mux.h) held */
+static void panic_counted(uint8_t last)
+{
+    CHECK(last == (uint8_t)UART_GUEST_PANIC[UART_GUEST_PANIC_LEN - 1]);
+    CHECK(!(f.ier & UART_IER_THRI));
+    if (npanics < sizeof(panic_t) / sizeof(panic_t[0]))
+        panic_t[npanics++] = now;
+    for (unsigned i = 0; i + 1 < npanics; i++) /* the budget over any stretch of time */
+        CHECK(npanics - i <= UART_PANIC_BURST + (now - panic_t[i]) / UART_PANIC_REFILL);
+}
+
 static void guest_write(unsigned off, uint8_t val)
 {
+    uint64_t panics = m.guest_panics;
+    if (off == UART_TX && g_dlab)
+        g_dll = val;
+    if (off == UART_DLM && g_dlab)
+        g_dlm = val;
+    if (off == UART_FCR)
+        g_fifo = val & UART_FCR_ENABLE;
+    if (off == UART_MCR)
+        g_mcr = val & UART_MCR_MASK;
+    if (off == UART_LCR)
+        g_lcr = val;
     if (off == UART_TX && !g_dlab) {
         if (g_loop) {
             val &= 0x7f;
@@ -159,12 +191,27 @@ static void guest_write(unsigned off, uint8_t val)
     if (off == UART_MCR)
         g_loop = val & UART_MCR_LOOP;
     guest_out(&m, &f, off, val, now);
+    if (m.guest_panics != panics) {
+        CHECK(m.guest_panics == panics + 1 && off == UART_TX && !g_dlab && !g_loop);
+        panic_counted(val);
+    }
 }
 
 static void guest_read(unsigned off)
 {
     bool data = m.loop && m.rx_len;
     uint8_t v = guest_in(&m, &f, off, now);
+    /* the guest's virtual registers read back as it wrote them */
+    if (off == UART_LCR)
+        CHECK(v == g_lcr);
+    if (off == UART_MCR)
+        CHECK(v == g_mcr);
+    if (off == UART_IIR)
+        CHECK((v & UART_IIR_FIFO) == (g_fifo ? UART_IIR_FIFO : 0));
+    if (g_dlab && off == UART_DLL)
+        CHECK(v == g_dll);
+    if (g_dlab && off == UART_DLM)
+        CHECK(v == g_dlm);
     if (off != UART_RX || g_dlab || !g_loop)
         return;
     CHECK(v < 0x80); /* never a VMM byte */
@@ -187,6 +234,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uart_mux_init(&m, &hw, HOLD, "\xfe");
     now = nlines = 0;
     g_loop = g_dlab = false;
+    g_fifo = true;
+    g_lcr = 0x03;
+    g_dll = 1;
+    g_dlm = 0;
+    g_mcr = UART_MCR_DTR | UART_MCR_RTS;
+    npanics = 0;
     g_out_len = g_loopw_len = g_loopw_pos = scanned = g_seen = 0;
     g_last_rx = 0;
     open_line = false;
@@ -204,22 +257,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             guest_read(op / 9 % 8);
             break;
         case 2: /* console text */
-        case 3:
             guest_write(UART_TX, a % 5 == 0 ? '\n' : (uint8_t)('a' + a % 26));
+            break;
+        case 3: /* printk's prefix characters, Linux's panic line, or plain text */
+            if (a < 64) {
+                guest_write(UART_TX, (uint8_t) "[ ]0.T\r\n"[a % 8]);
+            } else if (a < 128) {
+                for (const char *p = UART_GUEST_PANIC; *p; p++)
+                    guest_write(UART_TX, (uint8_t)*p);
+            } else {
+                guest_write(UART_TX, a % 5 == 0 ? '\n' : (uint8_t)('a' + a % 26));
+            }
             break;
         case 4:
             urgent = op / 9 % 8 == 0;
             vmm_line(data + i + 1, size - i - 1, urgent);
             break;
         case 5:
-            now += (uint64_t)a << (op / 9 % 4 * 3);
+            /* steps up to ~UART_PANIC_REFILL */
+            now += (uint64_t)a << (op / 9 % 8 * 5);
             guest_read(UART_LSR); /* time passes; a trapped access runs the mux */
             break;
         case 6:
             guest_write(UART_MCR, (a & 0x0f) | (a & 0x80 ? UART_MCR_LOOP : 0));
             break;
         case 7:
-            guest_write(UART_LCR, (a & 0x80) | 0x03);
+            guest_write(UART_LCR, a & 1 ? a : (a & 0x80) | 0x03);
             break;
         case 8:
             uart_mux_flush(&m);

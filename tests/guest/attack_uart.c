@@ -6,15 +6,22 @@
  * log (a microcode WRMSR, which it ignores and reports).  Claims: the guest never reads a VMM byte
  * back (loopback is virtual), loopback still behaves as a 16550's, and a guest line written in
  * pieces around VMM lines reaches the serial log whole (judged by
- * tests/guest/check-attack-log.sh from the marker ATK-UART-WHOLE-LINE).  Every
- * attack leaves IER/LCR/MCR as it found them: the firmware console uses them.
+ * tests/guest/check-attack-log.sh from the marker ATK-UART-WHOLE-LINE), the guest's line
+ * settings stay its own (issue 27 item 6: the VMM's line keeps its speed) and a panic line a
+ * user can spoof makes no crash report (item 5).  Every attack leaves IER/LCR/MCR (and the
+ * divisor) as it found them: the firmware console uses them.
  */
+#include "ptv/vmcall.h"
 #include "attack.h"
 
 #define COM1     0x3f8 /* serial_port in attack.cfg */
 #define RBR      0
 #define THR      0
 #define IER      1
+#define DLL      0
+#define DLM      1
+#define IIR      2
+#define FCR      2
 #define LCR      3
 #define MCR      4
 #define LSR      5
@@ -28,6 +35,8 @@
 #define LSR_DR   0x01
 #define LSR_THRE 0x20
 #define LSR_TEMT 0x40
+#define IER_THRI 0x02
+#define IIR_FIFO 0xc0
 #define VEC_GP   13
 
 static inline void outb(uint16_t port, uint8_t v)
@@ -188,6 +197,71 @@ static void atk_line_whole(void)
     report_info("uart: check-attack-log.sh wants 'ATK-UART-WHOLE-LINE begin middle end' whole");
 }
 
+/* ---- the line is the VMM's (issue 27 item 6) ---- */
+
+/* 50 baud, 7 bits even parity 2 stop bits with a break, FIFOs off, MCR bits 7:5 (auto flow
+ * control on a 16750, prescaler / IrDA on a 16950): the guest reads its own values back, the
+ * VMM logs meanwhile, and the VMM's self-check finds the chip with the VMM's line */
+static void atk_line_settings(void)
+{
+    struct vmcall_regs sc;
+    uint64_t flags = irq_off();
+    struct uart_state s = uart_save();
+    outb(COM1 + LCR, s.lcr | LCR_DLAB);
+    uint8_t dll = inb(COM1 + DLL), dlm = inb(COM1 + DLM);
+    outb(COM1 + DLL, 0x00);
+    outb(COM1 + DLM, 0x09); /* 115200 / 2304 = 50 baud */
+    outb(COM1 + LCR, 0x5a);
+    outb(COM1 + FCR, 0);
+    outb(COM1 + MCR, 0xe0 | MCR_OUT2 | MCR_DTR | MCR_RTS);
+    bool logged = vmm_logs_a_line();
+    bool checked = atk_vmcall(PTV_VMCALL_SELFCHECK, 0, 0, 0, &sc) == PTV_VMCALL_OK;
+    uint8_t lcr = inb(COM1 + LCR), mcr = inb(COM1 + MCR), iir = inb(COM1 + IIR);
+    outb(COM1 + LCR, 0x5a | LCR_DLAB);
+    uint8_t rdll = inb(COM1 + DLL), rdlm = inb(COM1 + DLM);
+    outb(COM1 + DLL, dll);
+    outb(COM1 + DLM, dlm);
+    outb(COM1 + LCR, s.lcr & ~LCR_DLAB);
+    outb(COM1 + FCR, 0x07); /* FIFOs on and cleared, as the firmware and the VMM set them */
+    uint8_t iir_on = inb(COM1 + IIR);
+    uart_restore(&s);
+    irq_restore(flags);
+    report(logged, "uart: the VMM logged while the guest's line was set to 50 baud");
+    report(checked && (sc.rcx & PTV_SELFCHECK_UART) && !(sc.rbx & PTV_SELFCHECK_UART),
+           "uart: the chip kept the VMM's line (self-check failed 0x%lx of 0x%lx)",
+           checked ? sc.rbx : ~0ul, checked ? sc.rcx : 0ul);
+    report(lcr == 0x5a && rdll == 0x00 && rdlm == 0x09,
+           "uart: the guest reads back its LCR 0x%x and divisor 0x%x", lcr, rdlm << 8 | rdll);
+    report(mcr == (MCR_OUT2 | MCR_DTR | MCR_RTS) && !(iir & IIR_FIFO) &&
+               (iir_on & IIR_FIFO) == IIR_FIFO,
+           "uart: MCR reads 0x%x (bits 7:5 as a 16550: 0), IIR FIFO bits 0x%x off, 0x%x on", mcr,
+           iir & IIR_FIFO, iir_on & IIR_FIFO);
+}
+
+/* ---- a spoofed panic line (issue 27 item 5) ---- */
+
+/* Linux's panic line as a user can print it: through the tty (interrupt-driven, IER.THRI on;
+ * interrupts are off here, so none is taken) and inside a line a kernel message prints (a
+ * file name).  Neither may make the VMM write a crash report or dump; the real panic's dump
+ * is bochs:linux's (its guest ends in one) */
+static void atk_spoofed_panic(void)
+{
+    uint64_t flags = irq_off();
+    struct uart_state s = uart_save();
+    uint64_t before = atk_vmm_log_lines();
+    outb(COM1 + IER, IER_THRI);
+    for (unsigned i = 0; i < 4; i++)
+        uart_puts("Kernel panic - not syncing: ATK-SPOOF written to the tty\r\n");
+    outb(COM1 + IER, 0);
+    for (unsigned i = 0; i < 4; i++)
+        uart_puts("[    1.000000] ATK-SPOOF file: Kernel panic - not syncing\r\n");
+    wait_lsr(LSR_THRE | LSR_TEMT);
+    uint64_t lines = atk_vmm_log_lines() - before;
+    uart_restore(&s);
+    irq_restore(flags);
+    report(lines < 4, "uart: 8 spoofed panic lines made no crash report (%lu VMM lines)", lines);
+}
+
 /* ---- string I/O to the UART's ports ---- */
 
 struct outs_arg {
@@ -241,5 +315,7 @@ const struct attack attacks_uart[] = {
     {"uart: loopback echo and MSR as a 16550", atk_loop_echo},
     {"uart: guest line around VMM lines", atk_line_whole},
     {"uart: REP OUTSB / REP INSB", atk_string_io},
+    {"uart: guest sets 50 baud, 7E2, FIFOs off, AFE", atk_line_settings},
+    {"uart: spoofed kernel panic lines", atk_spoofed_panic},
     {0},
 };

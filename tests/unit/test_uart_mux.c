@@ -180,8 +180,9 @@ static void test_loop_msr_and_iir(void **state)
                      UART_MSR_RI | UART_MSR_DSR | UART_MSR_DCTS | UART_MSR_DDSR | UART_MSR_DDCD);
     gout(UART_MCR, UART_MCR_LOOP);
     assert_int_equal(gin(UART_MSR), UART_MSR_TERI | UART_MSR_DDSR); /* RI on -> off */
-    /* the real UART's outputs are inactive meanwhile, and it is not looped */
-    assert_int_equal(f.mcr, 0);
+    /* the real UART is not looped, its OUT1 / OUT2 are inactive meanwhile, and the VMM's
+     * DTR / RTS stay up (the VMM's line) */
+    assert_int_equal(f.mcr, UART_MCR_DTR | UART_MCR_RTS);
     /* IIR: receive data, then THRE, then nothing; MSI on a delta */
     gout(UART_IER, UART_IER_RDI | UART_IER_THRI | UART_IER_MSI);
     gout(UART_TX, 'x');
@@ -321,7 +322,9 @@ static void test_guest_panic_line(void **state)
     guest_puts("[    1.234] Kernel panic - not synced? no\n");
     guest_puts("Kernel pan");
     assert_int_equal(m.guest_panics, 0);
-    guest_puts("KKernel panic - not syncing: sysrq triggered crash\n"); /* K restarts it */
+    guest_puts("KKernel panic - not syncing: no, not at the line's start\n");
+    assert_int_equal(m.guest_panics, 0);
+    guest_puts("Kernel panic - not syncing: sysrq triggered crash\n");
     assert_int_equal(m.guest_panics, 1);
     assert_non_null(strstr(wire(), "Kernel panic - not syncing: sysrq")); /* still sent */
     gout(UART_MCR, UART_MCR_LOOP | 0x03); /* its own loopback is not the console */
@@ -331,8 +334,42 @@ static void test_guest_panic_line(void **state)
     }
     gout(UART_MCR, 0x03);
     assert_int_equal(m.guest_panics, 1);
-    guest_puts("[    9.9] " UART_GUEST_PANIC ": again\n");
-    assert_int_equal(m.guest_panics, 2); /* counted; the VMM dumps once per boot */
+    guest_puts("[    9.9][    T1] " UART_GUEST_PANIC ": again\n");
+    assert_int_equal(m.guest_panics, 2); /* counted: each one dumps (no once), budget allowing */
+}
+
+/* issue 27 item 5: a user's spoofed panic line spends nothing that a real panic needs */
+static void test_attack_spoofed_panic(void **state)
+{
+    (void)state;
+    setup();
+    /* written to the tty (interrupt-driven: IER.THRI on), or in the middle of a line the
+     * kernel prints (a file name): not counted */
+    gout(UART_IER, UART_IER_THRI | UART_IER_RDI);
+    for (unsigned i = 0; i < 100; i++)
+        guest_puts(UART_GUEST_PANIC ": spoofed by a user\n");
+    gout(UART_IER, 0);
+    guest_puts("[   3.1] EXT4-fs error: file " UART_GUEST_PANIC "\n");
+    guest_puts("[   3.2] x[1] " UART_GUEST_PANIC "\n");
+    assert_int_equal(m.guest_panics, 0);
+    assert_int_equal(m.panics_limited, 0);
+    /* what passes the gate (root via /dev/kmsg) has a budget, never a once: a storm costs at
+     * most UART_PANIC_BURST dumps, and the budget comes back for the real panic */
+    now = 1000;
+    for (unsigned i = 0; i < 50; i++)
+        guest_puts("[   4.0] " UART_GUEST_PANIC ": from /dev/kmsg\n");
+    assert_int_equal(m.guest_panics, UART_PANIC_BURST);
+    assert_int_equal(m.panics_limited, 50 - UART_PANIC_BURST);
+    now += UART_PANIC_REFILL - 1;
+    guest_puts(UART_GUEST_PANIC ": still limited\n");
+    assert_int_equal(m.guest_panics, UART_PANIC_BURST);
+    now += 1;
+    guest_puts("[  99.0] " UART_GUEST_PANIC ": the real one\n");
+    assert_int_equal(m.guest_panics, UART_PANIC_BURST + 1);
+    now += 10 * UART_PANIC_REFILL; /* the budget refills up to the burst, no further */
+    for (unsigned i = 0; i < 5; i++)
+        guest_puts(UART_GUEST_PANIC "\n");
+    assert_int_equal(m.guest_panics, 2 * UART_PANIC_BURST + 1);
 }
 
 /* a guest line written in pieces around VMM lines comes out whole */
@@ -414,7 +451,7 @@ static void test_hold_deadline(void **state)
     assert_int_equal(m.broken, 1);
 }
 
-/* the VMM writes while the guest has DLAB set: THR reached, divisor untouched */
+/* the VMM writes while the guest has DLAB set: THR reached, the guest's divisor kept */
 static void test_vmm_line_with_dlab_set(void **state)
 {
     (void)state;
@@ -423,10 +460,81 @@ static void test_vmm_line_with_dlab_set(void **state)
     gout(UART_DLL, 12);
     vmm_puts("[cpu0 x] hello\n", false);
     assert_false(f.tx_with_dlab);
-    assert_int_equal(f.dll, 12);
-    assert_int_equal(f.lcr, UART_LCR_DLAB | 0x03);
+    assert_int_equal(f.dll, 1); /* the chip keeps the VMM's speed */
+    assert_int_equal(f.lcr, 0x03);
     assert_string_equal(wire(), "[cpu0 x] hello\r\n");
     assert_int_equal(gin(UART_LCR), UART_LCR_DLAB | 0x03);
+    assert_int_equal(gin(UART_DLL), 12); /* the guest's own divisor */
+}
+
+/* the chip as the VMM programmed it (fake_uart_init + the mux's DLAB never set) */
+static void assert_chip_is_the_vmms(void)
+{
+    assert_int_equal(f.dll, 1);
+    assert_int_equal(f.dlm, 0);
+    assert_int_equal(f.lcr, 0x03);
+    assert_true(f.fcr & UART_FCR_ENABLE);
+    assert_int_equal(f.mcr & ~(UART_MCR_OUT1 | UART_MCR_OUT2), UART_MCR_DTR | UART_MCR_RTS);
+    assert_false(f.loop_seen);
+    assert_false(f.tx_with_dlab);
+    assert_true(uart_mux_line_intact(&m));
+}
+
+/* issue 27 item 6: a guest that sets 50 baud, 7E2 with a break, FIFOs off and auto flow
+ * control sees its own settings; the chip keeps the VMM's line, and the VMM's lines go out */
+static void test_attack_line_settings(void **state)
+{
+    (void)state;
+    setup();
+    gout(UART_LCR, UART_LCR_DLAB | 0x5a); /* DLAB, break, even parity, 2 stop bits, 7 bits */
+    assert_true(uart_mux_trap_mask(&m) & (1u << UART_DLM)); /* offset 1 is its DLM now */
+    gout(UART_DLL, 0x00);
+    gout(UART_DLM, 0x09); /* 115200 / 2304 = 50 baud */
+    gout(UART_LCR, 0x5a);
+    assert_false(uart_mux_trap_mask(&m) & (1u << UART_IER));
+    gout(UART_FCR, 0);                                   /* FIFOs off */
+    gout(UART_MCR, 0xe0 | UART_MCR_OUT2 | UART_MCR_DTR); /* AFE, prescaler, IrDA bits */
+    guest_puts("slow?\n");
+    vmm_puts("[cpu0 x] the VMM's line\n", false);
+    assert_string_equal(wire(), "slow?\n[cpu0 x] the VMM's line\r\n");
+    assert_chip_is_the_vmms();
+    assert_int_equal(f.mcr, UART_MCR_DTR | UART_MCR_RTS | UART_MCR_OUT2); /* its IRQ gate */
+    /* what the guest reads back: its own values (MCR bits 7:5 read 0 on a 16550) */
+    assert_int_equal(gin(UART_LCR), 0x5a);
+    assert_int_equal(gin(UART_MCR), UART_MCR_OUT2 | UART_MCR_DTR);
+    assert_int_equal(gin(UART_IIR) & UART_IIR_FIFO, 0);
+    gout(UART_LCR, UART_LCR_DLAB | 0x5a);
+    assert_int_equal(gin(UART_DLL), 0x00);
+    assert_int_equal(gin(UART_DLM), 0x09);
+    gout(UART_LCR, 0x03);
+    /* IER is the chip's again, and the FIFOs come back with their clears */
+    gout(UART_IER, UART_IER_RDI);
+    assert_int_equal(f.ier, UART_IER_RDI);
+    f.rx[f.rx_len++] = 'z';
+    gout(UART_FCR, UART_FCR_ENABLE | 0x80);
+    assert_int_equal(f.rx_len, 0); /* switching FIFO mode cleared the receiver */
+    assert_int_equal(f.fcr, UART_FCR_ENABLE | UART_FCR_CLEAR_RCVR | UART_FCR_CLEAR_XMIT | 0x80);
+    assert_int_equal(gin(UART_IIR) & UART_IIR_FIFO, UART_IIR_FIFO);
+    gout(UART_FCR, UART_FCR_ENABLE | UART_FCR_CLEAR_XMIT);
+    assert_int_equal(f.fcr, UART_FCR_ENABLE | UART_FCR_CLEAR_XMIT);
+    assert_chip_is_the_vmms();
+    /* in loopback too */
+    gout(UART_MCR, UART_MCR_LOOP | 0xe3);
+    gout(UART_LCR, UART_LCR_DLAB);
+    gout(UART_DLL, 0x80);
+    gout(UART_DLM, 0x01);
+    assert_int_equal(gin(UART_DLL), 0x80);
+    assert_int_equal(gin(UART_DLM), 0x01);
+    gout(UART_LCR, 0x03);
+    gout(UART_MCR, 0x03);
+    assert_chip_is_the_vmms();
+    assert_int_equal(f.ier, UART_IER_RDI); /* the DLM writes never reached IER */
+    f.mcr |= 0x20; /* what the self-check sees if auto flow control ever reached the chip */
+    assert_false(uart_mux_line_intact(&m));
+    f.mcr &= ~0x20;
+    f.lcr = 0x83;
+    assert_false(uart_mux_line_intact(&m));
+    f.lcr = 0x03;
 }
 
 /* VMM text without a newline, and longer than a line, is cut, never lost */
@@ -461,6 +569,8 @@ int main(void)
         cmocka_unit_test(test_vmm_long_and_partial_lines),
         cmocka_unit_test(test_dump_request),
         cmocka_unit_test(test_guest_panic_line),
+        cmocka_unit_test(test_attack_spoofed_panic),
+        cmocka_unit_test(test_attack_line_settings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -140,6 +140,11 @@ void console_guest_out(unsigned off, uint8_t val)
     mux_leave();
 }
 
+bool console_line_intact(void)
+{
+    return !console_ready() || uart_mux_line_intact(&mux); /* reads only: no lock */
+}
+
 uint64_t console_guest_panics(void)
 {
     return __atomic_load_n(&mux.guest_panics, __ATOMIC_RELAXED);

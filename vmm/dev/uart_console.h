@@ -28,6 +28,9 @@ extern volatile unsigned console_traps;
 uint8_t console_guest_in(unsigned off);
 void console_guest_out(unsigned off, uint8_t val);
 
+/* the UART keeps the VMM's line settings (uart_mux_line_intact); true without a console */
+bool console_line_intact(void);
+
 /* Linux panic lines the guest printed so far (UART_GUEST_PANIC) */
 uint64_t console_guest_panics(void);
 /* the host's dump requests seen on the line so far (UART_DUMP_REQUEST) */

@@ -13,7 +13,7 @@
  */
 #include "dev/uart_mux.h"
 
-/* ---- the real UART, with DLAB out of the way where a register behind it is meant ---- */
+/* ---- the real UART: its DLAB is never set (the guest's is virtual) ---- */
 
 static void hw_out(struct uart_mux *m, unsigned off, uint8_t val)
 {
@@ -25,38 +25,11 @@ static uint8_t hw_in(struct uart_mux *m, unsigned off)
     return m->hw.in(m->hw.ctx, off);
 }
 
-static uint8_t hw_in_nodlab(struct uart_mux *m, unsigned off)
-{
-    if (!(m->lcr & UART_LCR_DLAB))
-        return hw_in(m, off);
-    hw_out(m, UART_LCR, m->lcr & ~UART_LCR_DLAB);
-    uint8_t v = hw_in(m, off);
-    hw_out(m, UART_LCR, m->lcr);
-    return v;
-}
-
-static void hw_out_nodlab(struct uart_mux *m, unsigned off, uint8_t val)
-{
-    if (m->lcr & UART_LCR_DLAB)
-        hw_out(m, UART_LCR, m->lcr & ~UART_LCR_DLAB);
-    hw_out(m, off, val);
-    if (m->lcr & UART_LCR_DLAB)
-        hw_out(m, UART_LCR, m->lcr);
-}
-
 /* ---- VMM output ---- */
-
-static void emit_begin(struct uart_mux *m)
-{
-    if (m->lcr & UART_LCR_DLAB) /* THR is behind the divisor latch */
-        hw_out(m, UART_LCR, m->lcr & ~UART_LCR_DLAB);
-}
 
 static void emit_end(struct uart_mux *m)
 {
     m->hw.tx_drain(m->hw.ctx);
-    if (m->lcr & UART_LCR_DLAB)
-        hw_out(m, UART_LCR, m->lcr);
 }
 
 static void emit_bytes(struct uart_mux *m, const char *s, size_t n)
@@ -95,7 +68,6 @@ static void flush_ring(struct uart_mux *m)
 {
     if (!m->ring_lines && m->dropped == m->drop_reported)
         return;
-    emit_begin(m);
     if (m->guest_open) {
         emit_bytes(m, "\n", 1);
         m->guest_open = false;
@@ -124,7 +96,6 @@ static void commit_line(struct uart_mux *m, uint64_t now)
 {
     m->lines++;
     if (!m->guest_open && !m->ring_lines) {
-        emit_begin(m);
         emit_bytes(m, m->cur, m->cur_len);
         m->emitted++;
         emit_drop_report(m);
@@ -184,15 +155,22 @@ static uint8_t status_deltas(uint8_t old, uint8_t now)
            (ch & UART_MSR_DCD ? UART_MSR_DDCD : 0);
 }
 
+/* the chip's MCR: the VMM's DTR and RTS (its line stays up) and the guest's OUT1 / OUT2; in the
+ * guest's loopback OUT1 / OUT2 are inactive, as on a looped 16550 (OUT2 off also gates its IRQ,
+ * as on a PC: no interrupt is delivered in loopback) */
+static void hw_mcr_update(struct uart_mux *m)
+{
+    hw_out(m, UART_MCR, m->hw_mcr | (m->loop ? 0 : m->mcr & UART_MCR_GUEST_HW));
+}
+
 static void loop_enter(struct uart_mux *m, uint8_t mcr)
 {
-    m->ier = hw_in_nodlab(m, UART_IER) & 0x0f;
+    m->ier = hw_in(m, UART_IER) & 0x0f;
     uint8_t iir = hw_in(m, UART_IIR);
-    m->fifo = (iir & UART_IIR_FIFO) == UART_IIR_FIFO;
     m->thre_irq = (iir & UART_IIR_ID) == UART_IIR_THRI;
     if (m->thre_irq) { /* that read took the real THRE interrupt: re-arm it for later */
-        hw_out_nodlab(m, UART_IER, m->ier & ~UART_IER_THRI);
-        hw_out_nodlab(m, UART_IER, m->ier);
+        hw_out(m, UART_IER, m->ier & ~UART_IER_THRI);
+        hw_out(m, UART_IER, m->ier);
     }
     /* the modem inputs switch from the lines to the outputs; deltas already latched stay */
     uint8_t real_msr = hw_in(m, UART_MSR);
@@ -202,7 +180,7 @@ static void loop_enter(struct uart_mux *m, uint8_t mcr)
     m->rx_head = m->rx_len = 0;
     m->oe = false;
     m->loop = true;
-    hw_out(m, UART_MCR, 0); /* outputs inactive, as the pins of a UART in loopback */
+    hw_mcr_update(m);
 }
 
 static void mcr_write(struct uart_mux *m, uint8_t val)
@@ -220,7 +198,28 @@ static void mcr_write(struct uart_mux *m, uint8_t val)
     /* looped bytes left unread are dropped here (a 16550 would keep them in RBR) */
     m->loop = false;
     m->rx_len = 0;
-    hw_out(m, UART_MCR, val);
+    m->mcr = val & UART_MCR_MASK;
+    hw_mcr_update(m);
+}
+
+/*
+ * FCR: the FIFO enable is the guest's (virtual: IIR[7:6], the loopback FIFO's depth); the chip
+ * keeps the VMM's FIFOs on and gets only what touches the guest alone: clearing the FIFOs
+ * (under the mux, after the VMM's last emission drained, so its transmitter holds guest bytes
+ * only) and, with the guest's FIFOs on, the receive trigger level (off: 1 byte, as a 16450).
+ * A chip without FIFOs (16450) has no FCR: the guest's FIFOs stay off, as there.
+ */
+static void fcr_write(struct uart_mux *m, uint8_t val)
+{
+    bool fifo = m->hw_fifo && (val & UART_FCR_ENABLE);
+    uint8_t clear = val & (UART_FCR_CLEAR_RCVR | UART_FCR_CLEAR_XMIT);
+    if (fifo != m->fifo) /* switching FIFO mode clears both FIFOs */
+        clear = UART_FCR_CLEAR_RCVR | UART_FCR_CLEAR_XMIT;
+    if (clear & UART_FCR_CLEAR_RCVR)
+        m->rx_len = 0;
+    m->fifo = fifo;
+    if (m->hw_fifo)
+        hw_out(m, UART_FCR, UART_FCR_ENABLE | clear | (fifo ? val & UART_FCR_TRIGGER : 0));
 }
 
 static void loop_receive(struct uart_mux *m, uint8_t val)
@@ -255,6 +254,83 @@ static uint8_t loop_iir(struct uart_mux *m)
 
 /* ---- guest accesses ---- */
 
+/* where the guest's console line is, for the panic line's anchor (uart_mux.h) */
+enum {
+    PFX_HEAD = 0, /* at its start, or after a "[...]" group of printk's prefix and spaces */
+    PFX_STAMP,    /* inside a "[    1.234567]" / "[T1]" group */
+    PFX_TEXT,     /* past the prefix: no panic line until the next '\n' */
+};
+
+static bool stamp_char(uint8_t v)
+{
+    return (v >= '0' && v <= '9') || v == ' ' || v == '.' || v == 'T' || v == 'C';
+}
+
+/* a whole panic line: counted if the kernel's polled console path wrote it and the budget
+ * allows (UART_GUEST_PANIC in uart_mux.h) */
+static void panic_line(struct uart_mux *m, uint64_t now)
+{
+    if (hw_in(m, UART_IER) & UART_IER_THRI)
+        return; /* interrupt-driven output: a write to the tty, not printk's console */
+    if (m->panic_tokens < UART_PANIC_BURST && now > m->panic_refilled &&
+        now - m->panic_refilled >= UART_PANIC_REFILL) {
+        uint64_t n = (now - m->panic_refilled) / UART_PANIC_REFILL;
+        m->panic_tokens = n >= UART_PANIC_BURST - m->panic_tokens ? UART_PANIC_BURST
+                                                                  : m->panic_tokens + (unsigned)n;
+        m->panic_refilled += n * UART_PANIC_REFILL;
+    }
+    if (!m->panic_tokens) {
+        m->panics_limited++;
+        return;
+    }
+    if (m->panic_tokens == UART_PANIC_BURST)
+        m->panic_refilled = now; /* the refill clock runs from the first spend */
+    m->panic_tokens--;
+    m->guest_panics++;
+}
+
+static void panic_watch(struct uart_mux *m, uint8_t v, uint64_t now)
+{
+    static const char pat[] = UART_GUEST_PANIC;
+    _Static_assert(sizeof(pat) - 1 == UART_GUEST_PANIC_LEN, "panic line length");
+    if (v == '\n') {
+        m->panic_pfx = PFX_HEAD;
+        m->panic_pos = 0;
+    } else if (m->panic_pos) { /* inside the pattern: all of it, or this line is not one */
+        if (v != (uint8_t)pat[m->panic_pos]) {
+            m->panic_pos = 0;
+            m->panic_pfx = PFX_TEXT;
+        } else if (++m->panic_pos == UART_GUEST_PANIC_LEN) {
+            m->panic_pos = 0;
+            m->panic_pfx = PFX_TEXT;
+            panic_line(m, now);
+        }
+    } else if (m->panic_pfx == PFX_HEAD) {
+        if (v == (uint8_t)pat[0])
+            m->panic_pos = 1;
+        else if (v == '[')
+            m->panic_pfx = PFX_STAMP;
+        else if (v != ' ' && v != '\r')
+            m->panic_pfx = PFX_TEXT;
+    } else if (m->panic_pfx == PFX_STAMP) {
+        if (v == ']')
+            m->panic_pfx = PFX_HEAD;
+        else if (!stamp_char(v))
+            m->panic_pfx = PFX_TEXT;
+    }
+}
+
+/* a byte of the guest's console */
+static void console_byte(struct uart_mux *m, uint8_t val, uint64_t now)
+{
+    hw_out(m, UART_TX, val);
+    m->guest_bytes++;
+    panic_watch(m, val, now);
+    m->guest_open = val != '\n';
+    if (!m->guest_open && m->ring_lines)
+        flush_ring(m);
+}
+
 /* one more byte against a pattern whose first byte occurs nowhere else in it (so a mismatch
  * restarts at 0, or at 1 on that first byte); true when the pattern completes */
 static bool match(uint8_t *pos, const char *pat, unsigned len, uint8_t v)
@@ -272,41 +348,32 @@ static bool match(uint8_t *pos, const char *pat, unsigned len, uint8_t v)
 void uart_mux_out(struct uart_mux *m, unsigned off, uint8_t val, uint64_t now)
 {
     service(m, now);
-    bool dlab = m->lcr & UART_LCR_DLAB;
+    bool dlab = m->lcr & UART_LCR_DLAB; /* the guest's: offsets 0 / 1 are its divisor latch */
     switch (off) {
     case UART_TX:
-        if (dlab) {
-            hw_out(m, off, val); /* DLL */
-        } else if (m->loop) {
+        if (dlab)
+            m->dll = val;
+        else if (m->loop)
             loop_receive(m, val);
-        } else {
-            static const char panic[] = UART_GUEST_PANIC;
-            _Static_assert(sizeof(panic) - 1 == UART_GUEST_PANIC_LEN, "panic line length");
-            hw_out(m, off, val);
-            m->guest_bytes++;
-            if (match(&m->panic_pos, panic, UART_GUEST_PANIC_LEN, val))
-                m->guest_panics++;
-            m->guest_open = val != '\n';
-            if (!m->guest_open && m->ring_lines)
-                flush_ring(m);
-        }
+        else
+            console_byte(m, val, now);
         return;
     case UART_IER:
+        if (dlab) {
+            m->dlm = val;
+            return;
+        }
         hw_out(m, off, val);
-        if (m->loop && !dlab) {
+        if (m->loop) {
             if ((val & UART_IER_THRI) && !(m->ier & UART_IER_THRI))
                 m->thre_irq = true; /* THRI enabled with THR empty */
             m->ier = val & 0x0f;
         }
         return;
     case UART_FCR:
-        hw_out(m, off, val);
-        if ((bool)(val & UART_FCR_ENABLE) != m->fifo || (val & UART_FCR_CLEAR_RCVR))
-            m->rx_len = 0; /* switching FIFO mode clears the FIFOs */
-        m->fifo = val & UART_FCR_ENABLE;
+        fcr_write(m, val);
         return;
-    case UART_LCR:
-        hw_out(m, off, val);
+    case UART_LCR: /* virtual: word length, parity, stop bits, break and DLAB are the guest's */
         m->lcr = val;
         return;
     case UART_MCR:
@@ -331,44 +398,75 @@ uint8_t uart_mux_in(struct uart_mux *m, unsigned off, uint64_t now)
 {
     service(m, now);
     off &= UART_NR_PORTS - 1;
-    if (!m->loop) {
-        uint8_t v = hw_in(m, off);
-        if (off == UART_RX && !(m->lcr & UART_LCR_DLAB))
-            watch_request(m, v);
-        return v;
-    }
+    bool dlab = m->lcr & UART_LCR_DLAB;
     uint8_t v;
     switch (off) {
     case UART_RX:
-        if (m->lcr & UART_LCR_DLAB)
-            return hw_in(m, off);
+        if (dlab)
+            return m->dll;
+        if (!m->loop) {
+            v = hw_in(m, off);
+            watch_request(m, v);
+            return v;
+        }
         if (m->rx_len) {
             m->rbr = m->rx[m->rx_head];
             m->rx_head = (m->rx_head + 1) % UART_MUX_FIFO;
             m->rx_len--;
         }
         return m->rbr;
+    case UART_IER:
+        return dlab ? m->dlm : hw_in(m, off);
     case UART_IIR:
-        return loop_iir(m);
+        if (m->loop)
+            return loop_iir(m);
+        v = hw_in(m, off); /* the chip's FIFOs stay on: bits 7:6 are the guest's */
+        return (uint8_t)((v & ~UART_IIR_FIFO) | (m->fifo ? v & UART_IIR_FIFO : 0));
+    case UART_LCR:
+        return m->lcr;
     case UART_MCR:
         return m->mcr;
     case UART_LSR:
+        if (!m->loop)
+            return hw_in(m, off);
         v = (m->rx_len ? UART_LSR_DR : 0) | (m->oe ? UART_LSR_OE : 0) | UART_LSR_THRE |
             UART_LSR_TEMT;
         m->oe = false;
         return v;
     case UART_MSR:
+        if (!m->loop)
+            return hw_in(m, off);
         v = m->msr;
         m->msr &= ~UART_MSR_DELTAS;
         return v;
-    default: /* IER/DLM, LCR, SCR: the real registers */
+    default: /* SCR */
         return hw_in(m, off);
     }
+}
+
+bool uart_mux_line_intact(struct uart_mux *m)
+{
+    return hw_in(m, UART_LCR) == m->hw_lcr &&
+           (hw_in(m, UART_MCR) & ~UART_MCR_GUEST_HW) == m->hw_mcr;
 }
 
 void uart_mux_init(struct uart_mux *m, const struct uart_hw *hw, uint64_t hold_ticks,
                    const char *drop_prefix)
 {
-    *m = (struct uart_mux){.hw = *hw, .hold_ticks = hold_ticks, .drop_prefix = drop_prefix};
-    m->lcr = hw_in(m, UART_LCR);
+    *m = (struct uart_mux){.hw = *hw,
+                           .hold_ticks = hold_ticks,
+                           .drop_prefix = drop_prefix,
+                           .panic_tokens = UART_PANIC_BURST};
+    /* the line as the VMM programmed it; the guest's registers start as a copy */
+    m->hw_lcr = hw_in(m, UART_LCR) & ~UART_LCR_DLAB;
+    hw_out(m, UART_LCR, m->hw_lcr | UART_LCR_DLAB);
+    m->dll = hw_in(m, UART_DLL);
+    m->dlm = hw_in(m, UART_DLM);
+    hw_out(m, UART_LCR, m->hw_lcr);
+    m->lcr = m->hw_lcr;
+    uint8_t mcr = hw_in(m, UART_MCR);
+    m->hw_mcr = mcr & (UART_MCR_DTR | UART_MCR_RTS);
+    m->mcr = mcr & UART_MCR_MASK & ~UART_MCR_LOOP;
+    m->hw_fifo = (hw_in(m, UART_IIR) & UART_IIR_FIFO) == UART_IIR_FIFO;
+    m->fifo = m->hw_fifo;
 }

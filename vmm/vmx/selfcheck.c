@@ -15,6 +15,7 @@
 #include "vmx/guest_policy.h"
 #include "vmx/emul_policy.h"
 #include "vmx/lbr_vmx.h"
+#include "dev/uart_console.h"
 #include <ptv/vmcall.h>
 
 #define CPUID_1_EDX_APIC       (1u << 9)
@@ -72,7 +73,9 @@ struct vmm_selfcheck vmm_selfcheck(const struct vcpu *v)
         check(&c, PTV_SELFCHECK_RTIT, !(val & RTIT_CTL_TRACEEN));
     if (!rdmsr_safe(MSR_IA32_XSS, &val))
         check(&c, PTV_SELFCHECK_XSS, !(val & GUEST_XSS_HIDDEN));
+    /* not looped, and the line the VMM set: the guest's LCR / divisor / MCR are virtual */
     if (vmm_cfg->serial_port)
-        check(&c, PTV_SELFCHECK_UART, !(inb(vmm_cfg->serial_port + UART_MCR) & UART_MCR_LOOP));
+        check(&c, PTV_SELFCHECK_UART,
+              !(inb(vmm_cfg->serial_port + UART_MCR) & UART_MCR_LOOP) && console_line_intact());
     return c;
 }

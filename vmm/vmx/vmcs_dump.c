@@ -149,11 +149,18 @@ void vcpu_stop_guest(struct vcpu *v, const char *why)
     machine_crash_action(vmm_cfg->crash_action);
 }
 
+/*
+ * Linux's panic line went out (exit_io.c).  The report and dump go out at once, holding this
+ * vCPU: a panicking kernel resets right after (panic=-1, or panic=N seconds later) and a
+ * reset never reaches the VMM, so a paced dump would die with it.  What keeps a spoofed line
+ * from costing much is the trigger (dev/uart_mux.h, UART_GUEST_PANIC): only a line printk's
+ * polled console path wrote at a line's start counts, within a budget of UART_PANIC_BURST
+ * refilled one per UART_PANIC_REFILL ticks, and there is no once -- a line that passes the
+ * gate and is not a panic (root writing /dev/kmsg) holds this vCPU for one dump and leaves
+ * the real panic its own.
+ */
 void vcpu_guest_panicked(struct vcpu *v)
 {
-    static bool once; /* a real panic happens once; a guest printing the line again gets nothing */
-    if (__atomic_exchange_n(&once, true, __ATOMIC_SEQ_CST))
-        return;
     pr_err("vmx", "the guest's console says its kernel panicked: crash report and dump");
     report_and_dump(v, "guest kernel panic (its console line)", true);
     pr_err("vmx", "panic dump complete; the guest goes on (its panic= setting decides)");
