@@ -34,6 +34,7 @@
 
 #include "pt/pt_topa.h"
 #include "pt/rtit.h"
+#include "lib/range.h"
 
 #define TOPA_RSVD_HIGH(maxpa) (~((1ull << (maxpa)) - 1))
 
@@ -65,15 +66,20 @@ static const char *kind_reason(enum pt_mem_kind kind, bool table)
 }
 
 /*
- * Every byte of [gpa, gpa + size) is guest RAM.  size > 0, no wrap (checked by callers).
+ * Every byte of [gpa, gpa + size) is guest RAM.  size > 0; a range past 2^64 is not (the
+ * callers' alignment and MAXPHYADDR checks already refuse one; lib/range.h).
  * *bad = PT_MEM_COUNT when the walk's translation budget ran out.
  */
 static inline __attribute__((always_inline)) bool range_is_ram(const struct pt_mem_ops *mem,
                                                                struct pt_topa_walk *w, uint64_t gpa,
                                                                uint64_t size, enum pt_mem_kind *bad)
 {
-    uint64_t end = gpa + size;
+    uint64_t end;
 
+    if (!range_end(gpa, size, &end)) {
+        *bad = PT_MEM_UNMAPPED;
+        return false;
+    }
     while (gpa < end) {
         struct pt_mem_xlate x;
         uint64_t page_left = PT_PAGE_SIZE - (gpa & (PT_PAGE_SIZE - 1));

@@ -103,14 +103,13 @@ static unsigned read_code(struct bcache *bc, const struct gw_mem *m, const struc
                           uint64_t lin, uint8_t *buf, unsigned len)
 {
     unsigned done = 0;
-    while (done < len) {
-        uint64_t gpa, a = lin + done;
-        unsigned chunk = 4096 - (unsigned)(a & 0xfff);
-        if (chunk > len - done)
-            chunk = len - done;
-        if (translate(bc, m, p, a, &gpa) || !m->read(m->ctx, gpa, buf + done, chunk))
+    struct range_walk w;
+    range_for_each(&w, lin, len, 4096, gw_space(p))
+    {
+        uint64_t gpa;
+        if (translate(bc, m, p, w.addr, &gpa) || !m->read(m->ctx, gpa, buf + done, (unsigned)w.len))
             break;
-        done += chunk;
+        done += (unsigned)w.len;
     }
     return done;
 }

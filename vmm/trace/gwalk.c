@@ -92,18 +92,17 @@ int gw_read(const struct gw_mem *m, const struct gw_paging *p, uint64_t lin, voi
     uint8_t *out = buf;
     unsigned done = 0;
     int rc = 0;
+    struct range_walk w;
 
-    while (done < len) {
-        uint64_t gpa, a = lin + done;
-        unsigned chunk = 4096 - (unsigned)(a & 0xfff);
-        if (chunk > len - done)
-            chunk = len - done;
-        rc = gw_translate(m, p, a, &gpa);
-        if (!rc && !m->read(m->ctx, gpa, out + done, chunk))
+    range_for_each(&w, lin, len, 4096, gw_space(p))
+    {
+        uint64_t gpa;
+        rc = gw_translate(m, p, w.addr, &gpa);
+        if (!rc && !m->read(m->ctx, gpa, out + done, (unsigned)w.len))
             rc = GW_E_MEM;
         if (rc)
             break;
-        done += chunk;
+        done += (unsigned)w.len;
     }
     if (got)
         *got = done;

@@ -14,6 +14,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "lib/range.h"
+
 struct gw_mem {
     void *ctx;
     /* read len bytes (not crossing a 4 KiB page) of guest RAM at gpa; false where
@@ -31,6 +33,14 @@ struct gw_mem {
 struct gw_paging {
     uint64_t cr0, cr3, cr4, efer;
 };
+
+/* the linear space a read walks in, wrapping at its top (lib/range.h): 2^64 under IA-32e
+ * paging, 4 GiB otherwise.  Compatibility mode's 32-bit addresses under IA-32e paging are the
+ * caller's to mask: a read across 4 GiB there goes on at 4 GiB, not at 0 */
+static inline uint64_t gw_space(const struct gw_paging *p)
+{
+    return p->efer & (1ull << 10) ? RANGE_SPACE64 : RANGE_SPACE32; /* EFER.LMA */
+}
 
 #define GW_E_NOTPRESENT (-1) /* a paging entry on the way is not present */
 #define GW_E_MEM        (-2) /* a table or the data is not guest RAM */

@@ -17,6 +17,7 @@
 #include "vmm.h"
 #include "handoff.h"
 #include "lib/ptv_string.h"
+#include "lib/range.h"
 
 struct ts_vmx {
     struct vcpu *v;
@@ -60,16 +61,13 @@ static bool lin_copy(struct ts_vmx *t, uint64_t cr3, uint32_t lin, void *buf, un
     struct gw_paging p = t->paging;
     p.cr3 = cr3;
     uint8_t *b = buf;
-    while (len) {
+    struct range_walk w; /* 32-bit linear addresses: wrap at 4 GiB (lib/range.h) */
+    range_for_each(&w, lin, len, 0x1000, RANGE_SPACE32)
+    {
         uint64_t gpa;
-        unsigned n = 0x1000 - (lin & 0xfff);
-        if (n > len)
-            n = len;
-        if (gw_translate(&m, &p, lin, &gpa) || !gpa_copy(t->v, gpa, b, n, how))
+        if (gw_translate(&m, &p, w.addr, &gpa) ||
+            !gpa_copy(t->v, gpa, b + w.done, (unsigned)w.len, how))
             return false;
-        lin += n;
-        b += n;
-        len -= n;
     }
     return true;
 }

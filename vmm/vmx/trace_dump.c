@@ -34,6 +34,7 @@
 #include "handoff.h"
 #include "vmm.h"
 #include "lib/ptv_string.h"
+#include "lib/range.h"
 #include <ptv/vmcall.h>
 
 #define SNAP_RUN_MAX (64u << 10)
@@ -79,15 +80,13 @@ static size_t read_stream(void *ctx, unsigned s, unsigned stream, uint64_t off, 
     }
     const struct frame_snap *sn = &sects[s].b.snaps[stream - FRAME_STREAM_SNAP(0)];
     size_t done = 0;
-    while (done < len) { /* page by page: a page that is gone ends the read short */
-        uint64_t va = sn->va + off + done;
-        size_t n = CP_PAGE - (va & (CP_PAGE - 1));
-        if (n > len - done)
-            n = len - done;
-        if (!trace_vmx_code_read(v, sn->cr3 == FRAME_CR3_ANY ? CP_CR3_ANY : sn->cr3, va, buf + done,
-                                 (unsigned)n))
+    struct range_walk w; /* page by page: a page that is gone ends the read short */
+    range_for_each(&w, sn->va + off, len, CP_PAGE, RANGE_SPACE64)
+    {
+        if (!trace_vmx_code_read(v, sn->cr3 == FRAME_CR3_ANY ? CP_CR3_ANY : sn->cr3, w.addr,
+                                 buf + done, (unsigned)w.len))
             break;
-        done += n;
+        done += w.len;
     }
     return done;
 }

@@ -19,6 +19,7 @@
 #include "log.h"
 #include "vmm.h"
 #include "lib/ptv_string.h"
+#include "lib/range.h"
 #include "smp/smp.h"
 #include <ptv/vmcall.h>
 #include "vmx/trace_vcpu.h"
@@ -392,16 +393,20 @@ static bool on_noted_page(struct trace_vcpu *t, uint64_t cr3, uint64_t lin)
 }
 
 /* the page of the instruction at linear lin about to run (and the next one, for an instruction
- * that may cross into it) joins the window's code pages, with the CRC of its bytes now */
+ * that may cross into it: across the top of the linear space, `space`, that is page 0) joins
+ * the window's code pages, with the CRC of its bytes now */
 static void note_lin(struct vcpu *v, struct trace_vcpu *t, uint64_t cr3, uint64_t lin,
-                     const struct gw_paging *paging)
+                     uint64_t space, const struct gw_paging *paging)
 {
     bool one_page = (lin & (CP_PAGE - 1)) <= CP_PAGE - 16;
     uint64_t page1 = (lin & ~(CP_PAGE - 1)) + 1;
     t->paging = *paging;
     if (on_noted_page(t, cr3, lin))
         return; /* a page of the last steps, in the set already */
-    for (uint64_t va = lin; va <= lin + 15; va = (va | (CP_PAGE - 1)) + 1) {
+    struct range_walk w;
+    range_for_each(&w, lin, 16, CP_PAGE, space) /* lib/range.h: never `va <= lin + 15` */
+    {
+        uint64_t va = w.addr;
         int in_set = cp_note(&t->cp, cr3, va);
         if (in_set >= 0 && one_page) {
             t->noted[t->noted_next].page1 = page1;
@@ -427,9 +432,16 @@ static void note_lin(struct vcpu *v, struct trace_vcpu *t, uint64_t cr3, uint64_
     }
 }
 
+/* the linear address space code runs in: 32 bits outside 64-bit mode (lib/range.h) */
+static uint64_t code_space(const struct swtrace_cpu *c)
+{
+    return c->ctx.cs == X86_CODE64 ? RANGE_SPACE64 : RANGE_SPACE32;
+}
+
 static void note_code(struct vcpu *v, struct trace_vcpu *t, const struct swtrace_cpu *c)
 {
-    note_lin(v, t, c->ctx.cr3, c->cs_base + c->rip, &c->paging);
+    uint64_t space = code_space(c);
+    note_lin(v, t, c->ctx.cr3, (c->cs_base + c->rip) & space, space, &c->paging);
 }
 
 /* the pages a block runs: those of each straight run's first and last instruction (a run's IPs
@@ -437,14 +449,15 @@ static void note_code(struct vcpu *v, struct trace_vcpu *t, const struct swtrace
 static void note_block(struct vcpu *v, struct trace_vcpu *t, const struct swtrace_cpu *c)
 {
     const struct swtrace_block *b = &t->blk;
+    const uint64_t space = code_space(c);
     for (unsigned s = 0; s < b->nseg; s++) {
-        uint64_t lo = c->cs_base + b->seg[s].ip,
-                 hi = c->cs_base + (s + 1 < b->nseg ? b->seg[s].jmp : b->end);
+        uint64_t lo = (c->cs_base + b->seg[s].ip) & space,
+                 hi = (c->cs_base + (s + 1 < b->nseg ? b->seg[s].jmp : b->end)) & space;
         /* hi on lo's page, 16 bytes from its end, is on it */
         bool hi_on_lo = !((lo ^ hi) & ~(CP_PAGE - 1)) && (hi & (CP_PAGE - 1)) <= CP_PAGE - 16;
         if (!on_noted_page(t, c->ctx.cr3, lo) || (!hi_on_lo && !on_noted_page(t, c->ctx.cr3, hi))) {
-            note_lin(v, t, c->ctx.cr3, lo, &c->paging);
-            note_lin(v, t, c->ctx.cr3, hi, &c->paging);
+            note_lin(v, t, c->ctx.cr3, lo, space, &c->paging);
+            note_lin(v, t, c->ctx.cr3, hi, space, &c->paging);
         }
     }
 }

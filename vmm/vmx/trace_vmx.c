@@ -23,6 +23,7 @@
 #include "palloc.h"
 #include "vmm.h"
 #include "lib/ptv_string.h"
+#include "lib/range.h"
 #include "vmx/pt_vmx.h"
 #include <ptv/vmcall.h>
 #include "vmx/trace_vcpu.h"
@@ -277,24 +278,25 @@ int trace_vmx_read(struct vcpu *v, uint64_t gpa, uint64_t len, uint64_t off, uin
     *copied = 0;
     *written = st.written;
     *oldest = st.written > st.ring_size ? st.written - st.ring_size : 0;
-    if (off < *oldest || gpa + len < gpa)
+    if (off < *oldest || !range_fits(gpa, len, RANGE_SPACE64)) /* physical: no wrap */
         return PTV_VMCALL_EINVAL;
     if (off >= st.written)
         return 0;
     if (len > st.written - off)
         len = st.written - off;
-    /* validate the whole destination before writing a byte of it */
-    for (uint64_t p = gpa & ~0xfffull; p < gpa + len; p += PAGE_SIZE)
-        if (!trace_guest_page(v, p, PAGE_SIZE, true))
+    /* validate the whole destination before writing a byte of it (lib/range.h walks) */
+    struct range_walk w;
+    range_for_each(&w, gpa, len, PAGE_SIZE, RANGE_SPACE64)
+    {
+        if (!trace_guest_page(v, w.addr, w.len, true))
             return PTV_VMCALL_EINVAL;
-    for (uint64_t done = 0; done < len;) {
-        uint64_t n = len - done, in_page = PAGE_SIZE - ((gpa + done) & 0xfff);
-        if (n > in_page)
-            n = in_page;
-        if (trace_vmx_bytes(v, off + done,
-                            (void *)(uintptr_t)trace_guest_page(v, gpa + done, n, true), n) != n)
+    }
+    range_for_each(&w, gpa, len, PAGE_SIZE, RANGE_SPACE64)
+    {
+        if (trace_vmx_bytes(v, off + w.done,
+                            (void *)(uintptr_t)trace_guest_page(v, w.addr, w.len, true),
+                            w.len) != w.len)
             return PTV_VMCALL_EINVAL; /* cannot happen: the range was checked above */
-        done += n;
     }
     *copied = len;
     return 0;
