@@ -153,6 +153,30 @@ static int on_insn(uint64_t ip, uint64_t cr3, void *ctx)
     return 0;
 }
 
+/* the instruction at ip (in a printed code page) is a REP / REPNE string instruction */
+static bool is_rep_string(uint64_t ip)
+{
+    for (unsigned i = 0; i < npages; i++) {
+        if (ip < pages[i].addr || ip >= pages[i].addr + 4096 - 15)
+            continue;
+        const uint8_t *b = pages[i].b + (ip - pages[i].addr);
+        bool rep = false;
+        unsigned k = 0;
+        for (; k < 14; k++) {
+            uint8_t x = b[k];
+            if (x == 0xf3 || x == 0xf2)
+                rep = true;
+            else if (!(x == 0x66 || x == 0x67 || x == 0x2e || x == 0x3e || x == 0x26 ||
+                       x == 0x36 || x == 0x64 || x == 0x65 || (x >= 0x40 && x <= 0x4f)))
+                break;
+        }
+        uint8_t op = b[k];
+        return rep && ((op >= 0xa4 && op <= 0xa7) || (op >= 0xaa && op <= 0xaf) ||
+                       (op >= 0x6c && op <= 0x6f));
+    }
+    return false;
+}
+
 /* one stream through the shared libipt decoder (tests/unit/swpt_dec.c): 0 or -1 + err */
 static int decode(const uint8_t *buf, size_t len, struct ips *o, struct swpt_dec_stats *st,
                   char *err, size_t errlen)
@@ -272,8 +296,11 @@ int main(int argc, char **argv)
     for (size_t a = 0; a < o.n; a++)
         if (!in_rt(o.ip[a]))
             dec[nd++] = o.ip[a];
+    /* a REP string instruction is one instruction in the trace (PT does not break it up unless an
+     * event does), while the trap flag single-steps each iteration (SDM Vol. 3B 17.3.1.4): the
+     * reference's repeats of one REP instruction count once */
     for (size_t b = 0; b < nref; b++)
-        if (!in_rt(ref[b]))
+        if (!in_rt(ref[b]) && !(ne && exp[ne - 1] == ref[b] && is_rep_string(ref[b])))
             exp[ne++] = ref[b];
     for (size_t i = 0; i < nd && i < ne; i++) {
         if (dec[i] != exp[i]) {
@@ -298,7 +325,9 @@ int main(int argc, char **argv)
 
     /* window 2: [ev_lo, ev_hi] with the UD2 at ev_ud */
     snprintf(err, sizeof(err), "no error");
-    rc = decode(pt[1], ptlen[1], &o, &st, err, sizeof(err));
+    const uint64_t range2[1][2] = {{ev_lo, ev_hi}};
+    o.n = 0;
+    rc = swpt_decode_ranges(pt[1], ptlen[1], read_mem, on_insn, &o, &st, err, sizeof(err), range2, 1);
     verdict(rc == 0, "window 2 decodes with libipt (%s)", err);
     if (nomtf) {
         printf("SKIP: window 2 vs the range: the CPU delivered no MTF VM exit (Bochs 2.7)\n");
@@ -309,6 +338,11 @@ int main(int argc, char **argv)
     for (size_t i = 0; ok && i < 5; i++)
         ok = o.ip[i] == want[i];
     verdict(ok, "window 2: decoded %zu instructions == the range's 5 without the UD2", o.n);
+    if (!ok)
+        for (size_t i = 0; i < o.n && i < 16; i++)
+            printf("INFO: window 2 instruction %zu at %#" PRIx64 " (range %#" PRIx64 "-%#" PRIx64
+                   ", UD2 %#" PRIx64 ")\n",
+                   i, o.ip[i], ev_lo, ev_hi, ev_ud);
     verdict(st.async_disabled >= 1 && st.first_async_disabled_at == ev_ud && st.enabled >= 2,
             "window 2: tracing stopped at the UD2 (%#" PRIx64 ") and resumed after it",
             st.async_disabled ? st.first_async_disabled_at : 0);

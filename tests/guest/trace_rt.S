@@ -77,7 +77,11 @@ trace_db_handler:
 
 /* int64_t trace_ev_run(int64_t *rc): a window with the IP range [trace_ev_lo,
  * trace_ev_hi]; a #UD inside it, caught by the trap library (the handler is
- * outside the range: FUP + TIP.PGD, then TIP.PGE after the UD2) */
+ * outside the range: FUP + TIP.PGD, then TIP.PGE after the UD2).  The range is
+ * entered and left by a JMP: PT generates TIP.PGE / TIP.PGD for a branch, a
+ * control-flow transfer or MOV CR3 (SDM Vol. 3C 33.4.2.4-5), and libipt binds a
+ * TIP.PGD with an IP only at a branch, so a range crossed by straight-line code is
+ * not what this check is about (docs/ARCHITECTURE.md, the tracer's known limits) */
 trace_ev_run:
     push %rbx
     push %r12
@@ -90,6 +94,7 @@ trace_ev_run:
     xor %r8d, %r8d
     vmcall
     mov %rax, (%r12)
+    jmp trace_ev_lo                /* into the range: TIP.PGE */
 trace_ev_lo:
     nop
     movq $2, ptv_trap_skip(%rip)   /* the trap library resumes past the UD2 */
@@ -99,8 +104,8 @@ trace_ev_after:
     nop
     nop
 trace_ev_hi:
-    nop
-    mov $11, %eax                  /* TRACE_STOP */
+    jmp 1f                         /* out of the range: TIP.PGD */
+1:  mov $11, %eax                  /* TRACE_STOP */
     vmcall
     pop %r12
     pop %rbx

@@ -71,6 +71,13 @@ static void count(struct swpt_dec_stats *st, const struct pt_event *ev, uint64_t
 int swpt_decode(const uint8_t *buf, size_t len, swpt_dec_read_fn *rd, swpt_dec_insn_fn *on_insn,
                 void *ctx, struct swpt_dec_stats *st, char *err, size_t errlen)
 {
+    return swpt_decode_ranges(buf, len, rd, on_insn, ctx, st, err, errlen, NULL, 0);
+}
+
+int swpt_decode_ranges(const uint8_t *buf, size_t len, swpt_dec_read_fn *rd,
+                       swpt_dec_insn_fn *on_insn, void *ctx, struct swpt_dec_stats *st, char *err,
+                       size_t errlen, const uint64_t (*ranges)[2], unsigned nranges)
+{
     struct pt_config cfg;
     struct pt_insn_decoder *d;
     struct cb c = {rd, ctx};
@@ -81,6 +88,17 @@ int swpt_decode(const uint8_t *buf, size_t len, swpt_dec_read_fn *rd, swpt_dec_i
     pt_config_init(&cfg);
     cfg.begin = (uint8_t *)buf;
     cfg.end = (uint8_t *)buf + len;
+    if (nranges > 4)
+        nranges = 4;
+    uint64_t *ab[4][2] = {{&cfg.addr_filter.addr0_a, &cfg.addr_filter.addr0_b},
+                          {&cfg.addr_filter.addr1_a, &cfg.addr_filter.addr1_b},
+                          {&cfg.addr_filter.addr2_a, &cfg.addr_filter.addr2_b},
+                          {&cfg.addr_filter.addr3_a, &cfg.addr_filter.addr3_b}};
+    for (unsigned i = 0; i < nranges; i++) {
+        cfg.addr_filter.config.addr_cfg |= 1ull << (4 * i); /* ADDRn_CFG = 1: filter (RTIT_CTL) */
+        *ab[i][0] = ranges[i][0];
+        *ab[i][1] = ranges[i][1];
+    }
     d = pt_insn_alloc_decoder(&cfg);
     if (!d) {
         snprintf(err, errlen, "pt_insn_alloc_decoder failed");

@@ -28,6 +28,12 @@ struct swpt_dec_stats {
 /* 0, or -1 with a one-line reason in err */
 int swpt_decode(const uint8_t *buf, size_t len, swpt_dec_read_fn *rd, swpt_dec_insn_fn *on_insn,
                 void *ctx, struct swpt_dec_stats *st, char *err, size_t errlen);
+/* the same with the IP ranges the trace was filtered on (libipt's pt_config.addr_filter, as perf
+ * passes it): without them libipt cannot tell where a TIP.PGD after a plain instruction (the IP
+ * left a range linearly) takes effect; at most 4 ranges, lo <= hi inclusive */
+int swpt_decode_ranges(const uint8_t *buf, size_t len, swpt_dec_read_fn *rd,
+                       swpt_dec_insn_fn *on_insn, void *ctx, struct swpt_dec_stats *st, char *err,
+                       size_t errlen, const uint64_t (*ranges)[2], unsigned nranges);
 
 #define SWPT_PKT_TYPES 32
 /* every byte from the first PSB parses; counts[enum pt_packet_type]; *whole (if not NULL):
