@@ -174,7 +174,7 @@ static void test_walks(void **state)
             expect(walk_new, starts[s], lens[l], 0x800, RANGE_SPACE64, 0);
         }
     srand(27);
-    for (unsigned i = 0; i < 4000; i++) {
+    for (unsigned i = 0; i < 20000; i++) {
         uint64_t chunk = 1ull << (rand() % 11);
         uint64_t start = ((uint64_t)rand() << 33) ^ ((uint64_t)rand() << 11) ^ (uint64_t)rand();
         if (i & 1)
