@@ -9,6 +9,10 @@ HOST_TESTS += test_swpt
 test_swpt_SRCS := tests/unit/test_swpt.c $(SWPT_SRCS)
 test_swpt_LDLIBS := -lipt
 
+# The trace VMCALLs' rules (issue 27): TRACE_READ's destination resolved once
+HOST_TESTS += test_treq
+test_treq_SRCS := tests/unit/test_treq.c vmm/trace/treq.c vmm/trace/swpt.c vmm/pt/pt_pkt.c
+
 FUZZERS += fuzz_swpt
 fuzz_swpt_SRCS := tests/fuzz/fuzz_swpt.c $(SWPT_SRCS) vmm/trace/dump.c vmm/trace/frame.c \
                   vmm/trace/lz4w.c

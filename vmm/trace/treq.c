@@ -4,6 +4,8 @@
 #include <ptv/config.h>
 #include <ptv/vmcall.h>
 
+#include "lib/range.h"
+
 _Static_assert(PTV_TRACE_CR3_IGNORABLE == SWPT_CR3_IGNORABLE, "one CR3 mask in the ABI and swpt");
 
 int trace_req_swpt(const struct trace_req *rq, const struct ptv_config *cfg, struct swpt_cfg *out,
@@ -75,4 +77,33 @@ int trace_req_hw_check(const struct trace_req *rq, uint64_t budget, const char *
         w = "PT counts no instructions: no budget";
     *why = w ? w : "ok";
     return w ? -1 : 0;
+}
+
+/* --- TRACE_READ's copy --- */
+
+#define PAGE 4096ull
+
+int trace_read_copy(const struct trace_read_io *io, uint64_t gpa, uint64_t len, uint64_t off,
+                    uint64_t *copied)
+{
+    *copied = 0;
+    if (!range_fits(gpa, len, RANGE_SPACE64))
+        return -1; /* a physical range does not wrap */
+    const uint64_t first = gpa & ~(PAGE - 1);
+    uint64_t host = 0;
+    struct range_walk w;
+    range_for_each(&w, gpa, len, PAGE, RANGE_SPACE64)
+    {
+        uint64_t page = w.addr & ~(PAGE - 1), h = io->resolve(io->ctx, page);
+        if (!h || (w.done && h != host + (page - first)))
+            return -1; /* not guest RAM, or not where the pages before it are */
+        if (!w.done)
+            host = h;
+    }
+    if (!len)
+        return 0;
+    /* the copy goes where the lookups said, once each: nothing is looked up again */
+    uint8_t *dst = (uint8_t *)(uintptr_t)(host + (gpa & (PAGE - 1)));
+    *copied = io->bytes(io->ctx, off, dst, len);
+    return *copied == len ? 0 : -1;
 }

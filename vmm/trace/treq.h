@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A TRACE_START request (include/ptv/vmcall.h) as the software tracer's configuration: the
- * call's filter flags and registers over the configured defaults (ptvisor.cfg's pt_filter,
- * pt_cr3, pt_range, psb_period).  Pure: compiled into vmm.elf (vmm/vmx/trace_vmx.c) and into
- * test_swpt and fuzz_swpt, which give it every flag combination.
+ * The trace VMCALLs' rules (include/ptv/vmcall.h), pure: compiled into vmm.elf
+ * (vmm/vmx/trace_vmx.c) and into test_swpt, test_treq and fuzz_swpt.
+ *  - A TRACE_START request as the software tracer's configuration: the call's filter flags and
+ *    registers over the configured defaults (ptvisor.cfg's pt_filter, pt_cr3, pt_range,
+ *    psb_period); test_swpt and fuzz_swpt give it every flag combination.
+ *  - TRACE_READ's copy into guest RAM: the destination resolved once.
  */
 #ifndef PTV_TREQ_H
 #define PTV_TREQ_H
@@ -32,5 +34,25 @@ uint64_t trace_req_cr3(const struct trace_req *rq);
 /* the request as system-mode PT can take it: 0, or -1 with a reason (RTIT_CR3_MATCH compares
  * CR3[63:5], so no ignored bits above 4; PT has no start trigger and counts no instructions) */
 int trace_req_hw_check(const struct trace_req *rq, uint64_t budget, const char **why);
+
+/*
+ * TRACE_READ's copy: stream bytes [off, off + len) into guest-physical [gpa, gpa + len), which
+ * must be guest RAM the VMM may write.  Every 4 KiB page of it is resolved once, before a byte
+ * is written, and the pages must make one contiguous host range (guest RAM is identity-mapped
+ * in EPT): the copy writes that range, what was resolved, and never asks again -- another vCPU
+ * may move its xAPIC window onto a page in between, and a second lookup would answer 0.
+ */
+struct trace_read_io {
+    void *ctx;
+    /* the host address of the guest-physical 4 KiB page at page_gpa, 0: not writable RAM */
+    uint64_t (*resolve)(void *ctx, uint64_t page_gpa);
+    /* stream bytes [off, off + n) into host memory at dst: n, or fewer where they are gone */
+    uint64_t (*bytes)(void *ctx, uint64_t off, void *dst, uint64_t n);
+};
+/* 0 with *copied = len, or -1 (EINVAL: the range does not fit below 2^64, a page is not guest
+ * RAM, the pages are not one host range, or the bytes are gone) with nothing written but what
+ * *copied says.  The pages are walked with lib/range.h */
+int trace_read_copy(const struct trace_read_io *io, uint64_t gpa, uint64_t len, uint64_t off,
+                    uint64_t *copied);
 
 #endif

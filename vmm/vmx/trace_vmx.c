@@ -270,6 +270,17 @@ uint64_t trace_vmx_bytes(struct vcpu *v, uint64_t off, void *buf, uint64_t len)
     return len;
 }
 
+/* TRACE_READ's destination (trace_read_copy): a 4 KiB page of guest RAM the VMM may write */
+static uint64_t read_dest_page(void *ctx, uint64_t page)
+{
+    return trace_guest_page(ctx, page, PAGE_SIZE, true);
+}
+
+static uint64_t read_bytes(void *ctx, uint64_t off, void *dst, uint64_t n)
+{
+    return trace_vmx_bytes(ctx, off, dst, n);
+}
+
 int trace_vmx_read(struct vcpu *v, uint64_t gpa, uint64_t len, uint64_t off, uint64_t *copied,
                    uint64_t *oldest, uint64_t *written)
 {
@@ -284,22 +295,10 @@ int trace_vmx_read(struct vcpu *v, uint64_t gpa, uint64_t len, uint64_t off, uin
         return 0;
     if (len > st.written - off)
         len = st.written - off;
-    /* validate the whole destination before writing a byte of it (lib/range.h walks) */
-    struct range_walk w;
-    range_for_each(&w, gpa, len, PAGE_SIZE, RANGE_SPACE64)
-    {
-        if (!trace_guest_page(v, w.addr, w.len, true))
-            return PTV_VMCALL_EINVAL;
-    }
-    range_for_each(&w, gpa, len, PAGE_SIZE, RANGE_SPACE64)
-    {
-        if (trace_vmx_bytes(v, off + w.done,
-                            (void *)(uintptr_t)trace_guest_page(v, w.addr, w.len, true),
-                            w.len) != w.len)
-            return PTV_VMCALL_EINVAL; /* cannot happen: the range was checked above */
-    }
-    *copied = len;
-    return 0;
+    /* the whole destination resolved once before a byte is written, then written where it
+     * resolved: never looked up again (another vCPU may move its APIC window onto it) */
+    const struct trace_read_io io = {.ctx = v, .resolve = read_dest_page, .bytes = read_bytes};
+    return trace_read_copy(&io, gpa, len, off, copied) ? PTV_VMCALL_EINVAL : 0;
 }
 
 /*
