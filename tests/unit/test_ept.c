@@ -257,14 +257,17 @@ static void test_split_on_map(void **state)
         if (g != GiB(1) + MiB(6))
             expect_map(&f.e, g, g, EPT_RWX, EPT_MT_WB, 0);
     }
-    /* remap 1G over the split region: existing tables are kept and filled */
+    /* remap 1G over the split region: the existing tables are filled, left uniform and
+     * merged back into the 1G leaf (issue 27 item 8), both retired until the INVEPT */
     ept_flush_done(&f.e);
     assert_int_equal(ept_map(&f.e, GiB(1), GiB(1), GiB(1), EPT_RWX, EPT_MT_WB), 0);
-    assert_true(ept_flush_needed(&f.e)); /* the remapped page changed */
-    assert_int_equal(f.e.nr_tables, 4);
-    expect_map(&f.e, GiB(1) + MiB(6), GiB(1) + MiB(6), EPT_RWX, EPT_MT_WB, EPT_LEVEL_4K);
-    assert_int_equal(f.e.nr_leaves[1], 511);
-    assert_int_equal(f.e.nr_leaves[0], 512);
+    assert_true(ept_flush_needed(&f.e)); /* the remapped page changed, and page sizes */
+    assert_int_equal(f.e.nr_tables, 2);
+    assert_int_equal(f.e.nr_retired, 2);
+    expect_map(&f.e, GiB(1) + MiB(6), GiB(1) + MiB(6), EPT_RWX, EPT_MT_WB, EPT_LEVEL_1G);
+    assert_int_equal(f.e.nr_leaves[2], 1);
+    assert_int_equal(f.e.nr_leaves[1], 0);
+    assert_int_equal(f.e.nr_leaves[0], 0);
     fx_fini(&f);
 }
 
@@ -303,18 +306,19 @@ static void test_protect(void **state)
     assert_int_equal(ept_protect(&f.e, MiB(3), KiB(8), 0, &narrowed), 0);
     assert_true(narrowed);
     expect_map(&f.e, MiB(3) + KiB(4), MiB(3) + KiB(4), 0, EPT_MT_WB, EPT_LEVEL_4K);
-    /* back to RWX: widening only */
+    /* back to RWX: widening only; the 4K and 2M tables are uniform again and merge back
+     * into the 1G leaf (issue 27 item 8) */
     assert_int_equal(ept_protect(&f.e, MiB(3), KiB(8), EPT_RWX, &narrowed), 0);
     assert_false(narrowed);
-    assert_int_equal(f.e.nr_tables, tables);
-    expect_map(&f.e, MiB(3), MiB(3), EPT_RWX, EPT_MT_WB, EPT_LEVEL_4K);
-    /* whole 1G to 0 and back keeps everything */
+    assert_int_equal(f.e.nr_tables, tables - 2);
+    expect_map(&f.e, MiB(3), MiB(3), EPT_RWX, EPT_MT_WB, EPT_LEVEL_1G);
+    /* whole 1G to 0 and back keeps address and type */
     assert_int_equal(ept_protect(&f.e, 0, GiB(1), 0, &narrowed), 0);
     assert_true(narrowed);
-    expect_map(&f.e, MiB(700), MiB(700), 0, EPT_MT_WB, EPT_LEVEL_2M);
+    expect_map(&f.e, MiB(700), MiB(700), 0, EPT_MT_WB, EPT_LEVEL_1G);
     assert_int_equal(ept_protect(&f.e, 0, GiB(1), EPT_R, &narrowed), 0);
     assert_false(narrowed);
-    expect_map(&f.e, MiB(3), MiB(3), EPT_R, EPT_MT_WB, EPT_LEVEL_4K);
+    expect_map(&f.e, MiB(3), MiB(3), EPT_R, EPT_MT_WB, EPT_LEVEL_1G);
     fx_fini(&f);
 }
 
@@ -338,19 +342,23 @@ static void test_unmap_remap(void **state)
     /* protect across the hole fails and changes nothing */
     assert_int_equal(ept_protect(&f.e, GiB(2) + MiB(4), MiB(2), EPT_R, NULL), EPT_ENOENT);
     expect_map(&f.e, GiB(2) + MiB(4), GiB(2) + MiB(4), EPT_RWX, EPT_MT_UC, EPT_LEVEL_4K);
-    /* remap the page */
+    /* remap the page: the split is undone, the 1G leaf is back (issue 27 item 8) */
     assert_int_equal(ept_map(&f.e, GiB(2) + MiB(5), GiB(2) + MiB(5), KiB(4), EPT_RWX, EPT_MT_UC),
                      0);
-    expect_map(&f.e, GiB(2) + MiB(5), GiB(2) + MiB(5), EPT_RWX, EPT_MT_UC, EPT_LEVEL_4K);
-    /* unmap everything: no leaf left, tables stay */
+    expect_map(&f.e, GiB(2) + MiB(5), GiB(2) + MiB(5), EPT_RWX, EPT_MT_UC, EPT_LEVEL_1G);
+    assert_int_equal(f.e.nr_tables, 2);
+    /* split again, unmap everything: no leaf left, the tables still linked stay */
+    assert_int_equal(ept_unmap(&f.e, GiB(2) + MiB(5), KiB(4)), 0);
+    assert_int_equal(f.e.nr_tables, 4);
     assert_int_equal(ept_unmap(&f.e, GiB(1), GiB(3)), 0);
     assert_int_equal(f.e.nr_leaves[0] + f.e.nr_leaves[1] + f.e.nr_leaves[2], 0);
     assert_int_equal(xlate(&f.e, GiB(2) + MiB(5)).rc, EPT_ENOENT);
     assert_int_equal(f.e.nr_tables, 4);
-    /* and map again at a different size and place */
+    /* and map again at a different size and place: filled, uniform, merged */
     assert_int_equal(ept_map(&f.e, GiB(2), GiB(30), GiB(1), EPT_R, EPT_MT_WB), 0);
-    expect_map(&f.e, GiB(2) + MiB(5), GiB(30) + MiB(5), EPT_R, EPT_MT_WB, EPT_LEVEL_4K);
-    expect_map(&f.e, GiB(2) + MiB(9), GiB(30) + MiB(9), EPT_R, EPT_MT_WB, EPT_LEVEL_2M);
+    expect_map(&f.e, GiB(2) + MiB(5), GiB(30) + MiB(5), EPT_R, EPT_MT_WB, EPT_LEVEL_1G);
+    expect_map(&f.e, GiB(2) + MiB(9), GiB(30) + MiB(9), EPT_R, EPT_MT_WB, EPT_LEVEL_1G);
+    assert_int_equal(f.e.nr_tables, 2);
     fx_fini(&f);
 }
 

@@ -199,6 +199,48 @@ static void retire(struct ept *e, unsigned level, uint64_t *slot, uint64_t cur)
     e->nr_retired++;
 }
 
+/*
+ * The leaf at 'level' that the table below entry 'cur' adds up to, or 0: its 512 entries are
+ * leaves with one set of attributes mapping one contiguous run of host memory aligned to the
+ * larger page, so the larger leaf translates every GPA exactly as they do.
+ */
+static uint64_t uniform_leaf(const struct ept *e, unsigned level, const uint64_t *t)
+{
+    const uint64_t first = entry_read(&t[0]), step = EPT_LEVEL_SIZE(level - 1);
+    uint64_t base = leaf_addr(first, level - 1);
+    unsigned j;
+
+    if (!level_has_leaves(e, level) || !entry_is_leaf(first, level - 1) ||
+        (base & (EPT_LEVEL_SIZE(level) - 1)) ||
+        first != make_leaf(e, level - 1, base, first & EPT_ATTR_MASK))
+        return 0;
+    for (j = 1; j < EPT_ENTRIES; j++)
+        if (entry_read(&t[j]) != first + j * step)
+            return 0;
+    return make_leaf(e, level, base, first & EPT_ATTR_MASK);
+}
+
+/*
+ * Merge a split back (issue 27 item 8): the table below entry 'cur' is uniform again
+ * (uniform_leaf), so the one larger leaf replaces it by one store and the table is retired as
+ * ept_unmap_prune() retires an empty one: unreachable, never written but for word 0 (the
+ * list link; not present to a CPU that still walks it), reused after the caller's INVEPT.
+ * So a split a later call undoes gives its page back, and guest-driven splits (a moved APIC
+ * window, a write-protected ToPA page) cannot drain the pool.
+ */
+static void merge(struct ept *e, unsigned level, uint64_t *slot, uint64_t cur, uint64_t leaf)
+{
+    uint64_t pa = cur & EPT_ADDR_MASK;
+
+    entry_write(e, level, slot, cur, leaf);
+    e->nr_leaves[level - 2] -= EPT_ENTRIES; /* the table's leaves are gone from the tree */
+    e->flush_needed = true;                 /* page size changed (SDM Vol. 3A 4.10.4.2) */
+    e->nr_tables--;
+    word_store(e, &table_va(e, pa)[0], e->retired_pa);
+    e->retired_pa = pa;
+    e->nr_retired++;
+}
+
 /* What to do with entry 'cur' (covering [eb, eb + size)) for request r. */
 static enum ept_step decide(const struct ept *e, const struct ept_req *r, unsigned level,
                             uint64_t cur, uint64_t eb, uint64_t *want)
@@ -278,8 +320,14 @@ static void walk(struct ept *e, struct ept_req *r, unsigned level, uint64_t *tab
             uint64_t *t = table_va(e, cur & EPT_ADDR_MASK);
 
             walk(e, r, level - 1, t, 0, eb);
-            if (r->commit && r->prune && table_empty(t))
+            if (r->commit && r->prune && table_empty(t)) {
                 retire(e, level, &table[i], cur);
+            } else if (r->commit) {
+                uint64_t leaf = uniform_leaf(e, level, t);
+
+                if (leaf)
+                    merge(e, level, &table[i], cur, leaf);
+            }
             break;
         }
         case STEP_SPLIT:
@@ -430,8 +478,12 @@ void ept_flush_done(struct ept *e)
     while (e->nr_retired) {
         uint64_t pa = e->retired_pa;
         uint64_t *va = table_va(e, pa);
+        unsigned j;
 
         e->retired_pa = entry_read(&va[0]);
+        for (j = 1; j < EPT_ENTRIES; j++) /* a merged table's leaves: zero it for take_spare */
+            if (entry_read(&va[j]))
+                word_store(e, &va[j], 0);
         e->nr_retired--;
         word_store(e, &va[0], e->spare_pa);
         e->spare_pa = pa;

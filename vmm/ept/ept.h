@@ -17,8 +17,14 @@
  *    without R, reserved memory types, 1 GiB/2 MiB pages the CPU lacks and
  *    addresses above MAXPHYADDR are refused;
  *  - a table, once linked, stays (later maps into that range use it), except
- *    under ept_unmap_prune(): a table that call leaves with no entry in use
- *    is unlinked by one store and put on a *retired* list.  A retired page is
+ *    (a) under ept_unmap_prune(): a table that call leaves with no entry in use
+ *    is unlinked by one store and put on a *retired* list; and (b) a split
+ *    undone: a table a mutating call walked into and left *uniform* (512 leaves,
+ *    one set of attributes, one contiguous host run aligned to the larger page,
+ *    at a level the CPU has large pages for) is replaced by that one larger
+ *    leaf with one store -- every GPA translates the same before and after --
+ *    and retired likewise (issue 27 item 8: splits a guest drives, e.g. by
+ *    moving its APIC window, come back when undone).  A retired page is
  *    never written again (but for its not-present word 0, the list link) and
  *    is reused only after ept_flush_done(), i.e. after the caller's INVEPT
  *    made the CPU forget every cached pointer to it (SDM Vol. 3C 28.4.3.1);

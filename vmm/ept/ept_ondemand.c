@@ -26,7 +26,19 @@ int ept_od_init(struct ept_od *od, const struct ept *e, const struct mtrr_state 
     return 0;
 }
 
-/* the largest block around gpa with one memory type that the CPU can map as one leaf */
+/* a pinned page in [base, base + size): mapping that block would overwrite it */
+static bool holds_pin(const struct ept_od *od, uint64_t base, uint64_t size)
+{
+    unsigned i;
+
+    for (i = 0; i < od->nr_pins; i++)
+        if (od->pin[i] - base < size)
+            return true;
+    return false;
+}
+
+/* the largest block around gpa with one memory type that the CPU can map as one leaf and
+ * that holds no pinned page (a relocated APIC window stays where its owner put it) */
 static void choose_block(const struct ept_od *od, const struct ept *e, uint64_t gpa,
                          struct ept_od_map *m)
 {
@@ -41,7 +53,8 @@ static void choose_block(const struct ept_od *od, const struct ept *e, uint64_t 
         /* floor and limit are 1 GiB aligned: the block lies inside [floor, limit) */
         m->base = gpa & ~(size - 1);
         m->size = size;
-        if (mtrr_range_type(od->mtrr, m->base, size, &m->type) == 0)
+        if (!holds_pin(od, m->base, size) &&
+            mtrr_range_type(od->mtrr, m->base, size, &m->type) == 0)
             return;
     }
     m->base = gpa & ~(EPT_PAGE_SIZE - 1);
@@ -111,8 +124,12 @@ static int map_block(struct ept_od *od, struct ept *e, const struct ept_od_map *
     unsigned long before = e->nr_tables;
     int rc = ept_map(e, m->base, m->base, m->size, EPT_RWX, m->type);
 
-    if (!rc)
+    /* what the map linked; a map can also merge tables back into a leaf (ept.h), which the
+     * count loses, never below 0 */
+    if (!rc && e->nr_tables >= before)
         od->tables += e->nr_tables - before;
+    else if (!rc)
+        od->tables -= before - e->nr_tables < od->tables ? before - e->nr_tables : od->tables;
     return rc;
 }
 

@@ -16,6 +16,7 @@
 #include "cpu.h"
 #include "log.h"
 #include "palloc.h"
+#include "percpu.h"
 #include "pt/pt_msr.h"
 #include "pt/rtit.h"
 #include "vmx/pt_vmx.h"
@@ -117,31 +118,24 @@ static bool apic_base_write(struct vcpu *v, uint64_t val)
     if (from == to)
         return false;
     /* give the old window back what it mapped, then map the new one onto the APIC
-     * (one EPT for all vCPUs: the window shows each CPU its own APIC, documented) */
+     * (one EPT for all vCPUs: the window shows each CPU its own APIC, documented); the
+     * tables a window splits come back when it moves on (ept/ept_window.h: the bound) */
     bool restored = false, moved = false;
+    static struct ept_window *windows[PTV_MAX_CPUS]; /* every vCPU's, under the EPT lock */
     vm_ept_lock();
-    if (from != home && v->apic_window.saved) {
-        int r = v->apic_window.err ? ept_unmap(v->ept, from, 4096)
-                                   : ept_map(v->ept, from, v->apic_window.hpa, 4096,
-                                             v->apic_window.perms, v->apic_window.memtype);
+    for (unsigned i = 0; i < PTV_MAX_CPUS; i++)
+        windows[i] = percpu_area[i].vcpu ? &percpu_area[i].vcpu->apic_window : NULL;
+    if (from != home && v->apic_window.placed) {
+        int r = ept_window_remove(&v->apic_window, windows, PTV_MAX_CPUS, v->ept, v->ept_od);
         if (r)
             pr_warn_rl("vmx", "APIC window at %#lx: cannot restore its old mapping (%d)", from, r);
-        ept_od_unpin(v->ept_od, from);
         restored = true;
     }
-    v->apic_window.saved = false;
     if (to != home) {
-        v->apic_window.err = ept_translate(v->ept, to, &v->apic_window.hpa, &v->apic_window.perms,
-                                           &v->apic_window.memtype, NULL);
-        /* above RAM the window is kept out of the on-demand maps' drops (ept_ondemand.h) */
-        int r = ept_od_pin(v->ept_od, to);
-        if (!r)
-            r = ept_map(v->ept, to, home, 4096, EPT_R | EPT_W, EPT_MT_UC | EPT_MT_IPAT);
-        if (r) {
-            ept_od_unpin(v->ept_od, to);
+        int r =
+            ept_window_place(&v->apic_window, windows, PTV_MAX_CPUS, v->ept, v->ept_od, to, home);
+        if (r)
             pr_warn_rl("vmx", "APIC window moved to %#lx: EPT map failed (%d)", to, r);
-        } else
-            v->apic_window.saved = true;
         moved = true;
     }
     vmx_ept_sync(v->ept);

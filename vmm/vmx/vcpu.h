@@ -11,6 +11,7 @@
 #include "cpu.h"
 #include "ept/ept.h"
 #include "ept/ept_ondemand.h"
+#include "ept/ept_window.h"
 #include "pt/pt_caps.h"
 #include "pt/pt_ctrl.h"
 #include "vmx/emul_policy.h"
@@ -120,12 +121,7 @@ struct vcpu {
     struct desc_ptr guest_idtr; /* the caller's IDTR, saved before the VMM loads its own */
     /* IA32_APIC_BASE as the guest sees it; the real APIC never moves (exit_msr.c) */
     uint64_t apic_base, apic_base_real;
-    struct { /* what the 4 KiB at the guest's window mapped before it moved there */
-        bool saved;
-        int err;
-        uint64_t hpa;
-        unsigned perms, memtype;
-    } apic_window;
+    struct ept_window apic_window; /* the guest's xAPIC window where it moved it (exit_msr.c) */
     uint64_t mtrr_cap, mtrr[MTRR_SLOTS]; /* the guest's MTRRs (vmx/emul_policy.h) */
     uint64_t perf_global_virt;           /* IA32_PERF_GLOBAL_CTRL where the VMCS cannot switch it */
     struct pt_ctrl pt; /* the guest's PT: RTIT MSRs, shadow ToPA, switching (vmm/pt/pt_ctrl.h) */
