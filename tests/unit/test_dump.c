@@ -5,7 +5,9 @@
  * (tools/ptvisor-trace/fx.c) must give back every stream byte for byte -- the trace window
  * cut from a wrapped ring at a PSB, the crash report, the code snapshots, of every CPU.
  * Also: a block the ring overwrote while the dump went out is reported missing (never
- * invented), metadata of any section is refused before the first line, and the PSB search.
+ * invented), metadata of any section is refused before the first line, the PSB search, and
+ * who sends a paced dump (struct dump_pacer): a dump whose owner stopped entering the guest
+ * is taken over by the next request and finishes whole (issue 27 item 9).
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -374,13 +376,130 @@ static void test_trace_start(void **state)
     assert_int_equal(dump_trace_start(ring_read, &c, c.written, c.written, 0), c.written);
 }
 
+/* ---- pacing: vmx/trace_dump.c's shim as it drives the pacer, over two vCPUs ---- */
+
+#define STALE 80 /* ticks: ORPHAN_SLICES stall budgets */
+#define EBUSY (-3)
+
+static struct dump_job pj;
+static struct dump_pacer pacer;
+static bool dumping[2];
+static unsigned sent_by[2]; /* slices each vCPU sent */
+
+/* TRACE_DUMP on cpu at now: start_paced() */
+static int request(struct log *L, unsigned cpu, uint64_t now)
+{
+    static const struct dump_ops ops = {.read = rd};
+    if (!dump_done(&pj) && pj.sect) {
+        if (dump_pacer_adopt(&pacer, cpu, now, STALE))
+            dumping[cpu] = true;
+        return EBUSY;
+    }
+    const struct frame_out out = {sink, L};
+    static uint32_t id = 100;
+    id++;
+    for (unsigned c = 0; c < NCPU; c++)
+        sect[c].b.dump_id = id; /* each dump its own number, as plan() gives it */
+    assert_int_equal(dump_start(&pj, sect, NCPU, &ops, &out), 0);
+    dump_pacer_start(&pacer, cpu, now);
+    dumping[cpu] = true;
+    return 0;
+}
+
+/* before cpu's VM entry at now: trace_dump_slice(), three lines per slice */
+static void entry(unsigned cpu, uint64_t now)
+{
+    if (!dumping[cpu])
+        return;
+    if (dump_done(&pj) || !dump_pacer_turn(&pacer, cpu, now)) {
+        dumping[cpu] = false;
+        return;
+    }
+    sent_by[cpu]++;
+    bool more = true;
+    for (unsigned k = 0; k < 3 && more; k++)
+        more = dump_step(&pj);
+    if (!more) {
+        dump_pacer_end(&pacer);
+        dumping[cpu] = false;
+    }
+}
+
+/* the owner's slices, and a request from the other vCPU meanwhile, are refused and leave it
+ * alone while the owner keeps coming; a clock behind the owner's never counts as stale */
+static void test_pacer_rules(void **state)
+{
+    (void)state;
+    struct dump_pacer p = {0};
+    assert_false(dump_pacer_adopt(&p, 1, 1000, STALE)); /* no dump: nothing to take */
+    dump_pacer_start(&p, 0, 100);
+    assert_true(dump_pacer_turn(&p, 0, 150));
+    assert_false(dump_pacer_turn(&p, 1, 150));
+    assert_false(dump_pacer_adopt(&p, 1, 150 + STALE - 1, STALE));
+    assert_false(dump_pacer_adopt(&p, 0, 10000, STALE)); /* the owner's own request */
+    assert_false(dump_pacer_adopt(&p, 1, 20, STALE));    /* another CPU's TSC behind */
+    assert_true(dump_pacer_turn(&p, 0, 200));
+    assert_false(dump_pacer_adopt(&p, 1, 200 + STALE - 1, STALE));
+    assert_true(dump_pacer_adopt(&p, 1, 200 + STALE, STALE));
+    assert_false(dump_pacer_turn(&p, 0, 300)); /* the old owner, back: not its own now */
+    assert_true(dump_pacer_turn(&p, 1, 300));
+    dump_pacer_end(&p);
+    assert_false(dump_pacer_turn(&p, 1, 310));
+    assert_false(dump_pacer_adopt(&p, 0, 10000, STALE));
+}
+
+/* issue 27 item 9: the owner parks in wait-for-SIPI after two slices; the other vCPU's
+ * requests are EBUSY for a bounded time, then one takes the dump over, it finishes whole from
+ * that vCPU's entries (the old owner, back, sends nothing more), and the next request starts
+ * a new dump */
+static void test_parked_owner(void **state)
+{
+    (void)state;
+    struct log L = {0};
+    machine(16384);
+    memset(&pj, 0, sizeof(pj));
+    pj.phase = DUMP_DONE;
+    pacer = (struct dump_pacer){0};
+    dumping[0] = dumping[1] = false;
+    sent_by[0] = sent_by[1] = 0;
+    uint64_t t = 0;
+    assert_int_equal(request(&L, 0, t), 0);
+    entry(0, ++t);
+    entry(0, ++t); /* then cpu 0 parks: no entry any more */
+    unsigned busy = 0;
+    int rc = EBUSY;
+    for (; rc == EBUSY && t < 100000; t++) {
+        entry(1, t);
+        if (t % 10 == 0 && (rc = request(&L, 1, t)) == EBUSY)
+            busy++;
+        if (t == 20000) /* cpu 0 gets its SIPI and runs again */
+            entry(0, t);
+    }
+    assert_int_equal(rc, 0);         /* a new dump started: the old one is out */
+    assert_true(busy * 10 < 20000);  /* a bounded wait: STALE plus the rest of the dump */
+    assert_int_equal(sent_by[0], 2); /* cpu 0 sent its two slices and nothing after */
+    assert_true(sent_by[1] > 0);
+    while (dumping[1]) /* the second dump, from cpu 1 */
+        entry(1, ++t);
+    assert_true(dump_done(&pj));
+    struct fx *x = read_log(&L);
+    assert_int_equal(fx_ndumps(x), 2);
+    assert_int_equal(fx_status(x, 0), 0); /* the taken-over dump arrived whole */
+    for (unsigned c = 0; c < NCPU; c++) {
+        uint8_t *tr = trace_of(c);
+        check(x, c, FRAME_STREAM_TRACE, tr, sect[c].b.trace_len, 0);
+        free(tr);
+    }
+    fx_free(x);
+    log_free(&L);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_round_trip),
-        cmocka_unit_test(test_lost_block),
-        cmocka_unit_test(test_refused),
-        cmocka_unit_test(test_trace_start),
+        cmocka_unit_test(test_round_trip),  cmocka_unit_test(test_lost_block),
+        cmocka_unit_test(test_refused),     cmocka_unit_test(test_trace_start),
+        cmocka_unit_test(test_pacer_rules), cmocka_unit_test(test_parked_owner),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

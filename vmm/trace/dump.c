@@ -137,6 +137,28 @@ bool dump_step(struct dump_job *j)
     }
 }
 
+void dump_pacer_start(struct dump_pacer *p, unsigned who, uint64_t now)
+{
+    p->owner = who + 1;
+    p->seen = now;
+}
+
+bool dump_pacer_turn(struct dump_pacer *p, unsigned who, uint64_t now)
+{
+    if (p->owner != who + 1)
+        return false;
+    p->seen = now;
+    return true;
+}
+
+bool dump_pacer_adopt(struct dump_pacer *p, unsigned who, uint64_t now, uint64_t stale)
+{
+    if (!p->owner || p->owner == who + 1 || now <= p->seen || now - p->seen < stale)
+        return false;
+    dump_pacer_start(p, who, now);
+    return true;
+}
+
 bool dump_is_psb(const uint8_t *p)
 {
     for (unsigned i = 0; i < DUMP_PSB_LEN; i += 2)

@@ -74,6 +74,36 @@ static inline bool dump_done(const struct dump_job *j)
     return j->phase == DUMP_DONE;
 }
 
+/*
+ * Who sends a paced dump's slices (issue 27 item 9).  The VMM shim (vmx/trace_dump.c) sends
+ * them before one vCPU's VM entries: the owner, the vCPU that started the dump.  An owner
+ * can stop entering the guest for good (an AP parked in wait-for-SIPI: no exit, not even the
+ * VMX-preemption timer's, comes from that state) and would hold the dump, and every later
+ * request's EBUSY, forever.  So a request that finds the dump still going out takes it over
+ * once the owner has not come for a slice in `stale` ticks: the dump then finishes from the
+ * requester's entries, each slice still bounded by the stall budget, and the old owner,
+ * should it come back, finds the dump no longer its own.  A request waits at most `stale`
+ * plus the rest of the dump.  Pure; ids are the callers' (vCPU numbers).
+ */
+struct dump_pacer {
+    unsigned owner; /* owner's id + 1; 0: no paced dump */
+    uint64_t seen;  /* when the owner last came for a slice (or took the dump) */
+};
+
+/* `who` started a paced dump at `now` */
+void dump_pacer_start(struct dump_pacer *p, unsigned who, uint64_t now);
+/* before who's VM entry: true if who sends the next slice (the owner; its time is noted),
+ * false if the dump is not who's (any more): who stops coming */
+bool dump_pacer_turn(struct dump_pacer *p, unsigned who, uint64_t now);
+/* a request of who's found the dump still going out: true if who took it over (the owner
+ * had not come for `stale` ticks; a clock behind `seen` never counts as stale) */
+bool dump_pacer_adopt(struct dump_pacer *p, unsigned who, uint64_t now, uint64_t stale);
+/* the dump is done (or abandoned): nobody's */
+static inline void dump_pacer_end(struct dump_pacer *p)
+{
+    p->owner = 0;
+}
+
 /* p[0..DUMP_PSB_LEN) is a whole PSB (02 82 x 8, Vol. 3C 33.4.2.17), the decoder's sync point */
 #define DUMP_PSB_LEN 16
 bool dump_is_psb(const uint8_t *p);

@@ -15,6 +15,12 @@
  * dump goes out the VMX-preemption timer (where the CPU has it) makes an exit every dump_stall, so
  * a guest that makes no exits still lets the dump progress; the guest runs between slices.
  *
+ * The dump's owner is the vCPU it was started on (trace/dump.h, struct dump_pacer).  One that stops
+ * entering the guest (an AP parked in wait-for-SIPI) would hold it for good and make every later
+ * TRACE_DUMP or host request EBUSY (issue 27 item 9): a request that finds the dump going out
+ * takes it over once the owner has not come for a slice in ORPHAN_SLICES stall budgets, and the
+ * rest goes out from the requester's entries, paced as before.
+ *
  * A crash dump goes out at once: the guest is dead.
  */
 #include "vmx/trace_dump.h"
@@ -55,6 +61,11 @@ static uint32_t dumps, boot_id;
 static uint64_t tsc_hz, stall_ticks, started;
 static uint64_t blocked; /* TSC when a slice first found the guest's line open (0: not) */
 static bool urgent;
+static struct dump_pacer pacer; /* whose entries send the paced dump's slices */
+/* a paced dump whose owner has not come for a slice in this many stall budgets is orphaned: the
+ * next request takes it over (an owner that enters the guest comes at least once per budget
+ * while the VMX-preemption timer runs) */
+#define ORPHAN_SLICES 8u
 
 /* --- reading --- */
 
@@ -315,19 +326,33 @@ static unsigned gather(struct vcpu *v, bool v_always, bool all, struct vcpu **li
 static int start_paced(struct vcpu *v, enum frame_reason why, bool all)
 {
     static struct vcpu *list[PTV_MAX_CPUS];
+    static unsigned long said;
     if (!spin_trylock(&lock))
         return PTV_VMCALL_EBUSY;
     int rc = 0;
+    if (!dump_done(&job) && job.sect) { /* one dump at a time */
+        rc = PTV_VMCALL_EBUSY;
+        unsigned from = pacer.owner - 1;
+        if (dump_pacer_adopt(&pacer, v->id, rdtsc(), ORPHAN_SLICES * stall_ticks)) {
+            v->dumping = true; /* the rest goes out from this vCPU's entries */
+            if (log_ratelimit(&said))
+                pr_info("dump",
+                        "dump %u: cpu %u stopped sending it (no VM entry since "
+                        "%u stall budgets); cpu %u sends the rest",
+                        dumps, from, ORPHAN_SLICES, v->id);
+        }
+        spin_unlock(&lock);
+        return rc;
+    }
     unsigned n = gather(v, false, all, list);
-    if (!dump_done(&job) && job.sect)
-        rc = PTV_VMCALL_EBUSY; /* one dump at a time */
-    else if (!n)
+    if (!n)
         rc = PTV_VMCALL_EINVAL; /* nothing traced */
     else if (plan(list, n, why))
         rc = PTV_VMCALL_EINVAL;
     else {
         v->dumping = true;
         urgent = false;
+        dump_pacer_start(&pacer, v->id, rdtsc());
     }
     spin_unlock(&lock);
     return rc;
@@ -372,14 +397,15 @@ bool trace_dump_busy(const struct vcpu *v)
 void trace_dump_slice(struct vcpu *v)
 {
     if (!spin_trylock(&lock))
-        return;            /* a crash dump on another CPU has the job */
-    if (dump_done(&job)) { /* finished here, or taken over by a crash dump */
+        return; /* a crash dump on another CPU has the job */
+    uint64_t t0 = rdtsc();
+    /* finished here, taken over by a crash dump, or by a request while v was away */
+    if (dump_done(&job) || !dump_pacer_turn(&pacer, v->id, t0)) {
         v->dumping = false;
         timer(false);
         spin_unlock(&lock);
         return;
     }
-    uint64_t t0 = rdtsc();
     if (!console_frame_ready()) {
         if (!blocked)
             blocked = t0;
@@ -397,6 +423,7 @@ void trace_dump_slice(struct vcpu *v)
     blocked = 0;
     if (!more) {
         finished();
+        dump_pacer_end(&pacer);
         v->dumping = false;
     }
     timer(more);
@@ -428,6 +455,7 @@ void trace_dump_crash(struct vcpu *v, const char *text, size_t len)
             ;
         finished();
     }
+    dump_pacer_end(&pacer); /* a paced dump's owner finds it done at its next entry */
     crash_text = NULL;
     spin_unlock(&lock);
 }
