@@ -112,9 +112,11 @@
  * console path, i.e. with IER.THRI clear on the chip (Linux's serial8250_console_write
  * clears IER around every console write; a user's write to the tty goes out through the
  * THRE interrupt, THRI set).  What still passes (root writing /dev/kmsg, a kernel message
- * that echoes a user string holding a newline) cannot spend the real panic's dump: there is
- * no once, only a budget of UART_PANIC_BURST triggers refilled one per UART_PANIC_REFILL
- * ticks (counted in panics_limited when empty).
+ * that echoes a user string holding a newline) holds a vCPU for one dump at most per refill
+ * and does not spend the real panic's dump in a burst: there is no once, only a budget of
+ * UART_PANIC_BURST triggers refilled one per UART_PANIC_REFILL ticks (counted in
+ * panics_limited when empty; a forger keeping it empty could deny the real one: the gate is
+ * the defence).
  */
 #define UART_GUEST_PANIC     "Kernel panic - not syncing"
 #define UART_GUEST_PANIC_LEN 26
