@@ -13,6 +13,8 @@
  *   ptv-probe cpuid-loop N [R] N x CPUID(0), R rounds (default 5), smallest RDTSC delta
  *   ptv-probe pin CPU [N]      pinned to CPU (sched_setaffinity): N rounds of a small workload
  *                              (default 1000000), the CPU it ran on, that CPU's CPUID view
+ *   ptv-probe trace-user       the CPL 3 trace rule attacked (issue 27 defect 2; needs
+ *                              vmcall_user = trace): one line per check, then a summary
  *
  * VMCALL outside VMX non-root operation raises #UD, so the VMCALL subcommands
  * first check CPUID.1:ECX[31] and the 0x40000000 signature and refuse (exit 2)
@@ -28,7 +30,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <ucontext.h>
+#include <unistd.h>
 
 #include "ptv/vmcall.h"
 
@@ -340,6 +344,205 @@ static int do_rip_wrap(void)
     return wrap_rip == 0 ? 0 : 1;
 }
 
+/* ---- trace-user: the CPL 3 trace rule (include/ptv/vmcall.h, ABI 7) from a guest process ----
+ *
+ * A process may open a window on itself in user mode only; anything wider (the kernel, any or
+ * another CR3, an IP range or start IP over them, a PTI-pair mask, a budget) is EACCES with no
+ * register but RAX changed.  Only the process that opened a window may stop, dump or read it:
+ * another process (a fork, its own page tables) gets EACCES, and the kernel's window (trace_boot)
+ * is no process's.  What the owner is told is its window's: the instructions it traced, not
+ * the kernel's that ran meanwhile (a getpid loop). */
+
+struct tregs {
+    uint64_t rax, rbx, rcx, rdx, rsi, rdi, r8, r9, r10;
+};
+
+static struct tregs tcall(struct tregs in)
+{
+    register uint64_t r8 __asm__("r8") = in.r8;
+    register uint64_t r9 __asm__("r9") = in.r9;
+    register uint64_t r10 __asm__("r10") = in.r10;
+    __asm__ volatile("vmcall"
+                     : "+a"(in.rax), "+b"(in.rbx), "+c"(in.rcx), "+d"(in.rdx), "+S"(in.rsi),
+                       "+D"(in.rdi), "+r"(r8), "+r"(r9), "+r"(r10)
+                     :
+                     : "memory");
+    in.r8 = r8, in.r9 = r9, in.r10 = r10;
+    return in;
+}
+
+/* fn with marked registers: refused with EACCES, and nothing but RAX changed */
+static int refused(uint64_t fn, uint64_t rbx, uint64_t rcx, uint64_t rdx, uint64_t rsi, uint64_t r8,
+                   uint64_t r9, int64_t *rc)
+{
+    const struct tregs in = {.rax = fn,
+                             .rbx = rbx,
+                             .rcx = rcx,
+                             .rdx = rdx,
+                             .rsi = rsi,
+                             .rdi = 0x401000,
+                             .r8 = r8,
+                             .r9 = r9,
+                             .r10 = 0x5e5e5e5e};
+    struct tregs out = tcall(in);
+    *rc = (int64_t)out.rax;
+    out.rax = in.rax;
+    return *rc == PTV_VMCALL_EACCES && !memcmp(&in, &out, sizeof(in));
+}
+
+static unsigned tu_pass, tu_fail;
+
+static void tu_report(int ok, const char *what, int64_t rc)
+{
+    printf("ptvisor-guest: trace-user %s %s (rax %lld)\n", ok ? "ok  " : "FAIL", what,
+           (long long)rc);
+    ok ? tu_pass++ : tu_fail++;
+}
+
+/* 200 getpid system calls: 6 user instructions each, the kernel's many more */
+static void getpid_loop(void)
+{
+    __asm__ volatile("mov $200, %%ecx\n"
+                     "1: mov $39, %%eax\n" /* SYS_getpid */
+                     "push %%rcx\n"
+                     "syscall\n"
+                     "pop %%rcx\n"
+                     "dec %%ecx\n"
+                     "jnz 1b\n"
+                     :
+                     :
+                     : "rax", "rcx", "r11", "memory");
+}
+
+/* in a forked process (another CR3): the calls it may not make on its parent's window; the
+ * exit status says which went wrong */
+static int other_process(void)
+{
+    int64_t rc;
+    int bad = 0;
+    if (!refused(PTV_VMCALL_TRACE_STATUS, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, &rc))
+        bad |= 1;
+    if (!refused(PTV_VMCALL_TRACE_DUMP, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, &rc))
+        bad |= 2;
+    if (!refused(PTV_VMCALL_TRACE_STOP, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, &rc))
+        bad |= 4;
+    return bad;
+}
+
+static int run_other(const char *when)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(other_process());
+    int st = 0;
+    if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st)) {
+        tu_report(0, "another process could not be run", pid);
+        return -1;
+    }
+    char what[160];
+    snprintf(what, sizeof(what),
+             "another process, %s: TRACE_STATUS, TRACE_DUMP, TRACE_STOP refused, registers kept "
+             "(failed: %#x)",
+             when, WEXITSTATUS(st));
+    tu_report(WEXITSTATUS(st) == 0, what, 0);
+    return 0;
+}
+
+static int do_trace_user(void)
+{
+    if (!require_ptvisor("trace-user"))
+        return 2;
+    struct tregs v = tcall((struct tregs){.rax = PTV_VMCALL_VERSION});
+    int64_t rc = (int64_t)tcall((struct tregs){.rax = PTV_VMCALL_TRACE_STATUS}).rax;
+    if (v.rbx < 7 || rc == PTV_VMCALL_EPERM) {
+        printf("ptvisor-guest: trace-user skipped: %s\n",
+               v.rbx < 7 ? "VMCALL ABI older than 7" : "vmcall_user is not trace");
+        return 0;
+    }
+    /* the window belongs to this CPU: stay on it (a fork inherits it) */
+    cpu_set_t one;
+    int cpu = sched_getcpu();
+    CPU_ZERO(&one);
+    CPU_SET(cpu < 0 ? 0 : cpu, &one);
+    sched_setaffinity(0, sizeof(one), &one);
+
+    const uint64_t kernel_lo = 0xffffffff80000000ull, kernel_hi = ~0ull,
+                   own = PTV_TRACE_F_USER | PTV_TRACE_F_CR3_SELF;
+    static const struct {
+        uint64_t flags, rcx, r8, r9;
+        const char *what;
+    } starts[] = {
+        {0, 0, 0, 0, "TRACE_START with the configured filter (kernel and every process)"},
+        {PTV_TRACE_F_KERNEL, 0, 0, 0, "TRACE_START of the kernel"},
+        {PTV_TRACE_F_KERNEL | PTV_TRACE_F_USER | PTV_TRACE_F_CR3_SELF, 0, 0, 0,
+         "TRACE_START of this process, kernel mode too"},
+        {PTV_TRACE_F_USER, 0, 0, 0, "TRACE_START of every process's user mode"},
+        {PTV_TRACE_F_USER | PTV_TRACE_F_CR3, 0x1000, 0, 0, "TRACE_START of a CR3 it names"},
+        {PTV_TRACE_F_KERNEL | PTV_TRACE_F_RANGE, 0, 0, 0,
+         "TRACE_START of an IP range over kernel text (the KASLR probe)"},
+        {PTV_TRACE_F_USER | PTV_TRACE_F_RANGE, 0, 0, 0, "TRACE_START of an IP range, any process"},
+        {PTV_TRACE_F_USER | PTV_TRACE_F_START_IP, 0, 0, 0,
+         "TRACE_START with a start IP, any process"},
+        {own | PTV_TRACE_F_CR3_MASK, 0, 0, 0x1fff,
+         "TRACE_START of this process with CR3 bit 12 ignored (another page table)"},
+        {own, 0, 1000, 0, "TRACE_START of this process with a budget"},
+    };
+    for (unsigned i = 0; i < sizeof(starts) / sizeof(starts[0]); i++)
+        tu_report(refused(PTV_VMCALL_TRACE_START, starts[i].flags, starts[i].rcx, kernel_lo,
+                          kernel_hi, starts[i].r8, starts[i].r9, &rc),
+                  starts[i].what, rc);
+    /* the kernel's window (trace_boot), or none: not this process's */
+    tu_report(refused(PTV_VMCALL_TRACE_STATUS, 1, 2, 3, 4, 5, 6, &rc),
+              "TRACE_STATUS of a window not its own", rc);
+    tu_report(refused(PTV_VMCALL_TRACE_STOP, 1, 2, 3, 4, 5, 6, &rc),
+              "TRACE_STOP of a window not its own", rc);
+    tu_report(refused(PTV_VMCALL_TRACE_DUMP, 1, 2, 3, 4, 5, 6, &rc),
+              "TRACE_DUMP of a window not its own", rc);
+
+    /* its own window: allowed, and what it is told is its own: START, the loop, STOP, nothing
+     * else in between (6 user instructions per getpid; the kernel's side of each is many) */
+    struct tregs s = tcall((struct tregs){.rax = PTV_VMCALL_TRACE_START,
+                                          .rbx = own | PTV_TRACE_F_CR3_MASK,
+                                          .r9 = PTV_TRACE_CR3_PCID});
+    if ((int64_t)s.rax == PTV_VMCALL_ENODEV || (int64_t)s.rax == PTV_VMCALL_ENOMEM) {
+        printf("ptvisor-guest: trace-user own window skipped: no trace source or ring (rax "
+               "%lld)\n",
+               (long long)(int64_t)s.rax);
+    } else {
+        getpid_loop();
+        struct tregs stop = tcall((struct tregs){.rax = PTV_VMCALL_TRACE_STOP});
+        tu_report((int64_t)s.rax == PTV_VMCALL_OK, "TRACE_START of this process in user mode",
+                  (int64_t)s.rax);
+        char what[200];
+        snprintf(what, sizeof(what),
+                 "TRACE_STOP of its own window: %llu instructions traced, its own only "
+                 "(1200..2500: 200 getpid calls in user mode), %llu bytes",
+                 (unsigned long long)stop.rcx, (unsigned long long)stop.rbx);
+        tu_report((int64_t)stop.rax == PTV_VMCALL_OK && stop.rcx >= 1200 && stop.rcx <= 2500, what,
+                  (int64_t)stop.rax);
+        s = tcall((struct tregs){.rax = PTV_VMCALL_TRACE_STATUS});
+        tu_report((int64_t)s.rax == PTV_VMCALL_OK && !(s.rbx & PTV_TRACE_ST_ON) &&
+                      s.rsi == stop.rcx && s.rdx == stop.rbx && s.r10 == 0,
+                  "TRACE_STATUS of its own closed window: the same figures, R10 = 0",
+                  (int64_t)s.rax);
+        run_other("after its window closed");
+        /* again, and another process tries while it is open */
+        s = tcall((struct tregs){.rax = PTV_VMCALL_TRACE_START,
+                                 .rbx = own | PTV_TRACE_F_CR3_MASK,
+                                 .r9 = PTV_TRACE_CR3_PCID});
+        struct tregs on = tcall((struct tregs){.rax = PTV_VMCALL_TRACE_STATUS});
+        run_other("while its window is open");
+        stop = tcall((struct tregs){.rax = PTV_VMCALL_TRACE_STOP});
+        tu_report((int64_t)s.rax == PTV_VMCALL_OK && (int64_t)on.rax == PTV_VMCALL_OK &&
+                      (on.rbx & PTV_TRACE_ST_ON) && (int64_t)stop.rax == PTV_VMCALL_OK,
+                  "its own window opened, read and closed again around the other process",
+                  (int64_t)stop.rax);
+    }
+    printf("ptvisor-guest: trace-user passed=%u failed=%u\n", tu_pass, tu_fail);
+    return tu_fail ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *cmd = argc > 1 ? argv[1] : "view";
@@ -361,7 +564,9 @@ int main(int argc, char **argv)
         return do_cpuid_loop(argc > 2 ? argv[2] : NULL, argc > 3 ? argv[3] : NULL);
     if (strcmp(cmd, "pin") == 0)
         return do_pin(argc > 2 ? argv[2] : NULL, argc > 3 ? argv[3] : NULL);
+    if (strcmp(cmd, "trace-user") == 0)
+        return do_trace_user();
     fprintf(stderr, "usage: ptv-probe [view|vmcall-version|exit-stats|tsc|rip-wrap|cpuid-loop N "
-                    "[R]|pin CPU [N]]\n");
+                    "[R]|pin CPU [N]|trace-user]\n");
     return 2;
 }

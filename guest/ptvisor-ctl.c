@@ -13,8 +13,13 @@
  *   ptvisor-ctl run [-k] [-u] [-r LO-HI] [-b N] [-d] -- CMD [ARG...]
  *   ptvisor-ctl trace [-k|--kernel] [-u|--user] [-r LO-HI] [-b N] [-d] -- CMD [ARG...]
  *
- * `run` traces everything this CPU runs while CMD runs (filters aside); `trace` traces exactly
- * CMD's process, through its CR3, from its first instruction to its exit (see trace_cmd).
+ * `trace` traces exactly CMD's process, through its CR3, from its first instruction to its exit
+ * (see trace_cmd).  From user space that is all the VMM allows (the CPL 3 rule of
+ * include/ptv/vmcall.h, ABI 7): a window is the calling process's own, in user mode, and only
+ * that process may stop, dump or read it.  So `run` (everything this CPU runs while CMD runs)
+ * and `start` / `stop` / `dump` from a shell (each a process of its own, not the window's) are
+ * refused with EACCES, and `status` tells "no window of this process" -- the VMM answering at
+ * all says tracing is on offer (what /init checks).
  *
  * Exit status: 0 done, 1 the VMM refused or is not there (one line on stderr says why),
  * 2 usage.  Every line it prints starts with "ptvisor-ctl: ".
@@ -57,6 +62,42 @@ static struct regs vmcall(struct regs in)
     in.r9 = r9;
     in.r10 = r10;
     return in;
+}
+
+/* `trace`: the VMCALLs that act on the window go through a helper process that shares CMD's
+ * address space (its CR3: the window's owner), stopped under ptrace (trace_cmd) */
+static pid_t via_pid;
+static uint64_t via_stub; /* its VMCALL; INT3 */
+#define CTL_EGONE (-100)  /* not the VMM's: the helper is gone */
+
+static int pt_trap(pid_t pid, const char *what);
+
+static struct regs call_vmm(struct regs in)
+{
+    if (!via_pid)
+        return vmcall(in);
+    struct user_regs_struct r;
+    struct regs out = in;
+    out.rax = (uint64_t)(int64_t)CTL_EGONE;
+    if (ptrace(PTRACE_GETREGS, via_pid, NULL, &r) < 0)
+        return out;
+    r.orig_rax = (unsigned long long)-1; /* no system call to restart */
+    r.rip = via_stub;
+    r.rax = in.rax, r.rbx = in.rbx, r.rcx = in.rcx, r.rdx = in.rdx;
+    r.rsi = in.rsi, r.rdi = in.rdi, r.r8 = in.r8, r.r9 = in.r9, r.r10 = in.r10;
+    if (ptrace(PTRACE_SETREGS, via_pid, NULL, &r) < 0 || pt_trap(via_pid, "call the VMM") < 0 ||
+        ptrace(PTRACE_GETREGS, via_pid, NULL, &r) < 0)
+        return out;
+    out = (struct regs){.rax = r.rax,
+                        .rbx = r.rbx,
+                        .rcx = r.rcx,
+                        .rdx = r.rdx,
+                        .rsi = r.rsi,
+                        .rdi = r.rdi,
+                        .r8 = r.r8,
+                        .r9 = r.r9,
+                        .r10 = r.r10};
+    return out;
 }
 
 static void cpuid(uint32_t leaf, uint32_t *a, uint32_t *b, uint32_t *c, uint32_t *d)
@@ -102,6 +143,11 @@ static const char *err_name(int64_t rc)
     switch (rc) {
     case PTV_VMCALL_EPERM:
         return "refused at CPL 3: set vmcall_user = trace in ptvisor.cfg";
+    case PTV_VMCALL_EACCES:
+        return "refused from user space: a window is one process's own, in user mode, and only "
+               "that process may stop, dump or read it (`ptvisor-ctl trace -- CMD`)";
+    case CTL_EGONE:
+        return "the traced command's address space is gone (its helper was killed)";
     case PTV_VMCALL_EINVAL:
         return "invalid request (filters, budget, or nothing traced on this CPU yet)";
     case PTV_VMCALL_EBUSY:
@@ -138,7 +184,13 @@ static void print_status(const struct regs *s)
 
 static int status(void)
 {
-    struct regs s = vmcall((struct regs){.rax = PTV_VMCALL_TRACE_STATUS});
+    struct regs s = call_vmm((struct regs){.rax = PTV_VMCALL_TRACE_STATUS});
+    if ((int64_t)s.rax == PTV_VMCALL_EACCES && !via_pid) {
+        /* the VMM answered: tracing is on offer, and no window here is this process's */
+        printf("ptvisor-ctl: status: no window of this process on this CPU (from user space "
+               "only a process's own window is shown: `ptvisor-ctl trace -- CMD`)\n");
+        return 0;
+    }
     if (s.rax != PTV_VMCALL_OK)
         return fail("status", (int64_t)s.rax);
     print_status(&s);
@@ -167,7 +219,7 @@ static int start(const struct opts *o)
 
 static int stop(void)
 {
-    struct regs r = vmcall((struct regs){.rax = PTV_VMCALL_TRACE_STOP});
+    struct regs r = call_vmm((struct regs){.rax = PTV_VMCALL_TRACE_STOP});
     if (r.rax != PTV_VMCALL_OK)
         return fail("stop", (int64_t)r.rax);
     printf("ptvisor-ctl: stopped: %lu bytes, %lu instructions, %lu gaps, %lu events\n",
@@ -178,7 +230,7 @@ static int stop(void)
 /* what: the traced program (its name lets the host pick its symbols: tools/run.sh) */
 static int dump(int wait, const char *what)
 {
-    struct regs r = vmcall((struct regs){.rax = PTV_VMCALL_TRACE_DUMP});
+    struct regs r = call_vmm((struct regs){.rax = PTV_VMCALL_TRACE_DUMP});
     if (r.rax != PTV_VMCALL_OK)
         return fail("dump", (int64_t)r.rax);
     if (what) {
@@ -193,7 +245,7 @@ static int dump(int wait, const char *what)
     fflush(stdout);
     const struct timespec tick = {0, 20 * 1000 * 1000};
     for (unsigned i = 0;; i++) {
-        struct regs s = vmcall((struct regs){.rax = PTV_VMCALL_TRACE_STATUS});
+        struct regs s = call_vmm((struct regs){.rax = PTV_VMCALL_TRACE_STATUS});
         if (s.rax != PTV_VMCALL_OK)
             return fail("status", (int64_t)s.rax);
         if (!(s.rbx & PTV_TRACE_ST_DUMPING))
@@ -218,7 +270,8 @@ static uint64_t tsc(void)
     return (uint64_t)hi << 32 | lo;
 }
 
-/* CMD runs in the window from t0 (TSC) until it exits: then the window closes */
+/* CMD runs in the window from t0 (TSC) until it exits: then the window closes (`trace`: the
+ * calls go through the helper, call_vmm) */
 static int finish(const struct opts *o, char **cmd, pid_t pid, uint64_t t0)
 {
     int st = 0;
@@ -238,18 +291,28 @@ static int finish(const struct opts *o, char **cmd, pid_t pid, uint64_t t0)
 /* ---- trace: one process through its CR3 ----
  *
  * The window must match CMD's CR3, which exists only after its execve() and which user space
- * cannot read.  So CMD itself makes the TRACE_START: ptvisor-ctl runs it under ptrace, and at
- * the stop after execve (before CMD's first instruction) makes it
- *   1. map one r-x page (an mmap syscall injected at its entry point, bytes restored after),
- *   2. run a stub there: VMCALL TRACE_START with PTV_TRACE_F_CR3_SELF (the CR3 the call runs
- *      under), a mask for the PCID and the PTI half (the kernel half of the same process), and
- *      PTV_TRACE_F_START_IP = the entry point, so nothing is traced before CMD's first
- *      instruction, then INT3 (ptvisor-ctl reads the result),
- *   3. then, detached, CPUID (a VM exit: where the tracer steps with the trap flag, stepping
+ * cannot read; and from user space only the process a window traces may open, stop, dump or
+ * read it (the CPL 3 rule).  So CMD's address space makes every call: ptvisor-ctl runs CMD
+ * under ptrace, and at the stop after execve (before CMD's first instruction) makes it
+ *   1. map one r-x page (an mmap syscall injected at its entry point, bytes restored after), at
+ *      the lowest address a process may map (vm.mmap_min_addr), below all of CMD's code,
+ *   2. clone a helper: a process that shares CMD's address space (CLONE_VM, so its CR3, the
+ *      window's owner) but is no thread of it, a child of ptvisor-ctl (CLONE_PARENT) under its
+ *      ptrace (CLONE_PTRACE), stopped before it runs a single instruction, and kept so; CMD's
+ *      exit then leaves the address space (and its CR3) to the helper until the window is
+ *      closed: no other process can come to run under that CR3 meanwhile,
+ *   3. run a stub on the page: VMCALL TRACE_START with PTV_TRACE_F_USER,
+ *      PTV_TRACE_F_CR3_SELF (the CR3 the call runs under), a mask for the PCID (the kernel may
+ *      give the process another one), PTV_TRACE_F_START_IP = the entry point (nothing is
+ *      traced before CMD's first instruction) and an IP range from the page's end to the top
+ *      of the lower half (all of CMD, but not the page: what the helper runs there stays out
+ *      of the window), then INT3 (ptvisor-ctl reads the result),
+ *   4. then, detached, CPUID (a VM exit: where the tracer steps with the trap flag, stepping
  *      resumes there), RAX..RDX as they were at the entry, and a jump to the entry point.
- * From there the trace is CMD's, and only CMD's, until it exits; ptvisor-ctl then closes the
- * window.  Both are pinned to this CPU: the window belongs to one vCPU.  What CMD keeps of
- * this: one more r-x page in its address space. */
+ * From there the trace is CMD's, and only CMD's, until it exits.  Then ptvisor-ctl has the
+ * helper make TRACE_STOP, TRACE_STATUS and TRACE_DUMP at the page's VMCALL (call_vmm), and
+ * kills it.  All are pinned to this CPU: the window belongs to one vCPU.  What CMD keeps of
+ * this: one more r-x page in its address space, and a process sharing it while CMD runs. */
 
 static int pt_poke(pid_t pid, uint64_t addr, const uint8_t *b, size_t n)
 {
@@ -288,18 +351,51 @@ static int pt_trap(pid_t pid, const char *what)
     return -1;
 }
 
-/* the CR3 bits one process's windows may differ in: its PCID (the kernel may give it another),
- * and with page-table isolation the user half of its PGD pair (bit 12) */
-static uint64_t cr3_ignore(void)
+/* the lowest address a process may map: the stub's page, below all of CMD's code */
+static uint64_t low_page(void)
 {
-    char b[128] = {0};
-    FILE *f = fopen("/sys/devices/system/cpu/vulnerabilities/meltdown", "r");
+    unsigned long min = 0;
+    FILE *f = fopen("/proc/sys/vm/mmap_min_addr", "r");
     if (f) {
-        if (!fgets(b, sizeof(b), f))
-            b[0] = 0;
+        if (fscanf(f, "%lu", &min) != 1)
+            min = 0;
         fclose(f);
     }
-    return strstr(b, "PTI") ? PTV_TRACE_CR3_IGNORABLE : 0xfff;
+    if (min < 0x10000)
+        min = 0x10000;
+    return (min + 4095) & ~4095ul;
+}
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000 /* Linux 4.17; older kernels take the address as a hint */
+#endif
+#ifndef CLONE_PARENT
+#define CLONE_PARENT 0x00008000
+#endif
+
+/* one injected system call in the stopped tracee at its entry (the bytes there restored after):
+ * its result, or -1 with errno */
+static int64_t inject_syscall(pid_t pid, const struct user_regs_struct *r0, uint64_t nr,
+                              uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3, uint64_t a4,
+                              uint64_t a5, const char *what)
+{
+    struct user_regs_struct r = *r0;
+    errno = 0;
+    uint64_t keep = (uint64_t)ptrace(PTRACE_PEEKTEXT, pid, (void *)r0->rip, NULL);
+    if (errno || pt_poke(pid, r0->rip, (const uint8_t[]){0x0f, 0x05, 0xcc}, 3) < 0)
+        return -1;
+    r.orig_rax = (unsigned long long)-1; /* no syscall restart */
+    r.rax = nr;
+    r.rdi = a0, r.rsi = a1, r.rdx = a2, r.r10 = a3, r.r8 = a4, r.r9 = a5;
+    if (ptrace(PTRACE_SETREGS, pid, NULL, &r) < 0 || pt_trap(pid, what) < 0 ||
+        ptrace(PTRACE_GETREGS, pid, NULL, &r) < 0 ||
+        pt_poke(pid, r0->rip, (const uint8_t *)&keep, 8) < 0)
+        return -1;
+    if (r.rax >= (unsigned long long)-4095) {
+        errno = (int)-(int64_t)r.rax;
+        return -1;
+    }
+    return (int64_t)r.rax;
 }
 
 #define STUB_SIZE 60
@@ -327,10 +423,10 @@ static void stub_bytes(uint8_t *b, const struct user_regs_struct *r0)
 
 static int trace_cmd(const struct opts *o, char **cmd)
 {
-    if (abi < 6) {
+    if (abi < 7) {
         fprintf(stderr,
-                "ptvisor-ctl: trace: ptvisor's VMCALL ABI %lu cannot match one process "
-                "(6 or later needed); `run` traces the whole CPU\n",
+                "ptvisor-ctl: trace: ptvisor's VMCALL ABI %lu is older than this ptvisor-ctl "
+                "(7 or later needed)\n",
                 abi);
         return 1;
     }
@@ -368,77 +464,106 @@ static int trace_cmd(const struct opts *o, char **cmd)
     struct user_regs_struct r0, r;
     const char *step = "read registers";
     uint8_t stub[STUB_SIZE];
-    uint64_t page = 0, keep;
+    pid_t helper = 0;
     int started = 0;
+    int64_t x;
     if (ptrace(PTRACE_GETREGS, pid, NULL, &r0) < 0)
         goto fail;
-    /* 1: mmap(0, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) at the entry */
+    /* 1: mmap(low, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS | NOREPLACE) */
     step = "map the start stub";
-    errno = 0;
-    keep = (uint64_t)ptrace(PTRACE_PEEKTEXT, pid, (void *)r0.rip, NULL);
-    if (errno || pt_poke(pid, r0.rip, (const uint8_t[]){0x0f, 0x05, 0xcc}, 3) < 0)
+    const uint64_t low = low_page();
+    x = inject_syscall(pid, &r0, SYS_mmap, low, 4096, PROT_READ | PROT_EXEC,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, (uint64_t)-1, 0, step);
+    if (x < 0 && errno == EEXIST) /* something is there already: anywhere else */
+        x = inject_syscall(pid, &r0, SYS_mmap, 0, 4096, PROT_READ | PROT_EXEC,
+                           MAP_PRIVATE | MAP_ANONYMOUS, (uint64_t)-1, 0, step);
+    if (x < 0)
         goto fail;
-    r = r0;
-    r.orig_rax = (unsigned long long)-1; /* no syscall restart */
-    r.rax = SYS_mmap;
-    r.rdi = 0;
-    r.rsi = 4096;
-    r.rdx = PROT_READ | PROT_EXEC;
-    r.r10 = MAP_PRIVATE | MAP_ANONYMOUS;
-    r.r8 = (unsigned long long)-1;
-    r.r9 = 0;
-    if (ptrace(PTRACE_SETREGS, pid, NULL, &r) < 0 || pt_trap(pid, step) < 0 ||
-        ptrace(PTRACE_GETREGS, pid, NULL, &r) < 0 ||
-        pt_poke(pid, r0.rip, (const uint8_t *)&keep, 8) < 0)
+    const uint64_t page = (uint64_t)x;
+    stub_bytes(stub, &r0);
+    step = "write the start stub";
+    if (pt_poke(pid, page, stub, sizeof(stub)) < 0)
         goto fail;
-    page = r.rax;
-    if (page >= (uint64_t)-4095) {
-        errno = (int)-page;
+    /* 2: the helper, in CMD's address space, stopped by the SIGSTOP a CLONE_PTRACE child gets */
+    step = "clone the helper";
+    x = inject_syscall(pid, &r0, SYS_clone, CLONE_VM | CLONE_PARENT | CLONE_PTRACE | SIGCHLD, 0, 0,
+                       0, 0, 0, step);
+    if (x <= 0)
+        goto fail;
+    helper = (pid_t)x;
+    while (waitpid(helper, &st, __WALL) < 0)
+        if (errno != EINTR)
+            goto fail;
+    if (!WIFSTOPPED(st)) {
+        errno = ECHILD;
         goto fail;
     }
-    /* 2: the stub's TRACE_START */
+    ptrace(PTRACE_SETOPTIONS, helper, NULL, (void *)(long)PTRACE_O_EXITKILL);
+    /* 3: the stub's TRACE_START */
     step = "start the window in the command";
-    stub_bytes(stub, &r0);
+    uint32_t flags = o->flags | PTV_TRACE_F_CR3_SELF | PTV_TRACE_F_CR3_MASK | PTV_TRACE_F_START_IP;
+    if (!(o->flags & (PTV_TRACE_F_KERNEL | PTV_TRACE_F_USER)))
+        flags |= PTV_TRACE_F_USER; /* user space may trace only user mode */
+    uint64_t lo = o->lo, hi = o->hi;
+    /* everything above the page (user mode only: the kernel half never counts); where the page
+     * could not go lowest, the helper's calls at the end run inside the window (a gap there) */
+    if (!(o->flags & PTV_TRACE_F_RANGE) && page == low) {
+        flags |= PTV_TRACE_F_RANGE;
+        lo = page + 4096;
+        hi = ~0ull;
+    }
     r = r0;
     r.rip = page;
     r.rax = PTV_VMCALL_TRACE_START;
-    r.rbx = o->flags | PTV_TRACE_F_CR3_SELF | PTV_TRACE_F_CR3_MASK | PTV_TRACE_F_START_IP;
-    r.rdx = o->lo;
-    r.rsi = o->hi;
+    r.rbx = flags;
+    r.rdx = lo;
+    r.rsi = hi;
     r.rdi = r0.rip;
     r.r8 = o->budget;
-    r.r9 = cr3_ignore();
-    if (pt_poke(pid, page, stub, sizeof(stub)) < 0 || ptrace(PTRACE_SETREGS, pid, NULL, &r) < 0 ||
-        pt_trap(pid, step) < 0 || ptrace(PTRACE_GETREGS, pid, NULL, &r) < 0)
+    r.r9 = PTV_TRACE_CR3_PCID;
+    if (ptrace(PTRACE_SETREGS, pid, NULL, &r) < 0 || pt_trap(pid, step) < 0 ||
+        ptrace(PTRACE_GETREGS, pid, NULL, &r) < 0)
         goto fail;
     if ((int64_t)r.rax != PTV_VMCALL_OK) {
         kill(pid, SIGKILL);
         waitpid(pid, &st, 0);
+        kill(helper, SIGKILL);
+        waitpid(helper, &st, __WALL);
         if ((int64_t)r.rax == PTV_VMCALL_EINVAL && !(o->flags & PTV_TRACE_F_RANGE))
             fprintf(stderr, "ptvisor-ctl: trace: the VMM refused a one-process window (system-mode "
-                            "PT has no start trigger; `run` traces the whole CPU, sw_trace = on "
-                            "picks the software tracer)\n");
+                            "PT has no start trigger; sw_trace = on picks the software tracer)\n");
         return fail("trace", (int64_t)r.rax);
     }
     started = 1;
+    via_pid = helper; /* from here the window's calls are the helper's */
+    via_stub = page;
     printf("ptvisor-ctl: tracing pid %d (%s) from its entry %#llx (%s, ring %lu bytes)\n", pid,
            cmd[0], (unsigned long long)r0.rip,
            r.rbx == PTV_TRACE_SRC_HARDWARE ? "Intel PT" : "software tracer", (unsigned long)r.rcx);
     fflush(stdout);
-    /* 3: CMD's registers but RIP at the stub's CPUID; detached, it goes on alone */
+    /* 4: CMD's registers but RIP at the stub's CPUID; detached, it goes on alone */
     step = "let the command run";
     r = r0;
     r.rip = page + 4;
     uint64_t t0 = tsc();
     if (ptrace(PTRACE_SETREGS, pid, NULL, &r) < 0 || ptrace(PTRACE_DETACH, pid, NULL, NULL) < 0)
         goto fail;
-    return finish(o, cmd, pid, t0);
+    int rc = finish(o, cmd, pid, t0);
+    via_pid = 0;
+    kill(helper, SIGKILL);
+    waitpid(helper, &st, __WALL);
+    return rc;
 fail:
     fprintf(stderr, "ptvisor-ctl: trace: %s: %s\n", step, strerror(errno));
     kill(pid, SIGKILL);
     waitpid(pid, &st, 0);
     if (started)
         stop();
+    via_pid = 0;
+    if (helper > 0) {
+        kill(helper, SIGKILL);
+        waitpid(helper, &st, __WALL);
+    }
     return 1;
 }
 
@@ -450,15 +575,18 @@ static int usage(void)
                     "       ptvisor-ctl dump [-w]\n"
                     "       ptvisor-ctl run [-k] [-u] [-r LO-HI] [-b N] [-d] -- CMD [ARG...]\n"
                     "       ptvisor-ctl trace [-k] [-u] [-r LO-HI] [-b N] [-d] -- CMD [ARG...]\n"
-                    "  run: everything this CPU runs while CMD runs; trace: CMD's process only\n"
-                    "  (its CR3), from its first instruction to its exit\n"
+                    "  trace: CMD's process only (its CR3), user mode, from its first instruction\n"
+                    "  to its exit; run: everything this CPU runs while CMD runs\n"
                     "  -k  trace the kernel (CPL 0)      -u  trace user space (CPL > 0)\n"
-                    "      (neither: the VMM's configured pt_filter)\n"
+                    "      (neither: the VMM's configured pt_filter; trace: -u)\n"
                     "  -r  only instructions in [LO, HI] (hex)\n"
                     "  -b  close the window after N instructions (software tracer only)\n"
                     "  -w  wait until the dump is out     -d  run: dump when CMD is done (waits)\n"
-                    "Needs vmcall_user = trace in ptvisor.cfg.  The dump goes to the serial\n"
-                    "console; on the host: ptvisor-trace extract LOG -o DIR.\n");
+                    "Needs vmcall_user = trace in ptvisor.cfg.  From user space the VMM allows a\n"
+                    "process its own window only (user mode, no -k, no -b) and only that process\n"
+                    "may stop, dump or read it: `trace` is the command that works; run, start,\n"
+                    "stop and dump are refused there.  The dump goes to the serial console; on\n"
+                    "the host: ptvisor-trace extract LOG -o DIR.\n");
     return 2;
 }
 

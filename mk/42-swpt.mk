@@ -9,7 +9,8 @@ HOST_TESTS += test_swpt
 test_swpt_SRCS := tests/unit/test_swpt.c $(SWPT_SRCS)
 test_swpt_LDLIBS := -lipt
 
-# The trace VMCALLs' rules (issue 27): TRACE_READ's destination resolved once
+# The trace VMCALLs' rules (issue 27): the CPL 3 rule (a process's own window, its owner only,
+# figures of its own stream) and TRACE_READ's destination resolved once
 HOST_TESTS += test_treq
 test_treq_SRCS := tests/unit/test_treq.c vmm/trace/treq.c vmm/trace/swpt.c vmm/pt/pt_pkt.c
 

@@ -7,10 +7,11 @@
  *
  * VMCALL from CPL > 0 is refused with PTV_VMCALL_EPERM (as KVM answers), except
  * VERSION, which tells nothing about the VMM's state.  (EXIT_STATS is open to
- * CPL 3 only where the operator's config says `vmcall_user = stats`.)  Unknown
- * functions return PTV_VMCALL_ENOSYS.  The guest RIP always advances past
- * VMCALL.  No function prints on the guest's behalf: results come back in
- * registers.
+ * CPL 3 only where the operator's config says `vmcall_user = stats`; TRACE_START,
+ * STOP, STATUS and DUMP with `vmcall_user = trace`, under the CPL 3 trace rule
+ * below.)  Unknown functions return PTV_VMCALL_ENOSYS.  The guest RIP always
+ * advances past VMCALL.  No function prints on the guest's behalf: results come
+ * back in registers; a refused call (EPERM, EACCES) changes no register but RAX.
  */
 #ifndef PTV_VMCALL_H
 #define PTV_VMCALL_H
@@ -22,10 +23,11 @@
 #define PTV_VMCALL_EBUSY  (-4) /* ABI 4: already in that state (a trace window is open) */
 #define PTV_VMCALL_ENODEV (-5) /* ABI 4: no trace source on this machine / config */
 #define PTV_VMCALL_ENOMEM (-6) /* ABI 4: the VMM pool cannot hold the trace ring */
+#define PTV_VMCALL_EACCES (-7) /* ABI 7: CPL 3 asked beyond its own window (the CPL 3 rule) */
 
 /* RBX = ABI version (PTV_VMCALL_ABI_VERSION), RCX = "ptvisor" as 8 bytes, RDX = 0 */
 #define PTV_VMCALL_VERSION     0
-#define PTV_VMCALL_ABI_VERSION 6
+#define PTV_VMCALL_ABI_VERSION 7
 
 /*
  * RBX = physical base, RCX = size of the VMM's own memory (image + pool, one
@@ -121,6 +123,22 @@
  * tracer only: system-mode PT has no start trigger, EINVAL).
  * EBUSY: a window is open; ENODEV: no source (sw_trace = off, no MTF);
  * EINVAL: bad filter; ENOMEM: no pool memory for the ring.
+ *
+ * The CPL 3 rule (ABI 7; README, Security).  A window has an owner: the kernel when
+ * TRACE_START came from CPL 0 (or trace_boot opened it), else the process it came from,
+ * named by the CR3 the call ran under.  From CPL 3 (vmcall_user = trace):
+ *  - TRACE_START opens only a window on the caller's own process in user mode:
+ *    RBX must hold PTV_TRACE_F_USER and PTV_TRACE_F_CR3_SELF, may add
+ *    PTV_TRACE_F_CR3_MASK with R9 within PTV_TRACE_CR3_PCID, PTV_TRACE_F_RANGE and
+ *    PTV_TRACE_F_START_IP (they only narrow it), nothing else (no PTV_TRACE_F_KERNEL, no
+ *    PTV_TRACE_F_CR3, no flags 0 = the configured filter), and R8 must be 0 (a budget counts
+ *    every instruction the vCPU steps, other contexts' too); else EACCES.
+ *  - TRACE_STOP, TRACE_STATUS and TRACE_DUMP act only on a window the caller owns (its CR3,
+ *    the PCID aside); any other, or none, answers EACCES.
+ *  - what TRACE_STOP / TRACE_STATUS report is about that window alone: bytes of its stream,
+ *    the instructions it traced, the events and gaps its stream shows, its code that could
+ *    not be read; TRACE_STATUS's R10 is 0.
+ * CPL 0 keeps full control: any filter, any vCPU window, every figure.
  */
 #define PTV_VMCALL_TRACE_START  10
 #define PTV_TRACE_F_KERNEL      (1u << 0) /* CPL 0 */
@@ -132,14 +150,19 @@
 #define PTV_TRACE_F_START_IP    (1u << 6) /* ABI 6: silent until the first admitted IP == RDI */
 #define PTV_TRACE_F_ALL         0x7fu
 #define PTV_TRACE_CR3_IGNORABLE 0x1fffull /* PCID (11:0) and the PTI half (12) */
+#define PTV_TRACE_CR3_PCID      0xfffull  /* ABI 7: what a CPL 3 caller's mask may hold */
 #define PTV_TRACE_SRC_HARDWARE  1
 #define PTV_TRACE_SRC_SOFTWARE  2
 /* TRACE_STOP: out RBX = ring bytes written in all, RCX = instructions stepped,
- * RDX = PTV_TRACE_ST_* flags, RSI = gaps (OVF), RDI = events (FUP+TIP) */
+ * RDX = PTV_TRACE_ST_* flags, RSI = gaps (OVF), RDI = events (FUP+TIP).
+ * At CPL 3 (its owner only): RCX = instructions traced, RSI = OVFs in the stream,
+ * RDI = events the stream shows */
 #define PTV_VMCALL_TRACE_STOP 11
 /* TRACE_STATUS: out RBX = PTV_TRACE_ST_*, RCX = ring size, RDX = bytes written in all,
  * RSI = instructions stepped, RDI = gaps (OVF), R8 = events, R9 = code reads failed,
- * R10 = serial dumps started since boot (ABI 5; any trigger, any CPU) */
+ * R10 = serial dumps started since boot (ABI 5; any trigger, any CPU).
+ * At CPL 3 (its owner only): RSI, RDI, R8 as TRACE_STOP's, R9 = reads of the window's own
+ * code that failed, R10 = 0 */
 #define PTV_VMCALL_TRACE_STATUS 12
 #define PTV_TRACE_ST_ON         (1u << 0) /* a window is open */
 #define PTV_TRACE_ST_WRAPPED    (1u << 1) /* the ring wrapped: the oldest bytes are gone */

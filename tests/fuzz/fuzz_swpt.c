@@ -4,7 +4,11 @@
  * event / lost / stop with random contexts, filters, ring sizes and modes.  Checks: nothing is
  * written outside the ring (guard bytes, and ASan on the exact allocation), a full
  * stop-on-full ring holds whole packets only and its head never passes its size, and
- * libipt's packet decoder parses every byte from the first PSB to the end.
+ * libipt's packet decoder parses every byte from the first PSB to the end.  The CPL 3 rule
+ * (vmm/trace/treq.c, issue 27): a TRACE_START a guest process may make is a window on its own
+ * process in user mode, whose stream, traced count and events never move at a step that
+ * leaves and enters only other contexts (a PSB+ when due and an OVF for a loss aside), and
+ * only its owner may act on it.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -94,15 +98,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cfg.filter.start_at = h & 2;
     if (cfg.filter.start_at)
         cfg.filter.start_ip = pick_ip(&in);
+    bool own = false; /* cfg is a CPL 3 caller's window: the caller's context only */
+    uint64_t own_cr3 = 0, own_ignore = 0;
     if (h & 4) { /* the same configuration as a TRACE_START would ask for it */
         struct ptv_config pc = {.psb_period = cfg.psb_period, .trace_filter = f & 3};
+        uint8_t u = (uint8_t)take(&in, 1);
         struct trace_req rq = {.flags = (uint32_t)take(&in, 1),
                                .cr3 = cfg.filter.cr3,
-                               .caller_cr3 = take(&in, 8),
+                               /* often one of pick_ctx's CR3s with PCID bits */
+                               .caller_cr3 =
+                                   u & 2 ? take(&in, 8) : 0x1000ull * ((u >> 2) & 3) + (u >> 4),
                                .cr3_ignore = cfg.filter.cr3_ignore,
                                .lo = pick_ip(&in),
                                .hi = pick_ip(&in),
-                               .start_ip = cfg.filter.start_ip};
+                               .start_ip = cfg.filter.start_ip,
+                               .user = u & 1};
+        uint64_t budget = h & 8 ? take(&in, 2) : 0;
         const char *why = NULL;
         struct swpt_cfg rc;
         int ok = trace_req_swpt(&rq, &pc, &rc, &why);
@@ -110,8 +121,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             fail("trace_req_swpt refused without a reason");
         if (ok == 0 && swpt_cfg_check(&rc, NULL) != 0)
             fail("trace_req_swpt accepted a configuration swpt_cfg_check refuses");
-        if (ok == 0)
+        /* the CPL 3 rule: refused (with a reason), or the caller's own window, user mode
+         * only, PCID bits the most the match ignores, no budget */
+        int user_ok = trace_req_user_check(&rq, budget, &why);
+        if (user_ok != 0 && (!why || !*why))
+            fail("trace_req_user_check refused without a reason");
+        if (!rq.user && user_ok != 0)
+            fail("trace_req_user_check refused a CPL 0 request");
+        if (rq.user && user_ok == 0 && ok == 0 &&
+            (!rc.filter.user || rc.filter.kernel || !rc.filter.cr3_match ||
+             rc.filter.cr3 != rq.caller_cr3 || (rc.filter.cr3_ignore & ~PTV_TRACE_CR3_PCID) ||
+             budget))
+            fail("the CPL 3 rule let through a window beyond the caller's process in user mode");
+        /* only the owner acts on it from CPL 3; CPL 0 on every window */
+        struct trace_owner o = trace_owner_of(&rq);
+        uint64_t other = take(&in, 1) & 1 ? take(&in, 8) : rq.caller_cr3 ^ take(&in, 2);
+        for (unsigned cpl = 0; cpl < 4; cpl++)
+            if (trace_owner_allows(&o, cpl, other) !=
+                (cpl == 0 || (rq.user && !((other ^ rq.caller_cr3) & ~PTV_TRACE_CR3_PCID))))
+                fail("trace_owner_allows: not the owner's process, or CPL 0 refused");
+        if (ok == 0 && (!rq.user || user_ok == 0)) {
             cfg = rc;
+            own = rq.user;
+            own_cr3 = rc.filter.cr3;
+            own_ignore = rc.filter.cr3_ignore;
+        }
     }
     size_t rsize = 1 + (size_t)take(&in, 2) % 4096;
     bool stop_on_full = take(&in, 1) & 1;
@@ -132,6 +166,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         uint8_t op = (uint8_t)take(&in, 1);
         uint64_t to = (op & 0x80) ? pick_ip(&in) : ip + 1 + (op & 7);
         struct swpt_ctx after = (op & 0x40) ? pick_ctx(&in) : ctx;
+        const uint64_t head0 = r.head, traced0 = t.traced, ev0 = t.win_events, psbs0 = t.psbs;
 
         switch (op & 0x38) {
         case 0x00:
@@ -162,6 +197,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             swpt_start(&t, &cfg, &r, &after, to, 0);
             break;
         }
+        /* a step from another context to another (the kernel, another process) and an event
+         * between them: nothing of it in a CPL 3 caller's window (a restart aside) */
+        bool off_before = ctx.cpl == 0 || ((ctx.cr3 ^ own_cr3) & ~own_ignore),
+             off_after = after.cpl == 0 || ((after.cr3 ^ own_cr3) & ~own_ignore);
+        if (own && off_before && off_after && (op & 0x38) <= 0x20 &&
+            (t.traced != traced0 || t.win_events != ev0 || (r.head != head0 && t.psbs == psbs0)))
+            fail("a CPL 3 caller's window shows a step of another context");
         ip = to;
         ctx = after;
         if (stop_on_full && r.head > r.size)

@@ -11,13 +11,17 @@
  * Built with -DPTT_SELF_TRACE (the guest's copy, mk/40-guest.mk) it opens and closes a trace
  * window of the ptvisor VMM around its work (TRACE_START / TRACE_STOP at CPL 3: needs
  * vmcall_user = trace), so its own user-space run is traced even where the software tracer
- * steps with the trap flag, which an exec() clears (docs/ARCHITECTURE.md section 5).
+ * steps with the trap flag, which an exec() clears (docs/ARCHITECTURE.md section 5).  From CPL 3
+ * a window is the caller's own process in user mode, and only its owner may dump it (the CPL 3
+ * rule, include/ptv/vmcall.h): so the window names this process's CR3, and this program dumps
+ * it itself (TRACE_DUMP, then TRACE_STATUS until the dump is out) and prints the dump's number.
  */
 #include <stdint.h>
 #include <unistd.h>
 
 #ifdef PTT_SELF_TRACE
 #include <string.h>
+#include <time.h>
 #include "ptv/vmcall.h"
 static uint64_t rdtsc(void)
 {
@@ -25,16 +29,44 @@ static uint64_t rdtsc(void)
     __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
     return (uint64_t)hi << 32 | lo;
 }
-static void self_trace(uint64_t fn) /* no filter but CPL 3, no range, no budget */
+/* a VMCALL with RBX in and out (the rest 0 in); RAX out */
+static int64_t self_call(uint64_t fn, uint64_t *rbx_io, uint64_t r9_in)
 {
-    uint64_t rax = fn, rbx = PTV_TRACE_F_USER, rcx = 0, rdx = 0, rsi = 0, rdi = 0;
+    uint64_t rax = fn, rbx = *rbx_io, rcx = 0, rdx = 0, rsi = 0, rdi = 0;
     register uint64_t r8 __asm__("r8") = 0;
-    register uint64_t r9 __asm__("r9") = 0;
+    register uint64_t r9 __asm__("r9") = r9_in;
+    register uint64_t r10 __asm__("r10") = 0;
     __asm__ volatile("vmcall"
                      : "+a"(rax), "+b"(rbx), "+c"(rcx), "+d"(rdx), "+S"(rsi), "+D"(rdi), "+r"(r8),
-                       "+r"(r9)
+                       "+r"(r9), "+r"(r10)
                      :
                      : "memory");
+    *rbx_io = rbx;
+    return (int64_t)rax;
+}
+/* this process in user mode (its CR3, PCID aside: the kernel may give it another), no range,
+ * no budget; then TRACE_STOP */
+static void self_trace(uint64_t fn)
+{
+    uint64_t rbx = PTV_TRACE_F_USER | PTV_TRACE_F_CR3_SELF | PTV_TRACE_F_CR3_MASK;
+    self_call(fn, &rbx, PTV_TRACE_CR3_PCID);
+}
+/* the window out on the serial console: its dump's number once the last line is out, 0 where
+ * the VMM refused it */
+static uint64_t self_dump(void)
+{
+    uint64_t id = 0;
+    if (self_call(PTV_VMCALL_TRACE_DUMP, &id, 0) != PTV_VMCALL_OK)
+        return 0;
+    const struct timespec tick = {0, 20 * 1000 * 1000};
+    for (unsigned i = 0; i < 30000; i++) { /* 10 minutes */
+        uint64_t st = 0;
+        if (self_call(PTV_VMCALL_TRACE_STATUS, &st, 0) != PTV_VMCALL_OK ||
+            !(st & PTV_TRACE_ST_DUMPING))
+            break;
+        nanosleep(&tick, NULL);
+    }
+    return id;
 }
 #else
 #define self_trace(fn) ((void)0)
@@ -149,8 +181,9 @@ static unsigned put_hex(char *out, uint64_t v, unsigned digits)
 
 int main(void)
 {
-    char out[64];
+    char out[96];
     unsigned n = 0;
+    int rc = 0;
 
 #ifdef PTT_SELF_TRACE
     /* the same work untraced, then in a window: the tracer's cost per instruction (in Bochs
@@ -167,9 +200,13 @@ int main(void)
     n += put_hex(out + n, t1 - t0, 16);
     out[n++] = ' ';
     n += put_hex(out + n, t2 - t1, 16);
+    uint64_t id = self_dump();
+    memcpy(out + n, " dump ", 6), n += 6;
+    n += put_hex(out + n, id, 8);
+    rc = id ? 0 : 2;
 #else
     n += put_hex(out, work(), 8);
 #endif
     out[n++] = '\n';
-    return write(1, out, n) == (ssize_t)n ? 0 : 1;
+    return write(1, out, n) == (ssize_t)n ? rc : 1;
 }

@@ -579,6 +579,9 @@ static void check_program(char *const argv[])
         assert_int_equal(blk.t.st.steps, off.t.st.steps);
         assert_int_equal(blk.t.st.lost, 0);
         assert_int_equal(blk.t.st.events, off.t.st.events);
+        /* what a CPL 3 owner is told (issue 27): the same */
+        assert_int_equal(blk.t.pt.traced, off.t.pt.traced);
+        assert_int_equal(blk.t.pt.win_events, off.t.pt.win_events);
         assert_true(bs.chained > 0);  /* real programs call and jump directly */
         assert_true(bs.indirect > 0); /* ... and through registers and memory */
         assert_true(bs.loops > 0);    /* ... and loop */
@@ -635,6 +638,11 @@ static void check_program(char *const argv[])
             assert_int_equal(blk.t.st.lost, one.t.st.lost);
             assert_int_equal(blk.t.st.events, one.t.st.events);
             assert_int_equal(blk.t.st.departures, one.t.st.departures);
+            assert_int_equal(blk.t.pt.traced, one.t.pt.traced);
+            assert_int_equal(blk.t.pt.win_events, one.t.pt.win_events);
+            assert_int_equal(blk.t.pt.lost, one.t.pt.lost);
+            assert_int_equal(blk.t.st.unreadable_in, one.t.st.unreadable_in);
+            assert_true(one.t.pt.traced < one.t.st.steps); /* the other contexts' not in it */
             assert_true(bs.dark > 0); /* blocks ran out of the traced context */
             print_message("%-22s %s window (%u spans left out, %lu departures, %lu gaps): %lu "
                           "exits, %lu blocks, %lu of them out of context\n",
@@ -662,6 +670,7 @@ static void check_program(char *const argv[])
     if (swpt_decode(on.ring.buf, on.ring.head, read_cb, insn_cb, &e, &st, err, sizeof(err)))
         fail_msg("%s: %s; %s", argv[0], err, e.err);
     assert_int_equal(e.pos, e.n);
+    assert_int_equal(on.t.pt.traced, e.n); /* what a CPL 3 owner is told: what decodes */
     const struct bc_stats *b = &on.t.bc.st;
     print_message("%-22s %7u steps, %7lu PT bytes: cache %.1f%% (1024 entries: %.1f%%) "
                   "instruction hits (%lu stale), "

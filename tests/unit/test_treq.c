@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The trace VMCALLs' rules (vmm/trace/treq.c), issue 27 defect 7: TRACE_READ's copy.  The
- * destination is resolved once, and the copy writes where it resolved, even when a page's
- * lookup would answer 0 afterwards (another vCPU moved its xAPIC window onto it: the old code
- * looked up again and copied to host address 0).
+ * The trace VMCALLs' rules (vmm/trace/treq.c), issue 27:
+ *  - defect 2, the CPL 3 rule: every TRACE_START a guest process can make (all flag
+ *    combinations, CR3 masks, budgets) is either refused or a window on the caller's own
+ *    process in user mode; only a window's owner (its CR3, the PCID aside) may stop, dump or
+ *    read it from CPL 3; and what the owner is told (vmm/trace/swpt.c's traced / win_events)
+ *    is what its stream shows, nothing of the kernel or another process;
+ *  - defect 7, TRACE_READ's copy: the destination is resolved once, and the copy writes where
+ *    it resolved, even when a page's lookup would answer 0 afterwards (another vCPU moved its
+ *    xAPIC window onto it: the old code looked up again and copied to host address 0).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,7 +20,234 @@
 
 #include <cmocka.h>
 
+#include <ptv/config.h>
+#include <ptv/vmcall.h>
+
+#include "trace/swpt.h"
 #include "trace/treq.h"
+
+#define CALLER 0x41803ull /* a process's CR3 with its PCID (0x803) */
+
+/* ---- defect 2: TRACE_START from CPL 3 ---- */
+
+/* a request the CPL 3 rule let through opens a window on the caller's process, user mode only */
+static void assert_own_window(const struct trace_req *rq, const struct ptv_config *pc)
+{
+    struct swpt_cfg c;
+    const char *why;
+    if (trace_req_swpt(rq, pc, &c, &why) != 0)
+        return; /* refused for another reason (EINVAL): no window at all */
+    assert_true(c.filter.user);
+    assert_false(c.filter.kernel);
+    assert_true(c.filter.cr3_match);
+    assert_int_equal(c.filter.cr3, rq->caller_cr3);
+    assert_int_equal(c.filter.cr3_ignore & ~PTV_TRACE_CR3_PCID, 0);
+}
+
+static void test_user_start(void **state)
+{
+    (void)state;
+    /* a configuration that would trace everything: kernel, user, no CR3 */
+    const struct ptv_config pc = {.psb_period = 4096,
+                                  .trace_filter = PTV_TRACE_OS | PTV_TRACE_USER};
+    const char *why;
+    const uint32_t own = PTV_TRACE_F_USER | PTV_TRACE_F_CR3_SELF;
+    static const struct {
+        uint32_t flags;
+        uint64_t ignore, budget;
+        int ok;
+        const char *why;
+    } cases[] = {
+        /* what ptvisor-ctl trace and ptt-work ask */
+        {own | PTV_TRACE_F_CR3_MASK | PTV_TRACE_F_START_IP, PTV_TRACE_CR3_PCID, 0, 1, NULL},
+        {own | PTV_TRACE_F_CR3_MASK | PTV_TRACE_F_START_IP | PTV_TRACE_F_RANGE, 0xfff, 0, 1, NULL},
+        {own, 0, 0, 1, NULL},
+        {own | PTV_TRACE_F_RANGE, 0, 0, 1, NULL}, /* a range only narrows it */
+        /* the attacks of issue 27 defect 2 */
+        {0, 0, 0, 0, "PTV_TRACE_F_USER and PTV_TRACE_F_CR3_SELF"}, /* the configured filter */
+        {PTV_TRACE_F_KERNEL, 0, 0, 0, "user mode only"},
+        {PTV_TRACE_F_KERNEL | own, 0, 0, 0, "user mode only"},
+        {PTV_TRACE_F_USER, 0, 0, 0, "PTV_TRACE_F_CR3_SELF"},                     /* any CR3 */
+        {PTV_TRACE_F_USER | PTV_TRACE_F_CR3, 0, 0, 0, "own process"},            /* one named */
+        {PTV_TRACE_F_USER | PTV_TRACE_F_RANGE, 0, 0, 0, "PTV_TRACE_F_CR3_SELF"}, /* kernel text */
+        {PTV_TRACE_F_KERNEL | PTV_TRACE_F_RANGE, 0, 0, 0, "user mode only"},
+        {PTV_TRACE_F_USER | PTV_TRACE_F_START_IP, 0, 0, 0, "PTV_TRACE_F_CR3_SELF"},
+        {PTV_TRACE_F_CR3_SELF, 0, 0, 0, "PTV_TRACE_F_USER"},
+        /* bit 12: another page table where no PTI pairs them */
+        {own | PTV_TRACE_F_CR3_MASK, 0x1fff, 0, 0, "only the PCID"},
+        {own | PTV_TRACE_F_CR3_MASK, 0x1000, 0, 0, "only the PCID"},
+        {own, 0, 1, 0, "no budget"},
+        {own, 0, ~0ull, 0, "no budget"},
+        {own | (1u << 7), 0, 0, 0, "unknown"},
+        {own | 0x80000000u, 0, 0, 0, "unknown"},
+    };
+    for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct trace_req rq = {.flags = cases[i].flags,
+                               .cr3 = 0x9000,
+                               .caller_cr3 = CALLER,
+                               .cr3_ignore = cases[i].ignore,
+                               .lo = 0xffffffff81000000ull,
+                               .hi = 0xffffffff81ffffffull,
+                               .start_ip = 0x401000,
+                               .user = true};
+        int rc = trace_req_user_check(&rq, cases[i].budget, &why);
+        if ((rc == 0) != cases[i].ok)
+            fail_msg("case %u (flags %#x): %s, want %s", i, cases[i].flags,
+                     rc ? "refused" : "accepted", cases[i].ok ? "accepted" : "refused");
+        if (!cases[i].ok && !strstr(why, cases[i].why))
+            fail_msg("case %u: '%s' does not say '%s'", i, why, cases[i].why);
+        if (cases[i].ok)
+            assert_own_window(&rq, &pc);
+        /* CPL 0 keeps full control */
+        rq.user = false;
+        assert_int_equal(trace_req_user_check(&rq, cases[i].budget, &why), 0);
+    }
+}
+
+/* every flag combination, mask and budget: accepted from CPL 3 means the caller's own window */
+static void test_user_start_sweep(void **state)
+{
+    (void)state;
+    const struct ptv_config pcs[] = {
+        {.psb_period = 4096, .trace_filter = PTV_TRACE_OS | PTV_TRACE_USER},
+        {.psb_period = 4096, .trace_filter = PTV_TRACE_OS, .trace_cr3 = 0x7000},
+        {.psb_period = 4096,
+         .trace_filter = PTV_TRACE_USER,
+         .trace_nranges = 1,
+         .trace_range = {{.lo = 0xffffffff80000000ull, .hi = ~0ull}}},
+    };
+    static const uint64_t masks[] = {0, 0xfff, 0x800, 0x1000, 0x1fff, ~0ull};
+    const char *why;
+    unsigned accepted = 0;
+    for (uint32_t f = 0; f < 0x100; f++)
+        for (unsigned m = 0; m < sizeof(masks) / sizeof(masks[0]); m++)
+            for (uint64_t budget = 0; budget < 2; budget++) {
+                struct trace_req rq = {.flags = f,
+                                       .cr3 = 0x9000,
+                                       .caller_cr3 = CALLER,
+                                       .cr3_ignore = masks[m],
+                                       .lo = 0x1000,
+                                       .hi = ~0ull,
+                                       .start_ip = 0xffffffff81000000ull,
+                                       .user = true};
+                if (trace_req_user_check(&rq, budget, &why))
+                    continue;
+                accepted++;
+                assert_int_equal(budget, 0);
+                for (unsigned p = 0; p < sizeof(pcs) / sizeof(pcs[0]); p++)
+                    assert_own_window(&rq, &pcs[p]);
+                /* its owner is the caller's process */
+                struct trace_owner o = trace_owner_of(&rq);
+                assert_true(o.user);
+                assert_int_equal(o.cr3, CALLER);
+            }
+    /* USER | CR3_SELF, with or without RANGE and START_IP (4): every mask goes without
+     * CR3_MASK (ignored), the 3 within the PCID with it */
+    assert_int_equal(accepted, 4 * 6 + 4 * 3);
+}
+
+/* ---- defect 2: who may stop, dump or read a window ---- */
+
+static void test_owner(void **state)
+{
+    (void)state;
+    const struct trace_req by_proc = {
+        .flags = PTV_TRACE_F_USER | PTV_TRACE_F_CR3_SELF, .caller_cr3 = CALLER, .user = true};
+    const struct trace_req by_kernel = {.flags = PTV_TRACE_F_KERNEL, .caller_cr3 = CALLER};
+    struct trace_owner p = trace_owner_of(&by_proc), k = trace_owner_of(&by_kernel),
+                       boot = {0}; /* trace_boot's window, or none opened yet */
+
+    /* CPL 0: every window */
+    assert_true(trace_owner_allows(&p, 0, 0x5000));
+    assert_true(trace_owner_allows(&k, 0, CALLER));
+    assert_true(trace_owner_allows(&boot, 0, 0));
+    /* CPL 3: the opener's process, whatever PCID the kernel gives it now */
+    assert_true(trace_owner_allows(&p, 3, CALLER));
+    assert_true(trace_owner_allows(&p, 3, CALLER & ~0xfffull));
+    assert_true(trace_owner_allows(&p, 3, (CALLER & ~0xfffull) | 0x005));
+    assert_true(trace_owner_allows(&p, 1, CALLER));
+    /* not another process, not the other page table of a pair, not the kernel's window */
+    assert_false(trace_owner_allows(&p, 3, CALLER + 0x2000));
+    assert_false(trace_owner_allows(&p, 3, CALLER ^ 0x1000));
+    assert_false(trace_owner_allows(&p, 3, CALLER | (1ull << 40)));
+    assert_false(trace_owner_allows(&k, 3, CALLER));
+    assert_false(trace_owner_allows(&boot, 3, 0));
+    assert_false(trace_owner_allows(&boot, 3, CALLER));
+}
+
+/* ---- defect 2: what the owner is told is its stream's ---- */
+
+static const struct swpt_ctx USER_A = {.cr3 = CALLER, .cpl = 3, .cs = X86_CODE64};
+static const struct swpt_ctx USER_B = {.cr3 = 0x52000, .cpl = 3, .cs = X86_CODE64};
+static const struct swpt_ctx KERN = {.cr3 = CALLER, .cpl = 0, .cs = X86_CODE64};
+static const struct x86_insn PLAIN = {.len = 1, .branch = X86_BR_NONE};
+static const struct x86_insn SYSCALL = {.len = 2, .branch = X86_BR_SYSCALL};
+static const struct x86_insn SYSRET = {.len = 3, .branch = X86_BR_SYSRET};
+static const struct x86_insn MOVCR3 = {.len = 3, .branch = X86_BR_NONE};
+
+/* the caller's window: n of its instructions, a system call whose kernel side runs k
+ * instructions and takes e interrupts, a switch to another process that runs k more */
+static void run(struct swpt *t, struct swpt_ring *r, unsigned n, unsigned k, unsigned e)
+{
+    struct swpt_cfg cfg = {.filter = {.user = true,
+                                      .cr3_match = true,
+                                      .cr3 = CALLER,
+                                      .cr3_ignore = PTV_TRACE_CR3_PCID},
+                           .psb_period = 1u << 20};
+    uint64_t ip = 0x401000, kip = 0xffffffff81000000ull;
+    r->head = 0;
+    swpt_start(t, &cfg, r, &USER_A, ip, 0);
+    for (unsigned i = 0; i < n; i++, ip++)
+        swpt_insn(t, ip, &PLAIN, ip + 1, &USER_A, 0);
+    swpt_insn(t, ip, &SYSCALL, kip, &KERN, 0);
+    for (unsigned i = 0; i < k; i++, kip++) {
+        if (i % 4 == 0 && e) { /* an interrupt in the kernel: not the window's */
+            swpt_event(t, kip, 0xffffffff82000000ull, &KERN, 0);
+            swpt_insn(t, 0xffffffff82000000ull, &PLAIN, kip, &KERN, 0);
+            e--;
+        }
+        swpt_insn(t, kip, &PLAIN, kip + 1, &KERN, 0);
+    }
+    /* the kernel switches to another process, which runs and makes a system call */
+    swpt_insn(t, kip, &MOVCR3, kip + 3,
+              &(struct swpt_ctx){.cr3 = USER_B.cr3, .cpl = 0, .cs = X86_CODE64}, 0);
+    swpt_insn(t, kip + 3, &SYSRET, 0x401000, &USER_B, 0);
+    for (unsigned i = 0; i < k; i++)
+        swpt_insn(t, 0x401000 + i, &PLAIN, 0x401001 + i, &USER_B, 0);
+    swpt_event(t, 0x401000 + k, 0xffffffff82000000ull, &KERN, 0);
+    swpt_stop(t, 0xffffffff82000000ull);
+}
+
+static void test_owner_figures(void **state)
+{
+    (void)state;
+    static uint8_t buf[1 << 16];
+    struct swpt_ring r = {.buf = buf, .size = sizeof(buf)};
+    struct swpt a, b;
+
+    run(&a, &r, 50, 10, 0);
+    uint64_t bytes_a = r.head;
+    run(&b, &r, 50, 1000, 30); /* the kernel and the other process do much more */
+    /* the window's own: 50 instructions and its system call, one event (none of its own: the
+     * interrupts are the kernel's), and the same bytes */
+    assert_int_equal(a.traced, 51);
+    assert_int_equal(b.traced, 51);
+    assert_int_equal(a.win_events, 0);
+    assert_int_equal(b.win_events, 0);
+    assert_int_equal(r.head, bytes_a);
+    /* what TRACE_STATUS told everyone before: every step and every event of every context */
+    assert_true(b.insns > a.insns + 1000);
+    assert_int_equal(b.events, a.events + 30);
+    /* an interrupt in the window's own code is its event */
+    struct swpt_cfg cfg = {.filter = {.user = true, .cr3_match = true, .cr3 = CALLER},
+                           .psb_period = 1u << 20};
+    swpt_start(&a, &cfg, &r, &USER_A, 0x401000, 0);
+    swpt_event(&a, 0x401000, 0xffffffff82000000ull, &KERN, 0);              /* out of its code */
+    swpt_event(&a, 0xffffffff82000000ull, 0xffffffff82000100ull, &KERN, 0); /* kernel's */
+    swpt_event(&a, 0xffffffff82000100ull, 0x401000, &USER_A, 0);            /* back into it */
+    assert_int_equal(a.win_events, 2);
+    assert_int_equal(a.events, 3);
+}
 
 /* ---- defect 7: TRACE_READ's destination resolved once ---- */
 
@@ -25,7 +257,7 @@
 struct mem {
     uint8_t *ram; /* host memory behind the guest pages: identity, as EPT maps guest RAM */
     unsigned lookups[NPAGES + 2];
-    int apic_page;      /* -1, or the page another vCPU moves its xAPIC window onto ... */
+    int apic_page;       /* -1, or the page another vCPU moves its xAPIC window onto ... */
     unsigned apic_after; /* ... once it was looked up this many times */
     uint64_t wrote_lo, wrote_hi;
     uint64_t stream_off;
@@ -154,8 +386,9 @@ static void test_read_scattered(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_read_once),
-        cmocka_unit_test(test_read_scattered),
+        cmocka_unit_test(test_user_start), cmocka_unit_test(test_user_start_sweep),
+        cmocka_unit_test(test_owner),      cmocka_unit_test(test_owner_figures),
+        cmocka_unit_test(test_read_once),  cmocka_unit_test(test_read_scattered),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -338,6 +338,8 @@ void swpt_insn(struct swpt *t, uint64_t ip, const struct x86_insn *in, uint64_t 
     if (in->branch <= X86_BR_CALL_DIRECT && !t->armed && after->cr3 == t->ctx.cr3 &&
         packet_en(t, after, next_ip) == t->pkt_en) {
         t->ctx = *after;
+        /* a REP string instruction fed once per iteration: the decode shows it once */
+        t->traced += t->pkt_en && (next_ip != ip || !(in->flags & X86_F_REP));
         if (in->branch == X86_BR_JCC && t->pkt_en)
             tnt(t, next_ip != ip + in->len);
         psb_if_due(t, next_ip, tsc);
@@ -373,6 +375,9 @@ void swpt_insn(struct swpt *t, uint64_t ip, const struct x86_insn *in, uint64_t 
     default: /* no packet of its own; MOV CR3 gives a PIP through the context */
         break;
     }
+    /* a decode shows it, unless the FUP at its own IP stands for it (INT n, a VM function or
+     * #UD that left at it: libipt reports the event before the instruction) */
+    t->traced += t->pkt_en && !x.fup;
     transfer(t, &x);
     psb_if_due(t, next_ip, tsc);
 }
@@ -387,6 +392,7 @@ bool swpt_plain(struct swpt *t, uint64_t n, const struct swpt_ctx *after)
         t->since_psb >= t->cfg.psb_period || context_en(t, after) != t->pkt_en)
         return false;
     t->insns += n;
+    t->traced += t->pkt_en ? n : 0;
     t->ctx = *after;
     return true;
 }
@@ -400,6 +406,8 @@ void swpt_event(struct swpt *t, uint64_t from_ip, uint64_t to_ip, const struct s
     if (!t->on)
         return;
     t->events++;
+    if (!t->armed && (t->pkt_en || packet_en(t, after, to_ip)))
+        t->win_events++;
     transfer(t, &x);
     psb_if_due(t, to_ip, tsc);
 }

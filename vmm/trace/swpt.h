@@ -82,9 +82,12 @@ struct swpt {
     uint64_t insns; /* instructions seen while on (traced or filtered out) */
     uint64_t packets;
     uint64_t psbs;
-    uint64_t events;   /* asynchronous events */
-    uint64_t lost;     /* swpt_lost calls (OVF) */
-    uint8_t mode_sent; /* enum x86_code_size of the last MODE.Exec written */
+    uint64_t events; /* asynchronous events */
+    uint64_t lost;   /* swpt_lost calls (OVF) */
+    /* what the stream itself shows (a CPL 3 owner is told these, nothing of other contexts) */
+    uint64_t traced;     /* instructions with PacketEn = 1: what a decode of the stream yields */
+    uint64_t win_events; /* events from or into traced code (FUP + TIP / TIP.PGD, TIP.PGE) */
+    uint8_t mode_sent;   /* enum x86_code_size of the last MODE.Exec written */
 };
 
 /* validate a configuration: 0 or a negative SWPT_E*, with a one-line reason in *why */

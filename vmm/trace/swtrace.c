@@ -13,8 +13,10 @@ static void fetch(struct swtrace *t, const struct gw_mem *m, const struct swtrac
     t->cs_sel = c->cs_sel;
     t->ctx = c->ctx;
     t->valid = bc_fetch_fast(&t->bc, m, &c->paging, lin, c->ctx.cs, &t->insn);
-    if (!t->valid)
+    if (!t->valid) {
         t->st.unreadable++;
+        t->st.unreadable_in += swpt_admits(&t->pt, &c->ctx, c->rip);
+    }
 }
 
 /*

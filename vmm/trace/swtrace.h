@@ -45,13 +45,14 @@ struct swtrace_cpu {
 };
 
 struct swtrace_stats {
-    uint64_t steps;      /* instructions traced (or filtered out) */
-    uint64_t events;     /* events recognised from their frame */
-    uint64_t lost;       /* OVF: a step the tracer could not explain */
-    uint64_t unreadable; /* code bytes that could not be read before they ran */
-    uint64_t rep_iters;  /* steps that stayed on a REP string instruction */
-    uint64_t departures; /* traced code left unseen for untraced code (swtrace.c) */
-    uint64_t next_hits;  /* blocks after a lead found in the successor table (swblock.c) */
+    uint64_t steps;         /* instructions traced (or filtered out) */
+    uint64_t events;        /* events recognised from their frame */
+    uint64_t lost;          /* OVF: a step the tracer could not explain */
+    uint64_t unreadable;    /* code bytes that could not be read before they ran */
+    uint64_t unreadable_in; /* of them, in what the window traces (a CPL 3 owner's figure) */
+    uint64_t rep_iters;     /* steps that stayed on a REP string instruction */
+    uint64_t departures;    /* traced code left unseen for untraced code (swtrace.c) */
+    uint64_t next_hits;     /* blocks after a lead found in the successor table (swblock.c) */
 };
 
 struct swtrace {

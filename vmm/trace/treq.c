@@ -79,6 +79,50 @@ int trace_req_hw_check(const struct trace_req *rq, uint64_t budget, const char *
     return w ? -1 : 0;
 }
 
+/* --- the CPL 3 rule --- */
+
+#define USER_FLAGS                                                                                 \
+    (PTV_TRACE_F_USER | PTV_TRACE_F_CR3_SELF | PTV_TRACE_F_CR3_MASK | PTV_TRACE_F_RANGE |          \
+     PTV_TRACE_F_START_IP)
+
+int trace_req_user_check(const struct trace_req *rq, uint64_t budget, const char **why)
+{
+    const uint32_t f = rq->flags;
+    const char *w = NULL;
+
+    *why = "ok";
+    if (!rq->user)
+        return 0; /* CPL 0: any window */
+    if (f & PTV_TRACE_F_KERNEL)
+        w = "from CPL 3 a window traces user mode only (no PTV_TRACE_F_KERNEL)";
+    else if (f & PTV_TRACE_F_CR3)
+        w = "from CPL 3 a window is the caller's own process (PTV_TRACE_F_CR3_SELF, not a CR3)";
+    else if (f & ~USER_FLAGS)
+        w = "from CPL 3 only the flags of the caller's own window (unknown flags)";
+    else if (!(f & PTV_TRACE_F_USER) || !(f & PTV_TRACE_F_CR3_SELF))
+        w = "from CPL 3 a window needs PTV_TRACE_F_USER and PTV_TRACE_F_CR3_SELF";
+    else if ((f & PTV_TRACE_F_CR3_MASK) && (rq->cr3_ignore & ~PTV_TRACE_CR3_PCID))
+        w = "from CPL 3 the CR3 match may ignore only the PCID (bits 11:0)";
+    else if (budget)
+        w = "from CPL 3 no budget (it counts the instructions of every context)";
+    if (w)
+        *why = w;
+    return w ? -1 : 0;
+}
+
+struct trace_owner trace_owner_of(const struct trace_req *rq)
+{
+    return rq->user ? (struct trace_owner){.user = true, .cr3 = rq->caller_cr3}
+                    : (struct trace_owner){0};
+}
+
+bool trace_owner_allows(const struct trace_owner *o, unsigned cpl, uint64_t cr3)
+{
+    if (cpl == 0)
+        return true;
+    return o->user && !((o->cr3 ^ cr3) & ~PTV_TRACE_CR3_PCID);
+}
+
 /* --- TRACE_READ's copy --- */
 
 #define PAGE 4096ull

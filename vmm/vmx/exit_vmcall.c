@@ -3,7 +3,8 @@
  * VMCALL: the small guest ABI of include/ptv/vmcall.h.  Results come back in
  * registers; nothing here prints on the guest's behalf.  Everything but VERSION
  * is CPL 0 only (EXIT_STATS also at CPL 3 where the operator configured
- * vmcall_user = stats).
+ * vmcall_user = stats; the trace calls but TRACE_READ with vmcall_user = trace,
+ * under the CPL 3 rule: a process's own window only, trace/treq.h).
  */
 #include "vmx/vcpu.h"
 #include "vmx/exits.h"
@@ -111,7 +112,8 @@ enum exit_action handle_vmcall(struct vcpu *v, const struct vmexit *e)
                                      .cr3_ignore = r[GPR_R9],
                                      .lo = r[GPR_RDX],
                                      .hi = r[GPR_RSI],
-                                     .start_ip = r[GPR_RDI]};
+                                     .start_ip = r[GPR_RDI],
+                                     .user = cpl != 0}; /* the CPL 3 rule: EACCES */
         ret = trace_vmx_start(v, &rq, r[GPR_R8], &src);
         if (ret == PTV_VMCALL_OK) {
             r[GPR_RBX] = src;
@@ -120,9 +122,16 @@ enum exit_action handle_vmcall(struct vcpu *v, const struct vmexit *e)
         break;
     }
     case PTV_VMCALL_TRACE_STOP: {
+        if (cpl && !trace_vmx_owned_by(v, cpl, vmcs_readl(GUEST_CR3))) {
+            ret = PTV_VMCALL_EACCES; /* not the caller's window: nothing of it either */
+            break;
+        }
         ret = trace_vmx_stop(v);
         struct trace_status st;
-        trace_vmx_status(v, &st);
+        if (cpl)
+            trace_vmx_status_own(v, &st);
+        else
+            trace_vmx_status(v, &st);
         r[GPR_RBX] = st.written;
         r[GPR_RCX] = st.insns;
         r[GPR_RDX] = st.flags;
@@ -131,8 +140,15 @@ enum exit_action handle_vmcall(struct vcpu *v, const struct vmexit *e)
         break;
     }
     case PTV_VMCALL_TRACE_STATUS: {
+        if (cpl && !trace_vmx_owned_by(v, cpl, vmcs_readl(GUEST_CR3))) {
+            ret = PTV_VMCALL_EACCES;
+            break;
+        }
         struct trace_status st;
-        trace_vmx_status(v, &st);
+        if (cpl)
+            trace_vmx_status_own(v, &st);
+        else
+            trace_vmx_status(v, &st);
         r[GPR_RBX] = st.flags;
         r[GPR_RCX] = st.ring_size;
         r[GPR_RDX] = st.written;
@@ -140,10 +156,14 @@ enum exit_action handle_vmcall(struct vcpu *v, const struct vmexit *e)
         r[GPR_RDI] = st.gaps;
         r[GPR_R8] = st.events;
         r[GPR_R9] = st.unreadable;
-        r[GPR_R10] = trace_dump_count();
+        r[GPR_R10] = cpl ? 0 : trace_dump_count(); /* every CPU's dumps: not the window's */
         break;
     }
     case PTV_VMCALL_TRACE_DUMP: /* out: RBX = the dump's number; it goes out after this call */
+        if (cpl && !trace_vmx_owned_by(v, cpl, vmcs_readl(GUEST_CR3))) {
+            ret = PTV_VMCALL_EACCES;
+            break;
+        }
         if (!(vmm_cfg->dump_on & PTV_DUMP_VMCALL)) {
             ret = PTV_VMCALL_EPERM;
             break;

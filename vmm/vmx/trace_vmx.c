@@ -226,10 +226,24 @@ static void hw_status(struct vcpu *v, struct trace_status *st)
     };
 }
 
+/* who opened each vCPU's window (trace/treq.h): the kernel until a process does */
+static struct trace_owner owner[PTV_MAX_CPUS];
+
 int trace_vmx_start(struct vcpu *v, const struct trace_req *rq, uint64_t budget, uint32_t *src)
 {
+    const char *why;
+    if (trace_req_user_check(rq, budget, &why)) /* the CPL 3 rule; no line: a user calls it */
+        return PTV_VMCALL_EACCES;
     *src = hw_source(v) ? PTV_TRACE_SRC_HARDWARE : PTV_TRACE_SRC_SOFTWARE;
-    return hw_source(v) ? hw_start(v, rq, budget) : sw_start(v, rq, budget);
+    int rc = hw_source(v) ? hw_start(v, rq, budget) : sw_start(v, rq, budget);
+    if (!rc)
+        owner[v->id] = trace_owner_of(rq);
+    return rc;
+}
+
+bool trace_vmx_owned_by(const struct vcpu *v, unsigned cpl, uint64_t cr3)
+{
+    return trace_owner_allows(&owner[v->id], cpl, cr3);
 }
 
 int trace_vmx_stop(struct vcpu *v)
@@ -249,6 +263,20 @@ void trace_vmx_status(struct vcpu *v, struct trace_status *st)
         sw_status(v, st);
     if (v->dumping)
         st->flags |= PTV_TRACE_ST_DUMPING;
+}
+
+void trace_vmx_status_own(struct vcpu *v, struct trace_status *st)
+{
+    trace_vmx_status(v, st);
+    const struct trace_vcpu *t = traced(v);
+    if (hw_source(v) || !t)
+        return; /* system-mode PT: only bytes, of the filter's own contexts */
+    /* the steps, events, gaps and failed reads of every context the vCPU ran are not the
+     * window's: what its stream shows instead */
+    st->insns = t->sw.pt.traced;
+    st->gaps = t->sw.pt.lost;
+    st->events = t->sw.pt.win_events;
+    st->unreadable = t->sw.st.unreadable_in;
 }
 
 /* stream bytes [off, off + len), off >= the oldest kept, into a VMM buffer: bytes copied */

@@ -24,6 +24,12 @@ struct trace_status {
     uint64_t ring_size, written, insns, gaps, events, unreadable;
 };
 void trace_vmx_status(struct vcpu *v, struct trace_status *st);
+/* what a CPL 3 owner is told of its window: only what its stream shows (include/ptv/vmcall.h,
+ * the CPL 3 rule) */
+void trace_vmx_status_own(struct vcpu *v, struct trace_status *st);
+/* may a caller at cpl under cr3 stop, dump or read this vCPU's window (trace_owner_allows)?
+ * TRACE_START checks the CPL 3 rule itself (trace_req_user_check: EACCES) */
+bool trace_vmx_owned_by(const struct vcpu *v, unsigned cpl, uint64_t cr3);
 /* stream bytes [off, off + len) into a VMM buffer (off >= the oldest kept): bytes copied */
 uint64_t trace_vmx_bytes(struct vcpu *v, uint64_t off, void *buf, uint64_t len);
 int trace_vmx_read(struct vcpu *v, uint64_t gpa, uint64_t len, uint64_t off, uint64_t *copied,
