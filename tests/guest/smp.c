@@ -427,10 +427,10 @@ static void check_final(void)
     smp_report(ok && (sc.rcx & PTV_SELFCHECK_CANARY) && !sc.rbx,
                "final: SELFCHECK on the BSP: failed 0x%lx of 0x%lx", ok ? sc.rbx : ~0ul,
                ok ? sc.rcx : 0ul);
+    if (!smp_ap_gone("final"))
+        report_ap_selfcheck(); /* restarts the trampoline where OVMF took the AP (check 6) */
     if (smp_mb)
         smp_report_never_bare("final");
-    if (!smp_ap_gone("final"))
-        report_ap_selfcheck();
     smp_report(smp_canary_intact(), "final: VMM canary intact (CHECK_CANARY)");
 }
 

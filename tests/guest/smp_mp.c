@@ -164,6 +164,11 @@ void smp_check_mp(void)
         return;
     }
     probe = (struct probe){0};
+    /* OVMF INITs the AP out of the trampoline's loop to run the function, and keeps it in its
+     * own loop afterwards: the mailbox's "loop runs" is stale from here on (check 7 restarts
+     * the trampoline only where the loop does not run) */
+    if (smp_mb)
+        smp_mb->stage = 0;
     s = run_on(mp, ap, probe_ap, &probe);
     report_info("mp-ap: StartupThisAP: status 0x%lx, function ran: %d", (unsigned long)s,
                 probe.ran);

@@ -127,13 +127,18 @@ enum vreset_action vreset_on_sipi(uint32_t activity, uint8_t vector);
 
 /*
  * An INIT exit on a vCPU that a SIPI started and that has not exited for
- * anything else since: if it arrives at the start point itself (RIP 0, CS.base
- * = vector << 12: not one instruction retired), it is the INIT that preceded
- * the SIPI delivered again -- Bochs 2.7 never clears an INIT it VM-exits for.
- * Hardware never does that, and no guest can send an INIT that lands before
- * the AP's first instruction, so such INITs are ignored; after
- * VRESET_REDELIVERY_MAX of them in a row the CPU is known to re-deliver
- * forever and the vCPU is given up (it stays in wait-for-SIPI).
+ * anything else since, at the start point itself (RIP 0, CS.base = vector << 12:
+ * not one instruction retired), is an INIT the vCPU did not act on while it
+ * waited for that SIPI: INIT is blocked in the wait-for-SIPI activity state (SDM
+ * Vol. 3C 26.2), so a second INIT sent before the SIPI (an INIT storm, INIT-SIPI-
+ * SIPI sent twice) is held and taken as a VM exit right after the SIPI exit
+ * (Bochs 3.0 does that; the same holds for an INIT that arrived while the VMM
+ * handled the INIT exit before).  A CPU outside VMX in wait-for-SIPI would have
+ * gone on waiting, and no INIT a guest sends after the SIPI can land before the
+ * AP's first instruction: such an INIT is ignored.  Bochs 2.7 also never clears
+ * an INIT it VM-exits for and delivers it again at every entry: after
+ * VRESET_REDELIVERY_MAX of them in a row the CPU is known to re-deliver forever
+ * and the vCPU is given up (it stays in wait-for-SIPI, never outside VMX).
  */
 #define VRESET_REDELIVERY_MAX 16
 struct vreset_sipi_start {
