@@ -99,6 +99,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             for (unsigned i = 0; i < 8; i++)
                 CHECK(type_ok((in.mtrr >> (8 * i)) & 0xff));
     }
-    (void)nmi_owed_action(in.flags & 8, in.flags & 16, in.intr % 4, in.intr);
+    {
+        uint32_t act = in.intr % 4;
+        enum nmi_action a = nmi_owed_action(in.flags & 8, in.flags & 16, act, in.intr, in.flags & 32);
+        /* never an NMI injected into blocking, behind another event or into an activity state
+         * that holds NMIs (VM entry would fail: SDM Vol. 3C 27.3.1.5) */
+        if (a == NMI_INJECT)
+            CHECK(!(in.flags & 16) && act <= 1 &&
+                  !(in.intr & (GUEST_INTR_STATE_STI | GUEST_INTR_STATE_MOV_SS | GUEST_INTR_STATE_NMI)));
+        /* a window or MTF is armed only where the guest can reach an instruction boundary */
+        if (a == NMI_WAIT)
+            CHECK(act <= 1 && ((in.flags & 32) || act == 0));
+        if (!(in.flags & 8))
+            CHECK(a == NMI_NONE);
+    }
     return 0;
 }

@@ -425,14 +425,25 @@ static void test_tf_step(void **state)
 static void test_nmi(void **state)
 {
     (void)state;
-    assert_int_equal(nmi_owed_action(false, false, 0, 0), NMI_NONE);
-    assert_int_equal(nmi_owed_action(true, false, 0, 0), NMI_INJECT);
-    assert_int_equal(nmi_owed_action(true, false, 1, 0), NMI_INJECT); /* wakes a HLT */
-    assert_int_equal(nmi_owed_action(true, true, 0, 0), NMI_LATER);
-    assert_int_equal(nmi_owed_action(true, false, 0, GUEST_INTR_STATE_NMI), NMI_WAIT);
-    assert_int_equal(nmi_owed_action(true, false, 0, GUEST_INTR_STATE_STI), NMI_WAIT);
-    assert_int_equal(nmi_owed_action(true, false, 0, GUEST_INTR_STATE_MOV_SS), NMI_WAIT);
-    assert_int_equal(nmi_owed_action(true, false, 3, 0), NMI_LATER); /* wait-for-SIPI */
+    for (int w = 0; w < 2; w++) { /* with and without NMI-window exiting */
+        assert_int_equal(nmi_owed_action(false, false, 0, 0, w), NMI_NONE);
+        assert_int_equal(nmi_owed_action(true, false, 0, 0, w), NMI_INJECT);
+        assert_int_equal(nmi_owed_action(true, false, 1, 0, w), NMI_INJECT); /* wakes a HLT */
+        assert_int_equal(nmi_owed_action(true, false, 0, GUEST_INTR_STATE_NMI, w), NMI_WAIT);
+        assert_int_equal(nmi_owed_action(true, false, 0, GUEST_INTR_STATE_STI, w), NMI_WAIT);
+        assert_int_equal(nmi_owed_action(true, false, 0, GUEST_INTR_STATE_MOV_SS, w), NMI_WAIT);
+        assert_int_equal(nmi_owed_action(true, false, 3, 0, w), NMI_LATER); /* wait-for-SIPI */
+        assert_int_equal(nmi_owed_action(true, true, 3, 0, w), NMI_LATER);
+        assert_int_equal(nmi_owed_action(true, false, 2, 0, w), NMI_LATER); /* shutdown */
+    }
+    /* behind an event being injected: the window opens after its delivery (issue 27 defect 10:
+     * without it the NMI waited for an unrelated later exit) */
+    assert_int_equal(nmi_owed_action(true, true, 0, 0, true), NMI_WAIT);
+    assert_int_equal(nmi_owed_action(true, true, 0, 0, false), NMI_LATER);
+    /* a HLT inside the guest's NMI handler: the window opens at its IRET after an interrupt
+     * woke it; MTF would only spin there */
+    assert_int_equal(nmi_owed_action(true, false, 1, GUEST_INTR_STATE_NMI, true), NMI_WAIT);
+    assert_int_equal(nmi_owed_action(true, false, 1, GUEST_INTR_STATE_NMI, false), NMI_LATER);
 }
 
 int main(void)

@@ -263,18 +263,24 @@ const char *mtrr_write_check(uint32_t msr, uint64_t val, uint64_t cap, unsigned 
     return 0;
 }
 
-enum nmi_action nmi_owed_action(bool pending, bool event_queued, uint32_t activity, uint32_t intr)
+enum nmi_action nmi_owed_action(bool pending, bool event_queued, uint32_t activity, uint32_t intr,
+                                bool window)
 {
     if (!pending)
         return NMI_NONE;
-    if (event_queued)
-        return NMI_LATER;
-    /* shutdown and wait-for-SIPI hold NMIs; so does a HLT inside the NMI handler,
-     * where stepping would only spin: the next exit decides again */
+    /* shutdown and wait-for-SIPI hold NMIs: the next exit decides again */
     if (activity != GUEST_ACTIVITY_ACTIVE && activity != GUEST_ACTIVITY_HLT)
         return NMI_LATER;
-    /* VM entry may not inject an NMI into STI / MOV SS / NMI blocking (Vol. 3C 27.3.1.5) */
+    /* the NMI-window exit comes after the queued event is delivered (SDM Vol. 3C 26.7.6),
+     * before the handler's first instruction: the NMI is taken there, as on bare metal an NMI
+     * pending during a delivery is taken at the next boundary */
+    if (event_queued)
+        return window ? NMI_WAIT : NMI_LATER;
+    /* VM entry may not inject an NMI into STI / MOV SS / NMI blocking (Vol. 3C 27.3.1.5); the
+     * NMI window opens when it ends (the IRET of the guest's NMI handler, the instruction
+     * after STI / MOV SS), also from HLT.  Without it, MTF steps the guest -- but not in a
+     * HLT, where stepping would only spin: the next exit decides again */
     if (intr & (GUEST_INTR_STATE_STI | GUEST_INTR_STATE_MOV_SS | GUEST_INTR_STATE_NMI))
-        return activity == GUEST_ACTIVITY_HLT ? NMI_LATER : NMI_WAIT;
+        return window || activity != GUEST_ACTIVITY_HLT ? NMI_WAIT : NMI_LATER;
     return NMI_INJECT;
 }

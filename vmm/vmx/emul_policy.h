@@ -193,9 +193,13 @@ static inline void tf_step_disarm(struct tf_step_state *s)
 enum nmi_action {
     NMI_NONE,   /* nothing pending */
     NMI_INJECT, /* inject it at this entry */
-    NMI_WAIT,   /* blocked now: come back after the next guest instruction (MTF) */
-    NMI_LATER,  /* another event is being injected first: decide at the next entry */
+    NMI_WAIT,   /* blocked now: come back when the NMI window opens (NMI-window exiting), or
+                 * without it after the next guest instruction (MTF) */
+    NMI_LATER,  /* held (wait-for-SIPI, shutdown), or behind another event without an NMI
+                 * window: decide at the next entry */
 };
-enum nmi_action nmi_owed_action(bool pending, bool event_queued, uint32_t activity, uint32_t intr);
+/* window: the VMM can arm NMI-window exiting (primary control 22, with virtual NMIs) */
+enum nmi_action nmi_owed_action(bool pending, bool event_queued, uint32_t activity, uint32_t intr,
+                                bool window);
 
 #endif

@@ -43,6 +43,7 @@ static const exit_handler handlers[EXIT_REASON_MAX] = {
     [EXIT_REASON_IO_INSTRUCTION] = handle_io_instruction,
     [EXIT_REASON_TASK_SWITCH] = handle_task_switch,
     [EXIT_REASON_MONITOR_TRAP_FLAG] = handle_mtf,
+    [EXIT_REASON_NMI_WINDOW] = handle_nmi_window,
     [EXIT_REASON_PREEMPTION_TIMER] = handle_preemption_timer,
 };
 

@@ -115,6 +115,7 @@ static void vcpu_init_event(struct vcpu *v)
         v->nmi_stepping = false;
         vcpu_mtf_update(v); /* a trace window keeps stepping across the INIT */
     }
+    vcpu_nmi_window(v, false);
     vmcs_write32(VM_ENTRY_INTR_INFO_FIELD, 0);
     vmcs_writel(GUEST_PENDING_DBG_EXCEPTIONS, 0);
     struct pt_msr_result res;
@@ -197,10 +198,10 @@ enum exit_action handle_sipi(struct vcpu *v, const struct vmexit *e)
         return EXIT_RESUME;
     if (vmcs_read32(GUEST_INTERRUPTIBILITY_INFO) & GUEST_INTR_STATE_SMI)
         v->smi_block_quirk = true; /* see vmx_run() */
-    /* the re-delivery heuristic only where the CPU showed the emulator's fingerprint
-     * (blocking by SMI saved outside SMM): on hardware every INIT is real */
-    v->sipi_start =
-        (struct vreset_sipi_start){.fresh = v->smi_block_quirk, .cs_base = (uint64_t)vec << 12};
+    /* an INIT exit before this start's first instruction is an INIT held while the vCPU
+     * waited for this SIPI (vcpu_reset.h): ignored, as a CPU outside VMX already in
+     * wait-for-SIPI ignores it */
+    v->sipi_start = (struct vreset_sipi_start){.fresh = true, .cs_base = (uint64_t)vec << 12};
     v->sipi_start_exit = v->exits_total;
     smp_set_state(SD_CPU_ACTIVE); /* answers any shootdown it missed, before guest code */
     vcpu_load_reset(v, VRESET_SIPI, vec);
@@ -219,8 +220,17 @@ enum exit_action handle_task_switch(struct vcpu *v, const struct vmexit *e)
     return vmx_task_switch(v, e);
 }
 
-/* monitor trap flag: armed only to deliver an NMI owed from root (vmx_run.c); the
- * next entry decides again */
+/* NMI window: the blocking of an NMI owed from root ended (vmx_run.c armed it); the next
+ * entry injects it */
+enum exit_action handle_nmi_window(struct vcpu *v, const struct vmexit *e)
+{
+    (void)e;
+    vcpu_nmi_window(v, false);
+    return EXIT_RESUME;
+}
+
+/* monitor trap flag: armed to deliver an NMI owed from root where the CPU has no NMI
+ * window (vmx_run.c), or the software tracer's step; the next entry decides again */
 enum exit_action handle_mtf(struct vcpu *v, const struct vmexit *e)
 {
     v->trace_mtf_seen = true; /* one instruction or event ran (trace_step.c) */

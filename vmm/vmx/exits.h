@@ -25,6 +25,7 @@ enum exit_action handle_io_instruction(struct vcpu *v, const struct vmexit *e);
 int vmx_io_bitmap_setup(struct vcpu *v) __attribute__((warn_unused_result));
 enum exit_action handle_task_switch(struct vcpu *v, const struct vmexit *e);
 enum exit_action handle_mtf(struct vcpu *v, const struct vmexit *e);
+enum exit_action handle_nmi_window(struct vcpu *v, const struct vmexit *e);
 /* trace_dump.c: the exit the preemption timer makes while a dump goes out */
 enum exit_action handle_preemption_timer(struct vcpu *v, const struct vmexit *e);
 

@@ -271,10 +271,13 @@ static bool block_entry_ok(struct vcpu *v, struct trace_vcpu *t)
         t->blk_cool = false;
         return false;
     }
-    return trace_vmx_tf() && (vmx_ctls.entry & VM_ENTRY_LOAD_DEBUG_CONTROLS) &&
+    uint64_t fl = vmcs_readl(GUEST_RFLAGS);
+    /* stepping with MTF, the guest's own TF is the guest's: a block would run its #DB as an
+     * event exit; stepped instead */
+    return (trace_vmx_tf() || !(fl & RFLAGS_TF)) && (vmx_ctls.entry & VM_ENTRY_LOAD_DEBUG_CONTROLS) &&
            (vmx_ctls.exit & VM_EXIT_SAVE_DEBUG_CONTROLS) &&
            (vmx_ctls.pin & PIN_BASED_NMI_EXITING) && !v->mtf_probe &&
-           blk_entry_allowed(vmcs_readl(GUEST_RFLAGS), vmcs_read32(GUEST_INTERRUPTIBILITY_INFO),
+           blk_entry_allowed(fl, vmcs_read32(GUEST_INTERRUPTIBILITY_INFO),
                              vmcs_read32(GUEST_ACTIVITY_STATE), vmcs_readl(GUEST_DR7));
 }
 
@@ -290,15 +293,18 @@ static void block_arm(struct vcpu *v, struct trace_vcpu *t)
         vmcs_write32(EXCEPTION_BITMAP, ~0u);
         vmcs_write32(PIN_BASED_VM_EXEC_CONTROL,
                      vmcs_read32(PIN_BASED_VM_EXEC_CONTROL) | PIN_BASED_EXT_INTR_MASK);
-        tf_write(v, false);
-        /* a single step an emulated instruction left pending (TF was on) would be a #DB
-         * before the block's first instruction; no shadow and no HLT here, so entry takes BS
-         * = 0 (SDM Vol. 3C 27.3.1.5) */
-        uint64_t pd = vmcs_readl(GUEST_PENDING_DBG_EXCEPTIONS);
-        if (pd & PENDING_DBG_BS)
-            vmcs_writel(GUEST_PENDING_DBG_EXCEPTIONS, pd & ~PENDING_DBG_BS);
+        if (trace_vmx_tf()) {
+            tf_write(v, false);
+            /* a single step an emulated instruction left pending (TF was on) would be a #DB
+             * before the block's first instruction; no shadow and no HLT here, so entry takes
+             * BS = 0 (SDM Vol. 3C 27.3.1.5) */
+            uint64_t pd = vmcs_readl(GUEST_PENDING_DBG_EXCEPTIONS);
+            if (pd & PENDING_DBG_BS)
+                vmcs_writel(GUEST_PENDING_DBG_EXCEPTIONS, pd & ~PENDING_DBG_BS);
+        }
         vmcs_writel(GUEST_DR7, blk_dr7(t->blk_dr7));
         v->trace_blk = true;
+        vcpu_mtf_update(v); /* stepping with MTF: off while the block runs */
     }
     write_dr0(t->blk.end_lin);
     if (t->blk.lead_rf) { /* the breakpoint is on the lead: RF lets it run once */
@@ -346,6 +352,7 @@ static void block_disarm(struct vcpu *v, struct trace_vcpu *t)
     vmcs_write32(EXCEPTION_BITMAP, t->blk_exc);
     vmcs_write32(PIN_BASED_VM_EXEC_CONTROL,
                  vmcs_read32(PIN_BASED_VM_EXEC_CONTROL) & ~PIN_BASED_EXT_INTR_MASK);
+    vcpu_mtf_update(v); /* stepping with MTF: on again for the next step */
 }
 
 void trace_stepping_off(struct vcpu *v)
@@ -530,6 +537,22 @@ bool trace_vmx_step_exit(struct vcpu *v, uint32_t intr_info)
         !trace_vmx_tf() ||
         !db_exit_plain_step(intr_info, vmcs_readl(EXIT_QUALIFICATION),
                             vmcs_read32(IDT_VECTORING_INFO_FIELD)))
+        return false;
+    step(v, t, true);
+    return true;
+}
+
+/*
+ * The MTF fast path (stepping with the monitor trap flag): vmx_run calls it at an MTF exit while
+ * the tracer steps.  The step is traced here at once, as trace_vmx_before_entry would trace it
+ * after handle_mtf noted it -- that handler does nothing else -- and the exit needs nothing more:
+ * true.  false: nothing was changed, the exit goes the whole way (the MTF probe, a window about to
+ * open, trap-flag stepping).  An NMI owed meanwhile is decided at the entry as after any exit.
+ */
+bool trace_vmx_mtf_exit(struct vcpu *v)
+{
+    struct trace_vcpu *t = v->trace;
+    if (v->mtf_probe || v->trace_mtf_seen || t->pending_start || trace_vmx_tf())
         return false;
     step(v, t, true);
     return true;

@@ -88,5 +88,7 @@ void trace_vmx_before_entry(struct vcpu *v);
 /* sw_trace = tf: the tracer's single-step #DB exit traced at once (vmx_run's fast path; only
  * while v->trace_stepping); false: not one, nothing changed */
 bool trace_vmx_step_exit(struct vcpu *v, uint32_t intr_info);
+/* the MTF step fast path: an MTF exit while the tracer steps traced at once (trace_step.c) */
+bool trace_vmx_mtf_exit(struct vcpu *v);
 
 #endif

@@ -86,7 +86,9 @@ struct vcpu {
     uint8_t *io_bitmap[2];
     unsigned io_trap_mask; /* UART offsets trapped now (bit i = base + i) */
     struct pending_event inject;
-    bool nmi_stepping;        /* MTF armed to deliver an NMI owed from root (vmx_run.c) */
+    bool nmi_stepping;        /* MTF armed to deliver an NMI owed from root, where the CPU has
+                               * no NMI-window exiting (vmx_run.c) */
+    bool nmi_window;          /* NMI-window exiting armed for an NMI owed from root */
     bool trace_stepping;      /* MTF armed by the software tracer (trace_step.c) */
     bool trace_mtf_seen;      /* an MTF exit came since the tracer's last look */
     bool trace_tf_used;       /* sw_trace = tf stepping ran: #DB intercepted from then on */
@@ -169,6 +171,8 @@ uint64_t vcpu_guest_cr4(const struct vcpu *v);
 bool vcpu_code64(void);
 /* the monitor trap flag on while the NMI delivery or the software tracer needs it */
 void vcpu_mtf_update(struct vcpu *v);
+/* NMI-window exiting on or off for an NMI owed from root (vmx_run.c) */
+void vcpu_nmi_window(struct vcpu *v, bool on);
 
 int vmx_run(struct vcpu *v, struct vmexit *e);
 enum exit_action vmx_handle_exit(struct vcpu *v, const struct vmexit *e);

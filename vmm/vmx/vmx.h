@@ -46,6 +46,7 @@
 #define PIN_BASED_PREEMPT_TIMER (1u << 6)
 /* primary processor-based controls */
 #define CPU_BASED_HLT_EXITING                 (1u << 7)
+#define CPU_BASED_NMI_WINDOW_EXITING          (1u << 22)
 #define CPU_BASED_CR3_LOAD_EXITING            (1u << 15)
 #define CPU_BASED_CR3_STORE_EXITING           (1u << 16)
 #define CPU_BASED_UNCOND_IO_EXITING           (1u << 24)

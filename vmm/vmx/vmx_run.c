@@ -62,14 +62,17 @@ bool vcpu_code64(void)
  * The guest's NMI is owed (it hit the VMM in root operation, or exited under NMI
  * exiting and was not an EPT shootdown request, vmm/smp/).  Inject it when the
  * guest can take one; while it is blocked (STI / MOV SS shadow, inside its NMI
- * handler) step the guest with the monitor trap flag and try again after each
- * instruction, so the NMI arrives as soon as the guest unblocks -- even if it
- * then idles without another exit (vmx/emul_policy.c nmi_owed_action).
+ * handler) arm NMI-window exiting: the CPU exits as soon as the blocking ends (the
+ * IRET of the guest's NMI handler), even from HLT, and the next entry injects it
+ * (vmx/emul_policy.c nmi_owed_action).  A CPU without the control steps the guest
+ * with the monitor trap flag instead and tries again after each instruction.
  */
 void vcpu_mtf_update(struct vcpu *v)
 {
-    /* sw_trace = tf steps with #DB exits instead (trace_step.c) */
-    bool on = v->nmi_stepping || (v->trace_stepping && !trace_vmx_tf()) || v->mtf_probe;
+    /* sw_trace = tf steps with #DB exits instead, and a block runs unstepped to its
+     * breakpoint (trace_step.c) */
+    bool on = v->nmi_stepping || (v->trace_stepping && !trace_vmx_tf() && !v->trace_blk) ||
+              v->mtf_probe;
     uint32_t proc = vmcs_read32(CPU_BASED_VM_EXEC_CONTROL);
     uint32_t want = on ? proc | CPU_BASED_MONITOR_TRAP_FLAG : proc & ~CPU_BASED_MONITOR_TRAP_FLAG;
     if (want != proc)
@@ -84,18 +87,40 @@ static void set_mtf(struct vcpu *v, bool on)
     vcpu_mtf_update(v); /* the software tracer may keep it on (trace_step.c) */
 }
 
+/* NMI-window exiting can be armed: allowed by the CPU, and virtual NMIs on (SDM Vol. 3C
+ * 25.6.2: the control may be 1 only with "virtual NMIs") */
+static bool have_nmi_window(void)
+{
+    return (vmx_caps.proc >> 32 & CPU_BASED_NMI_WINDOW_EXITING) &&
+           (vmx_ctls.pin & PIN_BASED_VIRTUAL_NMIS);
+}
+
+void vcpu_nmi_window(struct vcpu *v, bool on)
+{
+    if (v->nmi_window == on)
+        return;
+    v->nmi_window = on;
+    uint32_t proc = vmcs_read32(CPU_BASED_VM_EXEC_CONTROL);
+    vmcs_write32(CPU_BASED_VM_EXEC_CONTROL, on ? proc | CPU_BASED_NMI_WINDOW_EXITING
+                                               : proc & ~CPU_BASED_NMI_WINDOW_EXITING);
+}
+
 static void deliver_owed_nmi(struct vcpu *v)
 {
+    bool window = have_nmi_window();
     switch (nmi_owed_action(
         true, v->inject.valid || (vmcs_read32(VM_ENTRY_INTR_INFO_FIELD) & INTR_INFO_VALID),
-        vmcs_read32(GUEST_ACTIVITY_STATE), vmcs_read32(GUEST_INTERRUPTIBILITY_INFO))) {
+        vmcs_read32(GUEST_ACTIVITY_STATE), vmcs_read32(GUEST_INTERRUPTIBILITY_INFO), window)) {
     case NMI_INJECT:
         vmcs_write32(VM_ENTRY_INTR_INFO_FIELD, INTR_INFO_VALID | INTR_TYPE_NMI_INTR | NMI_VECTOR);
         this_cpu()->nmi_owed = 0;
         set_mtf(v, false);
+        vcpu_nmi_window(v, false);
         break;
     case NMI_WAIT:
-        if (vmx_caps.proc >> 32 & CPU_BASED_MONITOR_TRAP_FLAG)
+        if (window)
+            vcpu_nmi_window(v, true);
+        else if (vmx_caps.proc >> 32 & CPU_BASED_MONITOR_TRAP_FLAG)
             set_mtf(v, true);
         break;
     case NMI_LATER:
@@ -124,9 +149,10 @@ static void record_exit(struct vcpu *v, const struct vmexit *e)
  * Enter the guest and return at its next exit.  Returns 0 with *e filled,
  * or a VM-instruction error number (> 0) / -1 (VMfailInvalid) when the entry
  * itself failed; a failed *entry check* (exit reason bit 31) is a decoded exit.
- * The software tracer's single steps (sw_trace = tf) do not return: they are traced
- * at the exit and the guest entered again (trace_vmx_step_exit), counted in the exit
- * statistics but kept out of the exit ring, which keeps the exits around them.
+ * The software tracer's single steps (MTF exits, or the trap flag's #DB with sw_trace = tf) do
+ * not return: they are traced at the exit and the guest entered again (trace_vmx_mtf_exit,
+ * trace_vmx_step_exit), counted in the exit statistics but kept out of the exit ring, which
+ * keeps the exits around them.
  */
 int vmx_run(struct vcpu *v, struct vmexit *e)
 {
@@ -196,6 +222,12 @@ int vmx_run(struct vcpu *v, struct vmexit *e)
                 stepped = b > 0;
                 continue;
             }
+        }
+        if (e->raw_reason == EXIT_REASON_MONITOR_TRAP_FLAG && v->trace_stepping &&
+            trace_vmx_mtf_exit(v)) {
+            count_exit(v, EXIT_REASON_MONITOR_TRAP_FLAG);
+            stepped = true;
+            continue;
         }
         if (e->reason == EXIT_REASON_EXCEPTION_NMI) {
             if (v->trace_stepping && e->raw_reason == EXIT_REASON_EXCEPTION_NMI &&
