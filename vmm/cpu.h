@@ -84,6 +84,18 @@ static inline uint64_t read_dr0(void)
     return v;
 }
 
+static inline uint64_t read_dr6(void)
+{
+    uint64_t v;
+    __asm__ volatile("mov %%dr6, %0" : "=r"(v));
+    return v;
+}
+
+static inline void write_dr6(uint64_t v)
+{
+    __asm__ volatile("mov %0, %%dr6" ::"r"(v));
+}
+
 static inline void write_dr0(uint64_t v)
 {
     asm volatile("mov %0, %%dr0" : : "r"(v));

@@ -233,6 +233,22 @@ static void atk_cr4_reserved(void)
     report(v == TRAP_GP && after == cr4, "MOV CR4 reserved bit 31: #GP, CR4 kept (vector %d)", v);
 }
 
+/* issue 27 defect 4: after the trace windows (attacks_vmcall, attacks_mode), where sw_trace = tf
+ * left #DB intercepted, a DR0 breakpoint still reaches the guest with DR6.B0 set */
+static void atk_db_after_windows(void)
+{
+    uint64_t dr6;
+    int v = run_with_dr0(bp_fn, (uint64_t)atk_bp_target, &dr6);
+    report(v == VEC_DB && atk_fault.rip == (uint64_t)atk_bp_target && (dr6 & DR6_B0) &&
+               !(dr6 & DR6_BS),
+           "breakpoint after trace windows: #DB at it, DR6 0x%lx (B0 set, BS clear)", dr6);
+}
+
+const struct attack attacks_cpu_late[] = {
+    {"DR0 breakpoint after trace windows: DR6 as on bare metal", atk_db_after_windows},
+    {0},
+};
+
 const struct attack attacks_cpu[] = {
     {"compat-mode CPUID at EIP 0xfffffffe", atk_rip_wrap},
     {"TF single-step over CPUID", atk_tf_step},

@@ -16,10 +16,14 @@
  * rule, include/ptv/vmcall.h): so the window names this process's CR3, and this program dumps
  * it itself (TRACE_DUMP, then TRACE_STATUS until the dump is out) and prints the dump's number.
  */
+#ifdef PTT_SELF_TRACE
+#define _GNU_SOURCE /* sched_setaffinity, sched_getcpu */
+#endif
 #include <stdint.h>
 #include <unistd.h>
 
 #ifdef PTT_SELF_TRACE
+#include <sched.h>
 #include <string.h>
 #include <time.h>
 #include "ptv/vmcall.h"
@@ -188,6 +192,13 @@ int main(void)
 #ifdef PTT_SELF_TRACE
     /* the same work untraced, then in a window: the tracer's cost per instruction (in Bochs
      * the guest's TSC counts instructions) */
+    /* a window belongs to the vCPU that opened it, and its dump goes out at that vCPU's
+     * entries: stay on this CPU (with 2 CPUs the scheduler could move the process to the
+     * other one, away from its window, and leave the window's vCPU idle) */
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu(), &one);
+    sched_setaffinity(0, sizeof(one), &one);
     uint64_t t0 = rdtsc();
     work();
     uint64_t t1 = rdtsc();

@@ -24,6 +24,12 @@ bool db_qual_single_step(uint64_t qual)
     return (qual & PENDING_DBG_BS) && !(qual & 0xf);
 }
 
+uint64_t db_dr6_deliver(uint64_t dr6, uint64_t qual)
+{
+    const uint64_t bd = 1ull << 13, bs = PENDING_DBG_BS;
+    return (dr6 & ~0xfull) | (qual & (0xfull | bd | bs));
+}
+
 bool db_exit_plain_step(uint32_t intr_info, uint64_t qual, uint32_t idt_vec_info)
 {
     return intr_info == (INTR_INFO_VALID | INTR_TYPE_HARD_EXCEPTION | DB_VECTOR) &&

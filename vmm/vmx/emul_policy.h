@@ -124,6 +124,11 @@ bool db_qual_single_step(uint64_t qual);
  * hardware #DB (no NMI-unblocking bit to act on), a single step alone, and no event being
  * delivered (IDT-vectoring info invalid: nothing to deliver again) */
 bool db_exit_plain_step(uint32_t intr_info, uint64_t qual, uint32_t idt_vec_info);
+/* DR6 as the guest must see it when a #DB that VM-exited is delivered to it: a #DB exit leaves
+ * DR6 unchanged and puts the bits the CPU would have set into the exit qualification (SDM Vol.
+ * 3C 27.1 and 28.2.1 table 28-1); delivering the #DB sets them as the CPU does (B0-B3 replaced,
+ * BD and BS set, the rest kept, SDM Vol. 3B 18.2.3) */
+uint64_t db_dr6_deliver(uint64_t dr6, uint64_t qual);
 
 /*
  * Block stepping (vmm/trace/swtrace.h): while a block is out, every exception is intercepted and

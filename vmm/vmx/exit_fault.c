@@ -39,8 +39,13 @@ enum exit_action handle_exception_nmi(struct vcpu *v, const struct vmexit *e)
         nmi_unblock(); /* the next VMM NMI must reach this CPU (cpu.h) */
         return EXIT_RESUME;
     }
-    if ((e->intr_info & INTR_INFO_VECTOR_MASK) == DB_VECTOR && trace_vmx_db_exit(v, e->qual))
-        return EXIT_RESUME;
+    if ((e->intr_info & INTR_INFO_VECTOR_MASK) == DB_VECTOR) {
+        if (trace_vmx_db_exit(v, e->qual))
+            return EXIT_RESUME;
+        /* the guest's own #DB: DR6 as the CPU would have left it had the #DB not exited */
+        if (type == INTR_TYPE_HARD_EXCEPTION)
+            write_dr6(db_dr6_deliver(read_dr6(), e->qual));
+    }
     v->inject = (struct pending_event){
         .valid = true,
         .info = e->intr_info & ~INTR_INFO_UNBLOCK_NMI,
