@@ -15,7 +15,7 @@ USB_IMG   := $(BUILD)/ptvisor-usb.img
 # 120 cylinders x 16 x 63 x 512 = 62 MB: kernel + initrd + loader + VMM and slack
 USB_CYL   ?= 120
 
-.PHONY: usb-image test-bochs-linux
+.PHONY: usb-image test-bochs-linux test-bochs-linux-mtf
 usb-image: $(USB_IMG)
 
 # Rebuilt when the config path changes too (IMG_CFG=... on the command line).
@@ -56,6 +56,18 @@ $(TEST_IMG): tools/mkimage.sh tools/mkesp.sh $(BOOT_EFI) $(VMM_ELF) $(TEST_CFG) 
 	$(Q)LOADER=$(BOOT_EFI) VMM=$(VMM_ELF) CYL=$(USB_CYL) \
 	    tools/mkimage.sh $@ $(TEST_CFG) $(GUEST_KERNEL) $(GUEST_INITRD)
 
+# bochs:linux's image: the same with sw_trace = tf (the trap-flag tracer, which sw_trace = auto
+# picks only where MTF is not delivered)
+TEST_TF_CFG := $(BUILD)/img/test-linux-tf.cfg
+TEST_TF_IMG := $(BUILD)/ptvisor-test-linux-tf.img
+$(TEST_TF_CFG): $(TEST_CFG)
+	$(Q)sed 's/^sw_trace = .*/sw_trace = tf/' $< >$@.tmp && grep -qx 'sw_trace = tf' $@.tmp && mv $@.tmp $@
+
+$(TEST_TF_IMG): tools/mkimage.sh tools/mkesp.sh $(BOOT_EFI) $(VMM_ELF) $(TEST_TF_CFG) \
+                $(GUEST_KERNEL) $(GUEST_INITRD)
+	$(Q)LOADER=$(BOOT_EFI) VMM=$(VMM_ELF) CYL=$(USB_CYL) \
+	    tools/mkimage.sh $@ $(TEST_TF_CFG) $(GUEST_KERNEL) $(GUEST_INITRD)
+
 $(RUN_IMG): tools/mkimage.sh tools/mkesp.sh $(BOOT_EFI) $(VMM_ELF) $(RUN_CFG) $(GUEST_KERNEL) \
             $(GUEST_INITRD)
 	$(Q)LOADER=$(BOOT_EFI) VMM=$(VMM_ELF) CYL=$(USB_CYL) \
@@ -72,20 +84,33 @@ run: $(RUN_IMG) $(PTT_BIN)
 run-kvm: $(RUN_IMG) $(PTT_BIN)
 	$(Q)PTT=$(PTT_BIN) WORK_ELF=$(GUEST_WORK) tools/run.sh $(RUN_IMG) kvm
 
-# The step records FAIL (not a make error) when the image cannot be built yet.
-# It boots the run image with ptv.panic=1: the guest traces a workload from inside, the VMM dumps
-# it, and the guest ends in a kernel panic the VMM sends its crash dump for.
+# The steps record FAIL (not a make error) when the image cannot be built yet.
+# Each boots the run image with ptv.panic=1: the guest traces a workload from inside, the VMM
+# dumps it, and the guest ends in a kernel panic the VMM sends its crash dump for.
+# bochs:linux: 2 CPUs (OVMF and Linux restart the AP under the VMM: the SMP checks), sw_trace = tf.
+# bochs:linux-mtf: 1 CPU, sw_trace = auto, which picks MTF steps on Bochs 3.0.  BOCHS_IPS: Bochs'
+# clock runs at 500 M emulated instructions a second there, not 50 M, because the MTF tracer
+# steps the handlers of interrupts taken in a window (the trap flag leaves them unstepped), one
+# VM exit (~2,600 guest ticks) per instruction: at 50 M a 4 ms tick is 200 k instructions, less
+# than a stepped timer interrupt costs, and the guest livelocks in it (docs/ARCHITECTURE.md §5).
+LINUX_STEP_ENV = PTT=$(PTT_BIN) WORK_ELF=$(GUEST_WORK) EXACT_ELF=$(GUEST_EXACT) \
+    NATIVE_STEPS=$(NATIVE_STEPS) TRACE_BOOT=$(RUN_TRACE_BOOT) PERF=perf EXPECT_PANIC=1
 test-bochs-linux:
 	@mkdir -p $(BUILD)
-	$(Q)$(MAKE) --no-print-directory $(TEST_IMG) $(PTT_BIN) $(NATIVE_STEPS) >$(BUILD)/usb-image.log 2>&1 || \
-	    { tail -n 5 $(BUILD)/usb-image.log; rm -f $(TEST_IMG); }
-	$(Q)PTT=$(PTT_BIN) WORK_ELF=$(GUEST_WORK) EXACT_ELF=$(GUEST_EXACT) NATIVE_STEPS=$(NATIVE_STEPS) \
-	    TRACE_BOOT=$(RUN_TRACE_BOOT) PERF=perf \
-	    EXPECT_PANIC=1 tests/step.sh $(BUILD)/results bochs:linux \
-	    tests/system/bochs-linux.sh $(TEST_IMG) $(BUILD)/test/bochs-linux
+	$(Q)$(MAKE) --no-print-directory $(TEST_TF_IMG) $(PTT_BIN) $(NATIVE_STEPS) >$(BUILD)/usb-image.log 2>&1 || \
+	    { tail -n 5 $(BUILD)/usb-image.log; rm -f $(TEST_TF_IMG); }
+	$(Q)$(LINUX_STEP_ENV) CPUS=2 tests/step.sh $(BUILD)/results bochs:linux \
+	    tests/system/bochs-linux.sh $(TEST_TF_IMG) $(BUILD)/test/bochs-linux
+
+test-bochs-linux-mtf:
+	@mkdir -p $(BUILD)
+	$(Q)$(MAKE) --no-print-directory $(TEST_IMG) $(PTT_BIN) $(NATIVE_STEPS) >$(BUILD)/usb-image-mtf.log 2>&1 || \
+	    { tail -n 5 $(BUILD)/usb-image-mtf.log; rm -f $(TEST_IMG); }
+	$(Q)$(LINUX_STEP_ENV) CPUS=1 BOCHS_IPS=500000000 tests/step.sh $(BUILD)/results bochs:linux-mtf \
+	    tests/system/bochs-linux.sh $(TEST_IMG) $(BUILD)/test/bochs-linux-mtf
 
 .PHONY: run-image
 run-image: $(RUN_IMG)
 
 ALL_TARGETS  += usb-image run-image
-TEST_TARGETS += test-bochs-linux
+TEST_TARGETS += test-bochs-linux test-bochs-linux-mtf

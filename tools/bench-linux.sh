@@ -6,9 +6,9 @@
 #   [BENCH_CPUS=N] tools/bench-linux.sh CFG OUTDIR
 #
 # Two images from the same loader, VMM, kernel and initramfs, both booted in
-# Bochs with BENCH_CPUS CPUs (default 1: with 2, Bochs 2.7's INIT bug stops the
-# VMM run in OVMF's ExitBootServices, see tests/system/bochs-linux.sh; the
-# loader gives Linux an MADT, so on a fixed emulator both runs use every CPU):
+# Bochs with BENCH_CPUS CPUs (default 1; 2 needs Bochs 3.0, the default of
+# tests/system/bochs.sh: Bochs 2.7's INIT bug stops the VMM run in OVMF's
+# ExitBootServices; the loader gives Linux an MADT, so both runs use every CPU):
 #   vmm:  CFG as it is                (Linux runs under the VMM)
 #   bare: CFG with `vmm = off`        (the loader boots Linux natively)
 # Figures, from the guest's serial lines (guest/init, guest/ptv-probe.c):
@@ -23,7 +23,7 @@ build=$(dirname "$(dirname "$out")")   # OUTDIR is BUILD/bench/linux
 kernel=${GUEST_KERNEL:-$build/guest/vmlinuz.efi}
 initrd=${GUEST_INITRD:-$build/guest/initrd.img}
 timeout=${BENCH_TIMEOUT:-600}
-export CPUS=${BENCH_CPUS:-1} # bochs.sh's `cpu: count=`; 1: see tests/system/bochs-linux.sh (Bochs 2.7 INIT bug)
+export CPUS=${BENCH_CPUS:-1} # bochs.sh's `cpu: count=`
 STOP='PTVISOR-GUEST-DONE|Kernel panic - not syncing|\[cpu[0-9]+ vmm\] error: halted|crash dump complete'
 mkdir -p "$out"
 

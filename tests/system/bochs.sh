@@ -47,7 +47,7 @@ cat >"$rc" <<RC
 megs: 512
 romimage: file=$fw, address=0xffe00000
 vgaromimage: file=/usr/share/bochs/VGABIOS-lgpl-latest
-cpu: model=$model, count=$cpus, ips=50000000, reset_on_triple_fault=0
+cpu: model=$model, count=$cpus, ips=${BOCHS_IPS:-50000000}, reset_on_triple_fault=0
 pci: enabled=1, chipset=i440fx
 ata0: enabled=1, ioaddr1=0x1f0, ioaddr2=0x3f0, irq=14
 ata0-master: type=disk, path=$img, mode=flat, cylinders=$cyl, heads=16, spt=63
