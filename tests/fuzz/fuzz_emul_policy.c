@@ -110,6 +110,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         /* a window or MTF is armed only where the guest can reach an instruction boundary */
         if (a == NMI_WAIT)
             CHECK(act <= 1 && ((in.flags & 32) || act == 0));
+        /* the NMI window is never armed for blocking by STI alone */
+        if ((in.intr & 3u) == GUEST_INTR_STATE_STI && !(in.intr & GUEST_INTR_STATE_NMI) && act == 0 &&
+            !(in.flags & 16) && (in.flags & 8))
+            CHECK(a == NMI_WAIT_STEP);
         if (!(in.flags & 8))
             CHECK(a == NMI_NONE);
     }

@@ -445,7 +445,11 @@ static void test_nmi(void **state)
         assert_int_equal(nmi_owed_action(true, false, 0, 0, w), NMI_INJECT);
         assert_int_equal(nmi_owed_action(true, false, 1, 0, w), NMI_INJECT); /* wakes a HLT */
         assert_int_equal(nmi_owed_action(true, false, 0, GUEST_INTR_STATE_NMI, w), NMI_WAIT);
-        assert_int_equal(nmi_owed_action(true, false, 0, GUEST_INTR_STATE_STI, w), NMI_WAIT);
+        /* STI alone: one step, not the NMI window a CPU may deliver at once (attacker review) */
+        assert_int_equal(nmi_owed_action(true, false, 0, GUEST_INTR_STATE_STI, w), NMI_WAIT_STEP);
+        assert_int_equal(
+            nmi_owed_action(true, false, 0, GUEST_INTR_STATE_STI | GUEST_INTR_STATE_NMI, w),
+            NMI_WAIT);
         assert_int_equal(nmi_owed_action(true, false, 0, GUEST_INTR_STATE_MOV_SS, w), NMI_WAIT);
         assert_int_equal(nmi_owed_action(true, false, 3, 0, w), NMI_LATER); /* wait-for-SIPI */
         assert_int_equal(nmi_owed_action(true, true, 3, 0, w), NMI_LATER);

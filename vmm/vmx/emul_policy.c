@@ -286,6 +286,13 @@ enum nmi_action nmi_owed_action(bool pending, bool event_queued, uint32_t activi
      * NMI window opens when it ends (the IRET of the guest's NMI handler, the instruction
      * after STI / MOV SS), also from HLT.  Without it, MTF steps the guest -- but not in a
      * HLT, where stepping would only spin: the next exit decides again */
+    /* blocking by STI alone ends after one instruction, but a CPU may or may not hold the
+     * NMI-window exit back for it (SDM Vol. 3C 26.7.6): one that does not would exit at once,
+     * again and again, and the instruction after STI would never run.  One MTF step instead */
+    if ((intr & (GUEST_INTR_STATE_STI | GUEST_INTR_STATE_MOV_SS | GUEST_INTR_STATE_NMI)) ==
+            GUEST_INTR_STATE_STI &&
+        activity == GUEST_ACTIVITY_ACTIVE)
+        return NMI_WAIT_STEP;
     if (intr & (GUEST_INTR_STATE_STI | GUEST_INTR_STATE_MOV_SS | GUEST_INTR_STATE_NMI))
         return window || activity != GUEST_ACTIVITY_HLT ? NMI_WAIT : NMI_LATER;
     return NMI_INJECT;

@@ -202,6 +202,8 @@ enum nmi_action {
                  * without it after the next guest instruction (MTF) */
     NMI_LATER,  /* held (wait-for-SIPI, shutdown), or behind another event without an NMI
                  * window: decide at the next entry */
+    NMI_WAIT_STEP, /* blocked by STI alone: come back after the next instruction (MTF; the
+                    * NMI window where the CPU has no MTF) */
 };
 /* window: the VMM can arm NMI-window exiting (primary control 22, with virtual NMIs) */
 enum nmi_action nmi_owed_action(bool pending, bool event_queued, uint32_t activity, uint32_t intr,

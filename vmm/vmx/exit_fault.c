@@ -157,6 +157,14 @@ enum exit_action handle_init(struct vcpu *v, const struct vmexit *e)
         v->spurious_inits++;
         return EXIT_RESUME;
     case VRESET_INIT_GIVE_UP:
+        /* only where the CPU showed the emulator's fingerprint (blocking by SMI saved outside
+         * SMM): elsewhere INITs a guest sends back to back right after a SIPI are each ignored,
+         * and the AP is never given up (attacker review: 16 of them killed it for good) */
+        if (!v->smi_block_quirk) {
+            v->spurious_inits++;
+            v->sipi_start.redelivered = 0;
+            return EXIT_RESUME;
+        }
         v->init_broken = true;
         vmm_init_redelivery = true;
         pr_err("smp",

@@ -123,6 +123,12 @@ static void deliver_owed_nmi(struct vcpu *v)
         else if (vmx_caps.proc >> 32 & CPU_BASED_MONITOR_TRAP_FLAG)
             set_mtf(v, true);
         break;
+    case NMI_WAIT_STEP:
+        if (vmx_caps.proc >> 32 & CPU_BASED_MONITOR_TRAP_FLAG)
+            set_mtf(v, true);
+        else if (window)
+            vcpu_nmi_window(v, true);
+        break;
     case NMI_LATER:
     case NMI_NONE:
         break;
