@@ -20,6 +20,7 @@ int ept_window_place(struct ept_window *w, struct ept_window *const *all, unsign
 {
     const struct ept_window *other;
     struct ept_window nw = {.gpa = gpa};
+    unsigned long before = e->nr_tables;
     int rc;
 
     if (w->placed || (gpa & (WINDOW_SIZE - 1)))
@@ -42,6 +43,7 @@ int ept_window_place(struct ept_window *w, struct ept_window *const *all, unsign
         return rc;
     }
     nw.placed = true;
+    nw.tables = e->nr_tables > before ? e->nr_tables - before : 0;
     *w = nw;
     return 0;
 }
@@ -49,6 +51,7 @@ int ept_window_place(struct ept_window *w, struct ept_window *const *all, unsign
 int ept_window_remove(struct ept_window *w, struct ept_window *const *all, unsigned n,
                       struct ept *e, struct ept_od *od)
 {
+    unsigned long before = e->nr_tables;
     int rc;
 
     if (!w->placed)
@@ -61,5 +64,13 @@ int ept_window_remove(struct ept_window *w, struct ept_window *const *all, unsig
     rc = w->err ? ept_unmap_prune(e, w->gpa, WINDOW_SIZE)
                 : ept_map(e, w->gpa, w->hpa, WINDOW_SIZE, w->perms, w->memtype);
     ept_od_unpin(od, w->gpa);
+    /* above RAM, on-demand maps the guest touched next to the window went into the window's
+     * own tables (its pin shrank their blocks), linking nothing ept_od counts: those tables
+     * then outlive the window, a few pages per move the guest could repeat for ever.  When
+     * fewer tables went than the window's map linked, drop the on-demand maps (one
+     * ept_od_drop_all(), its INVEPT through od->flush as for any drop): the tables go with
+     * them, and the maps fault in again when next touched */
+    if (!rc && w->gpa >= od->floor && w->gpa < od->limit && e->nr_tables + w->tables > before)
+        rc = ept_od_drop_all(od, e);
     return rc;
 }

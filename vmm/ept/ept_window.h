@@ -12,7 +12,10 @@
  * ept_unmap_prune().  Either way the pages are retired and become spares at the caller's next
  * INVEPT, so a guest moving its window N times holds at most 2 x (levels - 1) table pages
  * per window (the placed window's, and the removed one's until that INVEPT), for any N.
- * Above the identity map the page is pinned (ept_ondemand.h) while the window is there.
+ * Above the identity map the page is pinned (ept_ondemand.h) while the window is there; on-demand
+ * maps made meanwhile next to it may land in the window's tables, and when removing it leaves
+ * some of those tables linked, the on-demand maps are dropped (ept_od_drop_all()) so that they
+ * go: the bound holds with on-demand maps around the window too.
  *
  * Windows share one EPT (one per vCPU, one guest): two placed at the same page share its
  * saved mapping, and only the last to leave restores it and unpins the page -- else the
@@ -35,6 +38,7 @@ struct ept_window {
     int err;      /* what ept_translate() said of gpa before: 0, or EPT_ENOENT (a hole) */
     uint64_t hpa; /* the old mapping, when err == 0 */
     unsigned perms, memtype;
+    unsigned long tables; /* table pages its map linked (what removing it must give back) */
 };
 
 /*
@@ -49,7 +53,9 @@ int ept_window_place(struct ept_window *w, struct ept_window *const *all, unsign
 /*
  * Take w away: unless another of `all` is still placed at its page, give the page back what
  * it mapped (a hole stays a hole, its empty tables pruned) and unpin it.  Nothing if w is not
- * placed.  0 or the EPT's error (w is removed either way).  INVEPT is needed afterwards
+ * placed.  Above RAM, where tables the window's map linked stay linked (on-demand maps in
+ * them), every on-demand map is dropped too (ept_od_drop_all(), which INVEPTs through
+ * od->flush).  0 or the EPT's error (w is removed either way).  INVEPT is needed afterwards
  * (ept_flush_needed()).
  */
 int ept_window_remove(struct ept_window *w, struct ept_window *const *all, unsigned n,
