@@ -15,6 +15,8 @@
  *                              (default 1000000), the CPU it ran on, that CPU's CPUID view
  *   ptv-probe trace-user       the CPL 3 trace rule attacked (issue 27 defect 2; needs
  *                              vmcall_user = trace): one line per check, then a summary
+ *   ptv-probe trace-own CPU    pinned to CPU, its own window around 200 getpid calls: its
+ *                              figures (guest/init runs one on each CPU at once)
  *
  * VMCALL outside VMX non-root operation raises #UD, so the VMCALL subcommands
  * first check CPUID.1:ECX[31] and the 0x40000000 signature and refuse (exit 2)
@@ -543,6 +545,34 @@ static int do_trace_user(void)
     return tu_fail ? 1 : 0;
 }
 
+/* ptv-probe trace-own CPU: this process's own window on CPU (pinned there), around the getpid
+ * loop, while another copy does the same on the other CPU (guest/init): a window on each vCPU at
+ * once, each told only its own figures (issue 32) */
+static int do_trace_own(const char *arg)
+{
+    unsigned long cpu = arg ? strtoul(arg, NULL, 0) : 0;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    if (sched_setaffinity(0, sizeof(one), &one) != 0) {
+        printf("ptvisor-guest: trace-own cpu=%lu error=\"sched_setaffinity: %s\"\n", cpu,
+               strerror(errno));
+        return 1;
+    }
+    struct tregs s = tcall((struct tregs){.rax = PTV_VMCALL_TRACE_START,
+                                          .rbx = PTV_TRACE_F_USER | PTV_TRACE_F_CR3_SELF |
+                                                 PTV_TRACE_F_CR3_MASK,
+                                          .r9 = PTV_TRACE_CR3_PCID});
+    int on = sched_getcpu();
+    getpid_loop();
+    struct tregs stop = tcall((struct tregs){.rax = PTV_VMCALL_TRACE_STOP});
+    printf("ptvisor-guest: trace-own cpu=%lu ran_on=%d start=%lld stop=%lld instructions=%llu "
+           "bytes=%llu\n",
+           cpu, on, (long long)(int64_t)s.rax, (long long)(int64_t)stop.rax,
+           (unsigned long long)stop.rcx, (unsigned long long)stop.rbx);
+    return (int64_t)s.rax == PTV_VMCALL_OK && (int64_t)stop.rax == PTV_VMCALL_OK ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     const char *cmd = argc > 1 ? argv[1] : "view";
@@ -564,6 +594,8 @@ int main(int argc, char **argv)
         return do_cpuid_loop(argc > 2 ? argv[2] : NULL, argc > 3 ? argv[3] : NULL);
     if (strcmp(cmd, "pin") == 0)
         return do_pin(argc > 2 ? argv[2] : NULL, argc > 3 ? argv[3] : NULL);
+    if (strcmp(cmd, "trace-own") == 0)
+        return do_trace_own(argc > 2 ? argv[2] : NULL);
     if (strcmp(cmd, "trace-user") == 0)
         return do_trace_user();
     fprintf(stderr, "usage: ptv-probe [view|vmcall-version|exit-stats|tsc|rip-wrap|cpuid-loop N "

@@ -165,6 +165,21 @@ elif [ -n "${PTT:-}" ]; then
         grep -a '^ptvisor-guest: trace-user' "$serial" | tr -d '\r' | grep -v ' ok ' | sed 's/^/         /'
         fail=1
     fi
+    # issue 32: a window on each CPU at once (ptv-probe trace-own, one copy pinned on each), each
+    # told only its own 200 getpid calls in user mode
+    if [ "$CPUS" -gt 1 ]; then
+        for i in 0 1; do
+            own=$(tr -d '\r' <"$serial" | grep -a "^ptvisor-guest: trace-own cpu=$i " | tail -n 1)
+            n=$(echo "$own" | sed -n 's/.* instructions=\([0-9]*\).*/\1/p')
+            if echo "$own" | grep -q "ran_on=$i start=0 stop=0 " && [ "${n:-0}" -ge 1200 ] &&
+                [ "${n:-0}" -le 2500 ]; then
+                echo "  ok   a window on each CPU at once: CPU $i's own window, $n instructions"
+            else
+                echo "  FAIL a window on each CPU at once: CPU $i: ${own:-<no trace-own line>}"
+                fail=1
+            fi
+        done
+    fi
     check "guest traced ptt-work from inside" "ptvisor-guest: trace workload result="
     rm -rf "$out/trace"
     # ptt-work dumps its own window (its owner: the CPL 3 rule) and waits until it is out
