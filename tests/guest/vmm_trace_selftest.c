@@ -46,9 +46,12 @@ void vmm_trace_selftest(EFI_SYSTEM_TABLE *st)
         report(false, "vmm trace: TRACE_START over the known sequence: rc %ld", (long)rc);
         return;
     }
-    const char *src = r.rbx == PTV_TRACE_SRC_HARDWARE   ? "hardware system-mode PT"
-                      : r.rbx == PTV_TRACE_SRC_SOFTWARE ? "software tracer"
-                                                        : "unknown source";
+    struct vmcall6 how = {.rax = PTV_VMCALL_TRACE_STATUS};
+    (void)vc(&how);
+    const char *src = r.rbx == PTV_TRACE_SRC_HARDWARE ? "hardware system-mode PT"
+                      : r.rbx != PTV_TRACE_SRC_SOFTWARE ? "unknown source"
+                      : (how.rbx & PTV_TRACE_ST_TF)     ? "software tracer/TF" /* trap flag */
+                                                        : "software tracer/MTF";
     report(true, "vmm trace (%s): TRACE_START over the known sequence", src);
     (void)ptv_pt_seq();
     struct vmcall6 s = {.rax = PTV_VMCALL_TRACE_STOP};

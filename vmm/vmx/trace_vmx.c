@@ -156,7 +156,8 @@ static void sw_status(const struct vcpu *v, struct trace_status *st)
     st->flags = PTV_TRACE_ST_SOFTWARE | (t->sw.on || t->pending_start ? PTV_TRACE_ST_ON : 0) |
                 (t->ring.head > t->ring.size ? PTV_TRACE_ST_WRAPPED : 0) |
                 (t->ring.stopped ? PTV_TRACE_ST_STOPPED : 0) |
-                (t->sw.budget_used ? PTV_TRACE_ST_BUDGET : 0);
+                (t->sw.budget_used ? PTV_TRACE_ST_BUDGET : 0) |
+                (trace_vmx_tf() ? PTV_TRACE_ST_TF : 0);
     st->written = t->ring.head;
     st->insns = t->sw.st.steps;
     st->gaps = t->sw.st.lost;
