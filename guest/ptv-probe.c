@@ -559,10 +559,10 @@ static int do_trace_own(const char *arg)
                strerror(errno));
         return 1;
     }
-    struct tregs s = tcall((struct tregs){.rax = PTV_VMCALL_TRACE_START,
-                                          .rbx = PTV_TRACE_F_USER | PTV_TRACE_F_CR3_SELF |
-                                                 PTV_TRACE_F_CR3_MASK,
-                                          .r9 = PTV_TRACE_CR3_PCID});
+    struct tregs s =
+        tcall((struct tregs){.rax = PTV_VMCALL_TRACE_START,
+                             .rbx = PTV_TRACE_F_USER | PTV_TRACE_F_CR3_SELF | PTV_TRACE_F_CR3_MASK,
+                             .r9 = PTV_TRACE_CR3_PCID});
     int on = sched_getcpu();
     getpid_loop();
     struct tregs stop = tcall((struct tregs){.rax = PTV_VMCALL_TRACE_STOP});

@@ -170,9 +170,10 @@
 #define PTV_TRACE_ST_BUDGET     (1u << 3) /* the window closed at its instruction budget */
 #define PTV_TRACE_ST_SOFTWARE   (1u << 4) /* the ring holds the software tracer's packets */
 #define PTV_TRACE_ST_DUMPING    (1u << 5) /* ABI 5: a TRACE_DUMP of this vCPU is going out */
-#define PTV_TRACE_ST_TF         (1u << 6) /* ABI 7: the software tracer steps with the trap flag
-                                           * (sw_trace = tf, or auto where MTF is not
-                                           * delivered); clear with SOFTWARE: MTF steps */
+#define PTV_TRACE_ST_TF                                                                            \
+    (1u << 6) /* ABI 7: the software tracer steps with the trap flag                               \
+               * (sw_trace = tf, or auto where MTF is not                                          \
+               * delivered); clear with SOFTWARE: MTF steps */
 /*
  * TRACE_READ: copy ring bytes [RDX, RDX + RCX) of the stream (offsets count every
  * byte ever written) to guest-physical RBX..RBX+RCX-1, which must be guest RAM.

@@ -101,18 +101,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     {
         uint32_t act = in.intr % 4;
-        enum nmi_action a = nmi_owed_action(in.flags & 8, in.flags & 16, act, in.intr, in.flags & 32);
+        enum nmi_action a =
+            nmi_owed_action(in.flags & 8, in.flags & 16, act, in.intr, in.flags & 32);
         /* never an NMI injected into blocking, behind another event or into an activity state
          * that holds NMIs (VM entry would fail: SDM Vol. 3C 27.3.1.5) */
         if (a == NMI_INJECT)
             CHECK(!(in.flags & 16) && act <= 1 &&
-                  !(in.intr & (GUEST_INTR_STATE_STI | GUEST_INTR_STATE_MOV_SS | GUEST_INTR_STATE_NMI)));
+                  !(in.intr &
+                    (GUEST_INTR_STATE_STI | GUEST_INTR_STATE_MOV_SS | GUEST_INTR_STATE_NMI)));
         /* a window or MTF is armed only where the guest can reach an instruction boundary */
         if (a == NMI_WAIT)
             CHECK(act <= 1 && ((in.flags & 32) || act == 0));
         /* the NMI window is never armed for blocking by STI alone */
-        if ((in.intr & 3u) == GUEST_INTR_STATE_STI && !(in.intr & GUEST_INTR_STATE_NMI) && act == 0 &&
-            !(in.flags & 16) && (in.flags & 8))
+        if ((in.intr & 3u) == GUEST_INTR_STATE_STI && !(in.intr & GUEST_INTR_STATE_NMI) &&
+            act == 0 && !(in.flags & 16) && (in.flags & 8))
             CHECK(a == NMI_WAIT_STEP);
         if (!(in.flags & 8))
             CHECK(a == NMI_NONE);

@@ -95,13 +95,13 @@ static void aftermath(const char *name)
            checked ? sc.rcx : 0ul);
 }
 
-extern const struct attack attacks_task[]; /* attack_task.c */
-extern const struct attack attacks_mode[]; /* attack_mode.c */
-extern const struct attack attacks_nmi[];  /* attack_nmi.c */
+extern const struct attack attacks_task[];     /* attack_task.c */
+extern const struct attack attacks_mode[];     /* attack_mode.c */
+extern const struct attack attacks_nmi[];      /* attack_nmi.c */
 extern const struct attack attacks_cpu_late[]; /* attack_cpu.c */
-static const struct attack *const groups[] = {attacks_cpu, attacks_msr,  attacks_vmcall,
-                                              attacks_mem, attacks_uart, attacks_task,
-                                              attacks_mode, attacks_nmi, attacks_cpu_late};
+static const struct attack *const groups[] = {attacks_cpu,  attacks_msr,  attacks_vmcall,
+                                              attacks_mem,  attacks_uart, attacks_task,
+                                              attacks_mode, attacks_nmi,  attacks_cpu_late};
 
 EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 {

@@ -166,8 +166,8 @@ static bool is_rep_string(uint64_t ip)
             uint8_t x = b[k];
             if (x == 0xf3 || x == 0xf2)
                 rep = true;
-            else if (!(x == 0x66 || x == 0x67 || x == 0x2e || x == 0x3e || x == 0x26 ||
-                       x == 0x36 || x == 0x64 || x == 0x65 || (x >= 0x40 && x <= 0x4f)))
+            else if (!(x == 0x66 || x == 0x67 || x == 0x2e || x == 0x3e || x == 0x26 || x == 0x36 ||
+                       x == 0x64 || x == 0x65 || (x >= 0x40 && x <= 0x4f)))
                 break;
         }
         uint8_t op = b[k];
@@ -327,7 +327,8 @@ int main(int argc, char **argv)
     snprintf(err, sizeof(err), "no error");
     const uint64_t range2[1][2] = {{ev_lo, ev_hi}};
     o.n = 0;
-    rc = swpt_decode_ranges(pt[1], ptlen[1], read_mem, on_insn, &o, &st, err, sizeof(err), range2, 1);
+    rc = swpt_decode_ranges(pt[1], ptlen[1], read_mem, on_insn, &o, &st, err, sizeof(err), range2,
+                            1);
     verdict(rc == 0, "window 2 decodes with libipt (%s)", err);
     if (nomtf) {
         printf("SKIP: window 2 vs the range: the CPU delivered no MTF VM exit (Bochs 2.7)\n");

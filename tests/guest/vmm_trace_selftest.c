@@ -48,7 +48,7 @@ void vmm_trace_selftest(EFI_SYSTEM_TABLE *st)
     }
     struct vmcall6 how = {.rax = PTV_VMCALL_TRACE_STATUS};
     (void)vc(&how);
-    const char *src = r.rbx == PTV_TRACE_SRC_HARDWARE ? "hardware system-mode PT"
+    const char *src = r.rbx == PTV_TRACE_SRC_HARDWARE   ? "hardware system-mode PT"
                       : r.rbx != PTV_TRACE_SRC_SOFTWARE ? "unknown source"
                       : (how.rbx & PTV_TRACE_ST_TF)     ? "software tracer/TF" /* trap flag */
                                                         : "software tracer/MTF";

@@ -426,13 +426,13 @@ static void test_tf_step(void **state)
 static void test_dr6_deliver(void **state)
 {
     (void)state;
-    const uint64_t init = 0xffff0ff0ull; /* DR6 after reset */
+    const uint64_t init = 0xffff0ff0ull;                                 /* DR6 after reset */
     assert_int_equal(db_dr6_deliver(init, 0x1), 0xffff0ff1ull);          /* B0: DR0 hit */
     assert_int_equal(db_dr6_deliver(init, 0x4000), 0xffff4ff0ull);       /* BS: single step */
     assert_int_equal(db_dr6_deliver(init, 0x2000), 0xffff2ff0ull);       /* BD */
     assert_int_equal(db_dr6_deliver(init | 0x2, 0x1), 0xffff0ff1ull);    /* stale B1 replaced */
     assert_int_equal(db_dr6_deliver(init | 0x4000, 0x1), 0xffff4ff1ull); /* BS kept (sticky) */
-    assert_int_equal(db_dr6_deliver(init, 0x4009), 0xffff4ff9ull);      /* B0, B3 and BS */
+    assert_int_equal(db_dr6_deliver(init, 0x4009), 0xffff4ff9ull);       /* B0, B3 and BS */
     /* bits the qualification does not define never come from it */
     assert_int_equal(db_dr6_deliver(init, 0xffffffffffff0ff0ull), init);
 }
@@ -468,13 +468,21 @@ static void test_nmi(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_retire),    cmocka_unit_test(test_fault_class),
-        cmocka_unit_test(test_cr0),       cmocka_unit_test(test_cr4),
-        cmocka_unit_test(test_pdptes),    cmocka_unit_test(test_apic_base),
-        cmocka_unit_test(test_mtrr),      cmocka_unit_test(test_nmi), cmocka_unit_test(test_dr6_deliver),
-        cmocka_unit_test(test_db_step),   cmocka_unit_test(test_blk_exit),
-        cmocka_unit_test(test_blk_entry), cmocka_unit_test(test_blk_lead),
-        cmocka_unit_test(test_tf_step),   cmocka_unit_test(test_apic_base_view),
+        cmocka_unit_test(test_retire),
+        cmocka_unit_test(test_fault_class),
+        cmocka_unit_test(test_cr0),
+        cmocka_unit_test(test_cr4),
+        cmocka_unit_test(test_pdptes),
+        cmocka_unit_test(test_apic_base),
+        cmocka_unit_test(test_mtrr),
+        cmocka_unit_test(test_nmi),
+        cmocka_unit_test(test_dr6_deliver),
+        cmocka_unit_test(test_db_step),
+        cmocka_unit_test(test_blk_exit),
+        cmocka_unit_test(test_blk_entry),
+        cmocka_unit_test(test_blk_lead),
+        cmocka_unit_test(test_tf_step),
+        cmocka_unit_test(test_apic_base_view),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -196,12 +196,12 @@ static inline void tf_step_disarm(struct tf_step_state *s)
 
 /* ---- an NMI that hit VMX root, owed to the guest ---- */
 enum nmi_action {
-    NMI_NONE,   /* nothing pending */
-    NMI_INJECT, /* inject it at this entry */
-    NMI_WAIT,   /* blocked now: come back when the NMI window opens (NMI-window exiting), or
-                 * without it after the next guest instruction (MTF) */
-    NMI_LATER,  /* held (wait-for-SIPI, shutdown), or behind another event without an NMI
-                 * window: decide at the next entry */
+    NMI_NONE,      /* nothing pending */
+    NMI_INJECT,    /* inject it at this entry */
+    NMI_WAIT,      /* blocked now: come back when the NMI window opens (NMI-window exiting), or
+                    * without it after the next guest instruction (MTF) */
+    NMI_LATER,     /* held (wait-for-SIPI, shutdown), or behind another event without an NMI
+                    * window: decide at the next entry */
     NMI_WAIT_STEP, /* blocked by STI alone: come back after the next instruction (MTF; the
                     * NMI window where the CPU has no MTF) */
 };

@@ -274,7 +274,8 @@ static bool block_entry_ok(struct vcpu *v, struct trace_vcpu *t)
     uint64_t fl = vmcs_readl(GUEST_RFLAGS);
     /* stepping with MTF, the guest's own TF is the guest's: a block would run its #DB as an
      * event exit; stepped instead */
-    return (trace_vmx_tf() || !(fl & RFLAGS_TF)) && (vmx_ctls.entry & VM_ENTRY_LOAD_DEBUG_CONTROLS) &&
+    return (trace_vmx_tf() || !(fl & RFLAGS_TF)) &&
+           (vmx_ctls.entry & VM_ENTRY_LOAD_DEBUG_CONTROLS) &&
            (vmx_ctls.exit & VM_EXIT_SAVE_DEBUG_CONTROLS) &&
            (vmx_ctls.pin & PIN_BASED_NMI_EXITING) && !v->mtf_probe &&
            blk_entry_allowed(fl, vmcs_read32(GUEST_INTERRUPTIBILITY_INFO),

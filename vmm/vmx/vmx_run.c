@@ -71,8 +71,8 @@ void vcpu_mtf_update(struct vcpu *v)
 {
     /* sw_trace = tf steps with #DB exits instead, and a block runs unstepped to its
      * breakpoint (trace_step.c) */
-    bool on = v->nmi_stepping || (v->trace_stepping && !trace_vmx_tf() && !v->trace_blk) ||
-              v->mtf_probe;
+    bool on =
+        v->nmi_stepping || (v->trace_stepping && !trace_vmx_tf() && !v->trace_blk) || v->mtf_probe;
     uint32_t proc = vmcs_read32(CPU_BASED_VM_EXEC_CONTROL);
     uint32_t want = on ? proc | CPU_BASED_MONITOR_TRAP_FLAG : proc & ~CPU_BASED_MONITOR_TRAP_FLAG;
     if (want != proc)
@@ -101,8 +101,14 @@ void vcpu_nmi_window(struct vcpu *v, bool on)
         return;
     v->nmi_window = on;
     uint32_t proc = vmcs_read32(CPU_BASED_VM_EXEC_CONTROL);
-    vmcs_write32(CPU_BASED_VM_EXEC_CONTROL, on ? proc | CPU_BASED_NMI_WINDOW_EXITING
-                                               : proc & ~CPU_BASED_NMI_WINDOW_EXITING);
+    vmcs_write32(CPU_BASED_VM_EXEC_CONTROL,
+                 on ? proc | CPU_BASED_NMI_WINDOW_EXITING : proc & ~CPU_BASED_NMI_WINDOW_EXITING);
+}
+
+/* the CPU offers the monitor trap flag (the fallback for an owed NMI) */
+static bool have_mtf(void)
+{
+    return vmx_caps.proc >> 32 & CPU_BASED_MONITOR_TRAP_FLAG;
 }
 
 static void deliver_owed_nmi(struct vcpu *v)
@@ -120,11 +126,11 @@ static void deliver_owed_nmi(struct vcpu *v)
     case NMI_WAIT:
         if (window)
             vcpu_nmi_window(v, true);
-        else if (vmx_caps.proc >> 32 & CPU_BASED_MONITOR_TRAP_FLAG)
+        else if (have_mtf())
             set_mtf(v, true);
         break;
     case NMI_WAIT_STEP:
-        if (vmx_caps.proc >> 32 & CPU_BASED_MONITOR_TRAP_FLAG)
+        if (have_mtf())
             set_mtf(v, true);
         else if (window)
             vcpu_nmi_window(v, true);
