@@ -8,6 +8,7 @@
 # there OVMF's ExitBootServices waits forever for an AP it restarts: use CPUS=1.
 #
 #   [CPUS=N] tests/system/bochs-linux.sh IMG OUTDIR [TIMEOUT_S]
+#   LINUX_LOG=SERIAL_LOG [CPUS=N] tests/system/bochs-linux.sh - OUTDIR   (checks only)
 #
 # PASS when the serial log shows, in this order of boot:
 #   "[cpu0 vmx] launched"                            the VMM blue-pilled the firmware
@@ -35,20 +36,28 @@ STOP='PTVISOR-GUEST-DONE|Kernel panic - not syncing|\[cpu[0-9]+ vmm\] error: hal
 if [ "${EXPECT_PANIC:-0}" = 1 ]; then
     STOP='panic dump complete|\[cpu[0-9]+ vmm\] error: halted|crash dump complete'
 fi
-[ -f "$img" ] || { echo "bochs-linux: $img missing (the loader, VMM or guest did not build)"; exit 1; }
-size=$(stat -c %s "$img")
-cyl=$((size / 516096))
-[ $((cyl * 516096)) = "$size" ] || { echo "bochs-linux: $img is not whole 16x63 cylinders"; exit 1; }
 mkdir -p "$out"
-disk="$out/disk.img" serial="$out/serial.log"
-cp --sparse=always "$img" "$disk"
-start=$(date +%s)
-"$here/bochs.sh" "$disk" "$cyl" "$serial" "$timeout" \
-    "$STOP" corei7_skylake_x
-rc=$?
-secs=$(($(date +%s) - start))
-rm -f "$disk"
-echo "bochs-linux: ${secs} s incl. waiting for an emulator slot ($CPUS CPUs, Bochs timeout ${timeout} s, runner rc=$rc), serial log $serial"
+if [ -n "${LINUX_LOG:-}" ]; then
+    # LINUX_LOG=FILE: no boot here, only the checks, on a serial log another vehicle wrote
+    # (tests/system/nested-kvm.sh: the same image run by QEMU/KVM inside Bochs); IMG is unused
+    serial=$LINUX_LOG
+    [ -f "$serial" ] || { echo "bochs-linux: $serial missing"; exit 1; }
+    echo "bochs-linux: the checks on $serial ($CPUS CPUs)"
+else
+    [ -f "$img" ] || { echo "bochs-linux: $img missing (the loader, VMM or guest did not build)"; exit 1; }
+    size=$(stat -c %s "$img")
+    cyl=$((size / 516096))
+    [ $((cyl * 516096)) = "$size" ] || { echo "bochs-linux: $img is not whole 16x63 cylinders"; exit 1; }
+    disk="$out/disk.img" serial="$out/serial.log"
+    cp --sparse=always "$img" "$disk"
+    start=$(date +%s)
+    "$here/bochs.sh" "$disk" "$cyl" "$serial" "$timeout" \
+        "$STOP" corei7_skylake_x
+    rc=$?
+    secs=$(($(date +%s) - start))
+    rm -f "$disk"
+    echo "bochs-linux: ${secs} s incl. waiting for an emulator slot ($CPUS CPUs, Bochs timeout ${timeout} s, runner rc=$rc), serial log $serial"
+fi
 
 fail=0
 check() { # check DESCRIPTION fixed-string
@@ -180,82 +189,87 @@ elif [ -n "${PTT:-}" ]; then
             fi
         done
     fi
-    check "guest traced ptt-work from inside" "ptvisor-guest: trace workload result="
-    rm -rf "$out/trace"
-    # ptt-work dumps its own window (its owner: the CPL 3 rule) and waits until it is out
-    wid=$(tr -d '\r' <"$serial" | sed -n 's/^ptvisor-guest: trace dump \([0-9]*\) rc=0$/\1/p' | head -n 1)
-    if [ -n "$wid" ] && [ "$wid" != 0 ]; then
-        echo "  ok   ptt-work dumped its own window: dump $wid"
+    # NO_WORK=1 (nested-kvm.sh): the image's ptv.work=0 leaves ptt-work out, and its checks
+    if [ "${NO_WORK:-0}" = 1 ]; then
+        check "ptt-work left out as the image says (ptv.work=0)" "ptvisor-guest: trace workload skipped (ptv.work=0)"
     else
-        echo "  FAIL ptt-work dumped its own window: $(grep -a '^ptvisor-guest: trace dump' "$serial" | tr -d '\r' | tail -n 1)"
-        fail=1
-    fi
-    if "$PTT" extract "$serial" --dump "${wid:-0}" -o "$out/trace" -q; then
-        echo "  ok   trace: ptvisor-trace extract: a complete dump ($(grep -a '^reason\|^source' "$out/trace/dump.meta" | tr '\n' ' '))"
-    else
-        echo "  FAIL trace: ptvisor-trace extract found no complete dump in $serial"
-        fail=1
-    fi
-    if [ -d "$out/trace" ]; then
-        "$PTT" summary -e "$WORK_ELF" "$out/trace" >"$out/trace/summary.txt" 2>"$out/trace/summary.err"
-        sed 's/^/         /' "$out/trace/summary.txt" | head -n 20
-        for fn in hot_mix sort_rec fib apply; do
-            if grep -q "$fn" "$out/trace/summary.txt"; then
-                echo "  ok   trace: the decoded guest trace runs $fn (symbols of $WORK_ELF)"
-            else
-                echo "  FAIL trace: $fn not in the decoded guest trace ($out/trace/summary.txt)"
-                fail=1
-            fi
-        done
-        "$PTT" flamegraph -e "$WORK_ELF" "$out/trace" -o "$out/trace/flame.svg" 2>/dev/null &&
-            echo "  ok   trace: flame graph $out/trace/flame.svg"
-        # the kernel's boot from the loader's hand-off (trace_boot = TRACE_BOOT, dump_on = boot)
-        bid=$("$PTT" extract "$serial" --list 2>/dev/null | awk '$5 == "boot" { print $2 }' | tail -n 1)
-        if [ -n "${TRACE_BOOT:-}" ] && [ "$TRACE_BOOT" != 0 ]; then
-            rm -rf "$out/boot-trace"
-            if [ -z "$bid" ]; then
-                echo "  FAIL boot trace: no dump with reason boot in the log (trace_boot = $TRACE_BOOT)"
-                fail=1
-            elif ! "$PTT" extract "$serial" --dump "$bid" -o "$out/boot-trace" -q 2>"$out/boot-extract.txt"; then
-                echo "  FAIL boot trace: dump $bid not complete"
-                fail=1
-            else
-                "$PTT" summary "$out/boot-trace" >"$out/boot-trace/summary.txt" 2>&1
-                n=$(awk '$1 == "instructions" && $2 ~ /^[0-9]+$/ { print $2; exit }' "$out/boot-trace/summary.txt")
-                derr=$(awk '$1 == "decode" && $2 == "errors" { print $3 }' "$out/boot-trace/summary.txt")
-                gaps=$(awk '$1 == "gaps" { print $2 }' "$out/boot-trace/summary.txt")
-                if [ "${n:-0}" -ge $((TRACE_BOOT * 9 / 10)) ] && [ "${derr:-1}" = 0 ]; then
-                    echo "  ok   boot trace: the kernel's first $TRACE_BOOT instructions from the hand-off," \
-                        "$n decoded, 0 decode errors, ${gaps:-?} gaps (events under trap-flag stepping)"
+        check "guest traced ptt-work from inside" "ptvisor-guest: trace workload result="
+        rm -rf "$out/trace"
+        # ptt-work dumps its own window (its owner: the CPL 3 rule) and waits until it is out
+        wid=$(tr -d '\r' <"$serial" | sed -n 's/^ptvisor-guest: trace dump \([0-9]*\) rc=0$/\1/p' | head -n 1)
+        if [ -n "$wid" ] && [ "$wid" != 0 ]; then
+            echo "  ok   ptt-work dumped its own window: dump $wid"
+        else
+            echo "  FAIL ptt-work dumped its own window: $(grep -a '^ptvisor-guest: trace dump' "$serial" | tr -d '\r' | tail -n 1)"
+            fail=1
+        fi
+        if "$PTT" extract "$serial" --dump "${wid:-0}" -o "$out/trace" -q; then
+            echo "  ok   trace: ptvisor-trace extract: a complete dump ($(grep -a '^reason\|^source' "$out/trace/dump.meta" | tr '\n' ' '))"
+        else
+            echo "  FAIL trace: ptvisor-trace extract found no complete dump in $serial"
+            fail=1
+        fi
+        if [ -d "$out/trace" ]; then
+            "$PTT" summary -e "$WORK_ELF" "$out/trace" >"$out/trace/summary.txt" 2>"$out/trace/summary.err"
+            sed 's/^/         /' "$out/trace/summary.txt" | head -n 20
+            for fn in hot_mix sort_rec fib apply; do
+                if grep -q "$fn" "$out/trace/summary.txt"; then
+                    echo "  ok   trace: the decoded guest trace runs $fn (symbols of $WORK_ELF)"
                 else
-                    echo "  FAIL boot trace: ${n:-no} instructions decoded of $TRACE_BOOT, decode errors ${derr:-?}"
+                    echo "  FAIL trace: $fn not in the decoded guest trace ($out/trace/summary.txt)"
                     fail=1
                 fi
-            fi
-        fi
-        # the differential (same_as_native): the guest's trace == ptt-work stepped natively
-        if [ -n "${NATIVE_STEPS:-}" ]; then
-            if same_as_native "$out/trace" trace \
-                "the guest's decoded trace == its native run, @N@ instructions in order" "$WORK_ELF"; then
-                # perf's own Intel PT decoder on the exported perf.data: the same sequence
-                if [ -n "${PERF:-}" ] && command -v "$PERF" >/dev/null; then
-                    mkdir -p "$out/trace/perf-home"
-                    if "$PTT" perf "$out/trace" -o "$out/trace/perf.data" -q &&
-                        HOME="$out/trace/perf-home" DEBUGINFOD_URLS= "$PERF" script -i "$out/trace/perf.data" \
-                            --itrace=i1i -F ip 2>"$out/trace/perf.err" | awk '{ print $1 }' >"$out/trace/perf.ips" &&
-                        cmp -s "$out/trace/native.ips" "$out/trace/perf.ips"; then
-                        echo "  ok   trace: perf script (perf's own PT decoder) on the exported perf.data == the native run, $n_native instructions"
+            done
+            "$PTT" flamegraph -e "$WORK_ELF" "$out/trace" -o "$out/trace/flame.svg" 2>/dev/null &&
+                echo "  ok   trace: flame graph $out/trace/flame.svg"
+            # the kernel's boot from the loader's hand-off (trace_boot = TRACE_BOOT, dump_on = boot)
+            bid=$("$PTT" extract "$serial" --list 2>/dev/null | awk '$5 == "boot" { print $2 }' | tail -n 1)
+            if [ -n "${TRACE_BOOT:-}" ] && [ "$TRACE_BOOT" != 0 ]; then
+                rm -rf "$out/boot-trace"
+                if [ -z "$bid" ]; then
+                    echo "  FAIL boot trace: no dump with reason boot in the log (trace_boot = $TRACE_BOOT)"
+                    fail=1
+                elif ! "$PTT" extract "$serial" --dump "$bid" -o "$out/boot-trace" -q 2>"$out/boot-extract.txt"; then
+                    echo "  FAIL boot trace: dump $bid not complete"
+                    fail=1
+                else
+                    "$PTT" summary "$out/boot-trace" >"$out/boot-trace/summary.txt" 2>&1
+                    n=$(awk '$1 == "instructions" && $2 ~ /^[0-9]+$/ { print $2; exit }' "$out/boot-trace/summary.txt")
+                    derr=$(awk '$1 == "decode" && $2 == "errors" { print $3 }' "$out/boot-trace/summary.txt")
+                    gaps=$(awk '$1 == "gaps" { print $2 }' "$out/boot-trace/summary.txt")
+                    if [ "${n:-0}" -ge $((TRACE_BOOT * 9 / 10)) ] && [ "${derr:-1}" = 0 ]; then
+                        echo "  ok   boot trace: the kernel's first $TRACE_BOOT instructions from the hand-off," \
+                            "$n decoded, 0 decode errors, ${gaps:-?} gaps (events under trap-flag stepping)"
                     else
-                        echo "  FAIL trace: perf script on $out/trace/perf.data differs from the native run" \
-                            "($(wc -l <"$out/trace/perf.ips" 2>/dev/null) instructions; $(head -n 1 "$out/trace/perf.err" 2>/dev/null))"
+                        echo "  FAIL boot trace: ${n:-no} instructions decoded of $TRACE_BOOT, decode errors ${derr:-?}"
                         fail=1
                     fi
                 fi
-                # the tracer's cost: the same work untraced and traced, guest TSC (Bochs: instructions)
-                plain=$(guest_val plain_ticks) traced=$(guest_val traced_ticks)
-                [ -n "$plain" ] && [ -n "$traced" ] &&
-                    echo "  INFO bench tracer_ticks_per_instruction=$(( (traced - plain) / n_native ))" \
-                        "(work untraced $plain ticks, traced $traced ticks, $n_native instructions)"
+            fi
+            # the differential (same_as_native): the guest's trace == ptt-work stepped natively
+            if [ -n "${NATIVE_STEPS:-}" ]; then
+                if same_as_native "$out/trace" trace \
+                    "the guest's decoded trace == its native run, @N@ instructions in order" "$WORK_ELF"; then
+                    # perf's own Intel PT decoder on the exported perf.data: the same sequence
+                    if [ -n "${PERF:-}" ] && command -v "$PERF" >/dev/null; then
+                        mkdir -p "$out/trace/perf-home"
+                        if "$PTT" perf "$out/trace" -o "$out/trace/perf.data" -q &&
+                            HOME="$out/trace/perf-home" DEBUGINFOD_URLS= "$PERF" script -i "$out/trace/perf.data" \
+                                --itrace=i1i -F ip 2>"$out/trace/perf.err" | awk '{ print $1 }' >"$out/trace/perf.ips" &&
+                            cmp -s "$out/trace/native.ips" "$out/trace/perf.ips"; then
+                            echo "  ok   trace: perf script (perf's own PT decoder) on the exported perf.data == the native run, $n_native instructions"
+                        else
+                            echo "  FAIL trace: perf script on $out/trace/perf.data differs from the native run" \
+                                "($(wc -l <"$out/trace/perf.ips" 2>/dev/null) instructions; $(head -n 1 "$out/trace/perf.err" 2>/dev/null))"
+                            fail=1
+                        fi
+                    fi
+                    # the tracer's cost: the same work untraced and traced, guest TSC (Bochs: instructions)
+                    plain=$(guest_val plain_ticks) traced=$(guest_val traced_ticks)
+                    [ -n "$plain" ] && [ -n "$traced" ] &&
+                        echo "  INFO bench tracer_ticks_per_instruction=$(( (traced - plain) / n_native ))" \
+                            "(work untraced $plain ticks, traced $traced ticks, $n_native instructions)"
+                fi
             fi
         fi
     fi

@@ -53,9 +53,33 @@ int vmx_read_caps_cpu(struct vmx_caps *c, const char **why)
     return 0;
 }
 
+/* Who gives this VMX (CPUID.1:ECX[31] and leaf 0x40000000's vendor: under nested KVM,
+ * "KVMKVMKVM"), and the capability MSRs the control decision reads, once, in the boot log:
+ * a user's report then shows what the VMM ran on; tests/unit/vmx_profiles.h is built from them. */
+static void vmx_log_caps(const struct vmx_caps *c)
+{
+    char below[16] = "none";
+    if (cpuid_count(1, 0).ecx >> 31 & 1) {
+        struct cpuid_regs r = cpuid_count(0x40000000, 0);
+        uint32_t w[3] = {r.ebx, r.ecx, r.edx};
+        for (unsigned i = 0; i < 12; i++) {
+            char ch = (char)(w[i / 4] >> (8 * (i % 4)));
+            below[i] = ch >= 0x20 && ch < 0x7f ? ch : '.';
+        }
+        below[12] = 0;
+    }
+    pr_info("vmx", "hypervisor below: %s; VMX_BASIC %lx MISC %lx EPT_VPID %lx", below, c->basic,
+            c->misc, c->ept_vpid);
+    pr_info("vmx", "controls allowed: PIN %lx PROC %lx PROC2 %lx EXIT %lx ENTRY %lx", c->pin, c->proc,
+            c->proc2, c->exit, c->entry);
+}
+
 int vmx_read_caps(const char **why)
 {
-    return vmx_read_caps_cpu(&vmx_caps, why);
+    int st = vmx_read_caps_cpu(&vmx_caps, why);
+    if (!st)
+        vmx_log_caps(&vmx_caps);
+    return st;
 }
 
 /* Gather the decision's inputs on this CPU; the decision itself is vmx_caps_policy.c. */
