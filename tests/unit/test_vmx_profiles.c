@@ -167,6 +167,30 @@ static void test_kvm_aps(void **state)
     }
 }
 
+/* nested KVM as the VMM really read it under tests/system/nested-kvm.sh: the controls of the
+ * source-derived profile, MTF offered; on a Bochs 2.7 L0 KVM offered no MTF (the VMM's probe
+ * then steps with the trap flag) and no XSAVES (the guest goes without); APs, PT as there */
+static void test_kvm_measured(void **state)
+{
+    struct vmx_cpu_profile p = vmx_of(PROFILE_KVM_BOCHS);
+    struct vmx_ctl_decision d;
+    const char *why = NULL;
+    assert_accepted(&p, &d);
+    assert_common_controls(&d);
+    assert_false(d.perf_global_unswitched);
+    assert_true(p.caps.proc >> 32 & CPU_BASED_MONITOR_TRAP_FLAG);
+    assert_true(vmx_can_virtualize_aps(&p, &why));
+    assert_pt(&vmx_profiles[PROFILE_KVM_BOCHS], PTV_PT_AUTO, PT_ENGINE_OFF,
+              "pt_mode=auto: CPUID.7:EBX[25]=0: no Intel PT; PT off");
+    /* the Bochs 2.7 L0's offer */
+    p.caps.proc = 0xf7f9fffe04006172ull;
+    p.caps.proc2 = 0x02037bff00000000ull;
+    assert_accepted(&p, &d);
+    assert_int_equal(d.ctls.proc, PROC_WANT);
+    assert_int_equal(d.ctls.proc2, PROC2_WANT & ~SECONDARY_EXEC_XSAVES);
+    assert_int_equal(d.ctls.guest_features, GUEST_FEAT_RDTSCP | GUEST_FEAT_INVPCID);
+}
+
 /* ---- Bochs: what the VMM wrote into the VMCS there (build/test/bochs-conformance) ---- */
 
 static void test_bochs_matches_measured_vmcs(void **state)
@@ -361,6 +385,7 @@ int main(void)
         cmocka_unit_test(test_kvm_pmu_variants),
         cmocka_unit_test(test_kvm_pt),
         cmocka_unit_test(test_kvm_aps),
+        cmocka_unit_test(test_kvm_measured),
         cmocka_unit_test(test_bochs_matches_measured_vmcs),
         cmocka_unit_test(test_bochs_pt_and_aps),
         cmocka_unit_test(test_skylake),

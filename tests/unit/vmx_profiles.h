@@ -44,6 +44,7 @@ static inline struct pt_caps profile_pt_caps(const struct cpu_profile *p)
 enum {
     PROFILE_KVM_5_10,  /* nested KVM before wait-for-SIPI emulation */
     PROFILE_KVM_6_X,   /* nested KVM from 5.11 on (wait-for-SIPI), 6.1+ PERF_GLOBAL */
+    PROFILE_KVM_BOCHS, /* nested KVM 6.1 on a Bochs 3.0 L0 (the nested-kvm vehicle), measured */
     PROFILE_BOCHS_SKX, /* Bochs 2.7 corei7_skylake_x, measured */
     PROFILE_SKYLAKE,   /* bare-metal Skylake client (i7-6700 class) */
     PROFILE_COUNT
@@ -171,6 +172,43 @@ static const struct cpu_profile vmx_profiles[PROFILE_COUNT] = {
                     .pmu_version = 2,
                 },
             .cpuid7_ebx = 0x009c6fbbu,
+            .vaddr_bits = 48,
+        },
+    /*
+     * Nested KVM as ptvisor really read it [M]: tests/system/nested-kvm.sh (Debian 12's Linux
+     * 6.1 kvm_intel, nested=Y enable_apicv=N, QEMU 7.2 -cpu host, on Bochs 3.0
+     * corei7_skylake_x), the VMM's "[cpu0 vmx] hypervisor below: KVMKVMKVM" and "controls
+     * allowed" lines.  Against PROFILE_KVM_6_X (derived from KVM's source on a Skylake L0):
+     * the same but for secondary bits 8 and 9 (APIC-register virtualization, virtual-interrupt
+     * delivery: Bochs' L0 has them, a Skylake client not).  On a Bochs 2.7 L0 KVM offered
+     * less: primary without MTF (27: KVM offers L1 the monitor trap flag only where L0 has
+     * it) and secondary without XSAVES (20).  CR fixed MSRs, MAXPHYADDR and CPUID.7 as the
+     * Bochs L0 [A].
+     */
+    [PROFILE_KVM_BOCHS] =
+        {
+            .name = "nested KVM 6.1 (QEMU -cpu host, Bochs 3.0 L0), measured",
+            .vmx =
+                {
+                    .caps =
+                        {
+                            .basic = KVM_L1_BASIC,
+                            .misc = 0x20000165ull,
+                            .ept_vpid = KVM_L1_EPT_VPID,
+                            .pin = KVM_L1_PIN,
+                            .proc = KVM_L1_PROC,
+                            .proc2 = 0x02137bff00000000ull,
+                            .exit = KVM_L1_EXIT,
+                            .entry = KVM_L1_ENTRY,
+                            .cr0_fixed0 = 0x80000021ull,
+                            .cr0_fixed1 = 0xffffffffull,
+                            .cr4_fixed0 = 0x2000ull,
+                            .cr4_fixed1 = 0x003727ffull,
+                            .maxphyaddr = 40,
+                        },
+                    .pmu_version = 2,
+                },
+            .cpuid7_ebx = 0x001c0fbbu,
             .vaddr_bits = 48,
         },
     /*
