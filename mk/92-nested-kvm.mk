@@ -50,5 +50,4 @@ test-nested-kvm:
 	$(Q)PTT=$(PTT_BIN) EXACT_ELF=$(GUEST_EXACT) NATIVE_STEPS=$(NATIVE_STEPS) EXPECT_PANIC=1 \
 	    tests/step.sh $(BUILD)/results nested:kvm tests/system/nested-kvm.sh $(NESTED_L1) $(BUILD)/test/nested-kvm
 
-# not in `make test` until the chain passes here (see docs/ARCHITECTURE.md §2.4)
-# TEST_TARGETS += test-nested-kvm
+TEST_TARGETS += test-nested-kvm

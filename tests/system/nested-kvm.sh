@@ -49,7 +49,7 @@ check() { # check DESCRIPTION extended-regex
 check "L1 Linux up in Bochs with VMX" '^NESTED-L1: up: '
 check "L1's kvm_intel loaded with nested VMX and EPT" '^NESTED-L1: kvm_intel loaded: nested=Y ept=Y'
 check "QEMU -accel kvm -cpu host started on ptvisor's image" '^NESTED-L1: starting: ACCEL=kvm CPU=host'
-check "ptvisor's VMM names KVM below it" '^\[cpu0 vmx\] hypervisor below: KVMKVMKVM'
+check "ptvisor's VMM names KVM below it" '^\[cpu0 vmx\] hypervisor below: KVMKVMKVM;'
 check "ptvisor's VMM launched under KVM" '^\[cpu0 vmx\] launched'
 check "the guest sees no VMX and no PT (KVM offers no PT to an L1)" \
     '^ptvisor-guest: hypervisor=1 signature="ptvisor" max_leaf=0x[0-9a-f]+ pt=0 vmx=0$'

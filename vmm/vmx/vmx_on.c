@@ -62,11 +62,14 @@ static void vmx_log_caps(const struct vmx_caps *c)
     if (cpuid_count(1, 0).ecx >> 31 & 1) {
         struct cpuid_regs r = cpuid_count(0x40000000, 0);
         uint32_t w[3] = {r.ebx, r.ecx, r.edx};
-        for (unsigned i = 0; i < 12; i++) {
+        unsigned i = 0;
+        for (; i < 12; i++) {
             char ch = (char)(w[i / 4] >> (8 * (i % 4)));
+            if (!ch) /* "KVMKVMKVM\0\0\0" */
+                break;
             below[i] = ch >= 0x20 && ch < 0x7f ? ch : '.';
         }
-        below[12] = 0;
+        below[i] = 0;
     }
     pr_info("vmx", "hypervisor below: %s; VMX_BASIC %lx MISC %lx EPT_VPID %lx", below, c->basic,
             c->misc, c->ept_vpid);
