@@ -73,6 +73,7 @@ int wrmsr_safe(uint32_t msr, uint64_t val) __attribute__((warn_unused_result));
         asm volatile("mov %0, %%cr" #n ::"r"(v) : "memory");                                       \
     }
 DEFINE_CR(0)
+DEFINE_CR(2)
 DEFINE_CR(3)
 DEFINE_CR(4)
 #undef DEFINE_CR

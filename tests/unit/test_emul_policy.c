@@ -437,6 +437,29 @@ static void test_dr6_deliver(void **state)
     assert_int_equal(db_dr6_deliver(init, 0xffffffffffff0ff0ull), init);
 }
 
+/* a #PF the tracer's exception bitmap made exit reaches the guest with CR2 = the faulting address
+ * (the exit qualification), as if it had not exited; nothing else writes CR2 */
+static void test_pf_cr2(void **state)
+{
+    (void)state;
+    uint64_t cr2 = 0x1234;
+    const uint32_t pf = INTR_INFO_VALID | INTR_TYPE_HARD_EXCEPTION | PF_VECTOR;
+    assert_true(pf_reflect_cr2(pf, 0x7ffd1000ull, &cr2));
+    assert_int_equal(cr2, 0x7ffd1000ull);
+    assert_true(pf_reflect_cr2(pf | INTR_INFO_DELIVER_CODE | INTR_INFO_UNBLOCK_NMI,
+                               0xffff888000000000ull, &cr2));
+    assert_int_equal(cr2, 0xffff888000000000ull);
+    cr2 = 0x1234;
+    assert_false(pf_reflect_cr2(pf & ~INTR_INFO_VALID, 0x5000, &cr2));
+    assert_false(pf_reflect_cr2(INTR_INFO_VALID | INTR_TYPE_HARD_EXCEPTION | GP_VECTOR, 0x5000,
+                                &cr2));
+    assert_false(pf_reflect_cr2(INTR_INFO_VALID | INTR_TYPE_HARD_EXCEPTION | DB_VECTOR, 0x5000,
+                                &cr2));
+    /* INT 14 from software is not a page fault: CR2 untouched */
+    assert_false(pf_reflect_cr2(INTR_INFO_VALID | INTR_TYPE_SOFT_INTR | PF_VECTOR, 0x5000, &cr2));
+    assert_int_equal(cr2, 0x1234);
+}
+
 static void test_nmi(void **state)
 {
     (void)state;
@@ -477,6 +500,7 @@ int main(void)
         cmocka_unit_test(test_mtrr),
         cmocka_unit_test(test_nmi),
         cmocka_unit_test(test_dr6_deliver),
+        cmocka_unit_test(test_pf_cr2),
         cmocka_unit_test(test_db_step),
         cmocka_unit_test(test_blk_exit),
         cmocka_unit_test(test_blk_entry),

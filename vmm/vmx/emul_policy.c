@@ -30,6 +30,15 @@ uint64_t db_dr6_deliver(uint64_t dr6, uint64_t qual)
     return (dr6 & ~0xfull) | (qual & (0xfull | bd | bs));
 }
 
+bool pf_reflect_cr2(uint32_t intr_info, uint64_t qual, uint64_t *cr2)
+{
+    if ((intr_info & (INTR_INFO_VALID | INTR_INFO_INTR_TYPE_MASK | INTR_INFO_VECTOR_MASK)) !=
+        (INTR_INFO_VALID | INTR_TYPE_HARD_EXCEPTION | PF_VECTOR))
+        return false;
+    *cr2 = qual;
+    return true;
+}
+
 bool db_exit_plain_step(uint32_t intr_info, uint64_t qual, uint32_t idt_vec_info)
 {
     return intr_info == (INTR_INFO_VALID | INTR_TYPE_HARD_EXCEPTION | DB_VECTOR) &&

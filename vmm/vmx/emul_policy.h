@@ -129,6 +129,10 @@ bool db_exit_plain_step(uint32_t intr_info, uint64_t qual, uint32_t idt_vec_info
  * 3C 27.1 and 28.2.1 table 28-1); delivering the #DB sets them as the CPU does (B0-B3 replaced,
  * BD and BS set, the rest kept, SDM Vol. 3B 18.2.3) */
 uint64_t db_dr6_deliver(uint64_t dr6, uint64_t qual);
+/* A #PF that VM-exited (exception bitmap) has not written CR2 (SDM Vol. 3C 27.1): the one the
+ * VMM reflects must find the faulting linear address there, which the exit qualification holds
+ * (SDM Vol. 3C 28.2.1).  true with *cr2 to write for a hardware #PF exit; false otherwise. */
+bool pf_reflect_cr2(uint32_t intr_info, uint64_t qual, uint64_t *cr2);
 
 /*
  * Block stepping (vmm/trace/swtrace.h): while a block is out, every exception is intercepted and

@@ -46,6 +46,10 @@ enum exit_action handle_exception_nmi(struct vcpu *v, const struct vmexit *e)
         if (type == INTR_TYPE_HARD_EXCEPTION)
             write_dr6(db_dr6_deliver(read_dr6(), e->qual));
     }
+    /* a #PF that exited (the tracer's blocks trap every exception) left CR2 as it was */
+    uint64_t cr2;
+    if (pf_reflect_cr2(e->intr_info, e->qual, &cr2))
+        write_cr2(cr2);
     v->inject = (struct pending_event){
         .valid = true,
         .info = e->intr_info & ~INTR_INFO_UNBLOCK_NMI,
