@@ -451,10 +451,10 @@ static void test_pf_cr2(void **state)
     assert_int_equal(cr2, 0xffff888000000000ull);
     cr2 = 0x1234;
     assert_false(pf_reflect_cr2(pf & ~INTR_INFO_VALID, 0x5000, &cr2));
-    assert_false(pf_reflect_cr2(INTR_INFO_VALID | INTR_TYPE_HARD_EXCEPTION | GP_VECTOR, 0x5000,
-                                &cr2));
-    assert_false(pf_reflect_cr2(INTR_INFO_VALID | INTR_TYPE_HARD_EXCEPTION | DB_VECTOR, 0x5000,
-                                &cr2));
+    assert_false(
+        pf_reflect_cr2(INTR_INFO_VALID | INTR_TYPE_HARD_EXCEPTION | GP_VECTOR, 0x5000, &cr2));
+    assert_false(
+        pf_reflect_cr2(INTR_INFO_VALID | INTR_TYPE_HARD_EXCEPTION | DB_VECTOR, 0x5000, &cr2));
     /* INT 14 from software is not a page fault: CR2 untouched */
     assert_false(pf_reflect_cr2(INTR_INFO_VALID | INTR_TYPE_SOFT_INTR | PF_VECTOR, 0x5000, &cr2));
     assert_int_equal(cr2, 0x1234);
@@ -491,22 +491,14 @@ static void test_nmi(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_retire),
-        cmocka_unit_test(test_fault_class),
-        cmocka_unit_test(test_cr0),
-        cmocka_unit_test(test_cr4),
-        cmocka_unit_test(test_pdptes),
-        cmocka_unit_test(test_apic_base),
-        cmocka_unit_test(test_mtrr),
-        cmocka_unit_test(test_nmi),
-        cmocka_unit_test(test_dr6_deliver),
-        cmocka_unit_test(test_pf_cr2),
-        cmocka_unit_test(test_db_step),
-        cmocka_unit_test(test_blk_exit),
-        cmocka_unit_test(test_blk_entry),
-        cmocka_unit_test(test_blk_lead),
-        cmocka_unit_test(test_tf_step),
-        cmocka_unit_test(test_apic_base_view),
+        cmocka_unit_test(test_retire),      cmocka_unit_test(test_fault_class),
+        cmocka_unit_test(test_cr0),         cmocka_unit_test(test_cr4),
+        cmocka_unit_test(test_pdptes),      cmocka_unit_test(test_apic_base),
+        cmocka_unit_test(test_mtrr),        cmocka_unit_test(test_nmi),
+        cmocka_unit_test(test_dr6_deliver), cmocka_unit_test(test_pf_cr2),
+        cmocka_unit_test(test_db_step),     cmocka_unit_test(test_blk_exit),
+        cmocka_unit_test(test_blk_entry),   cmocka_unit_test(test_blk_lead),
+        cmocka_unit_test(test_tf_step),     cmocka_unit_test(test_apic_base_view),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

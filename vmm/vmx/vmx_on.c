@@ -73,8 +73,8 @@ static void vmx_log_caps(const struct vmx_caps *c)
     }
     pr_info("vmx", "hypervisor below: %s; VMX_BASIC %lx MISC %lx EPT_VPID %lx", below, c->basic,
             c->misc, c->ept_vpid);
-    pr_info("vmx", "controls allowed: PIN %lx PROC %lx PROC2 %lx EXIT %lx ENTRY %lx", c->pin, c->proc,
-            c->proc2, c->exit, c->entry);
+    pr_info("vmx", "controls allowed: PIN %lx PROC %lx PROC2 %lx EXIT %lx ENTRY %lx", c->pin,
+            c->proc, c->proc2, c->exit, c->entry);
 }
 
 int vmx_read_caps(const char **why)
