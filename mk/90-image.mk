@@ -88,7 +88,8 @@ run-kvm: $(RUN_IMG) $(PTT_BIN)
 # Each boots the run image with ptv.panic=1: the guest traces a workload from inside, the VMM
 # dumps it, and the guest ends in a kernel panic the VMM sends its crash dump for.
 # bochs:linux: 2 CPUs (OVMF and Linux restart the AP under the VMM: the SMP checks), sw_trace = tf.
-# bochs:linux-mtf: 1 CPU, sw_trace = auto, which picks MTF steps on Bochs 3.0.  BOCHS_IPS: Bochs'
+# bochs:linux-mtf: 2 CPUs, sw_trace = auto, which picks MTF steps on Bochs 3.0 (its MTF exit after
+# an injected event needs tools/bochs-patches/0001: without it the 2-CPU boot hangs).  BOCHS_IPS: Bochs'
 # clock runs at 500 M emulated instructions a second there, not 50 M, because the MTF tracer
 # steps the handlers of interrupts taken in a window (the trap flag leaves them unstepped), one
 # VM exit (~2,600 guest ticks) per instruction: at 50 M a 4 ms tick is 200 k instructions, less
@@ -106,7 +107,7 @@ test-bochs-linux-mtf:
 	@mkdir -p $(BUILD)
 	$(Q)$(MAKE) --no-print-directory $(TEST_IMG) $(PTT_BIN) $(NATIVE_STEPS) >$(BUILD)/usb-image-mtf.log 2>&1 || \
 	    { tail -n 5 $(BUILD)/usb-image-mtf.log; rm -f $(TEST_IMG); }
-	$(Q)$(LINUX_STEP_ENV) CPUS=1 BOCHS_IPS=500000000 tests/step.sh $(BUILD)/results bochs:linux-mtf \
+	$(Q)$(LINUX_STEP_ENV) CPUS=2 BOCHS_IPS=500000000 tests/step.sh $(BUILD)/results bochs:linux-mtf \
 	    tests/system/bochs-linux.sh $(TEST_IMG) $(BUILD)/test/bochs-linux-mtf
 
 .PHONY: run-image

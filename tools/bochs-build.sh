@@ -18,8 +18,8 @@
 # that Sources index (and must also equal the ones pinned below). Nothing else is contacted.
 #
 # The cache: $PTV_CACHE (default ${XDG_CACHE_HOME:-$HOME/.cache}/ptvisor) /bochs-<version>-<key>,
-# where <key> hashes the tarballs' SHA-256 and the configure line, so a change of either builds
-# anew and an unchanged one is reused (CI on a fresh machine builds it once per run).
+# where <key> hashes the tarballs' SHA-256, the configure line and the patches (tools/bochs-patches),
+# so a change of any builds anew and an unchanged one is reused (CI on a fresh machine builds it once per run).
 set -eu
 VERSION=3.0+dfsg-1
 UPSTREAM=3.0+dfsg
@@ -39,7 +39,12 @@ CONFIGURE="--with-nogui --with-rfb --disable-docbook --disable-debugger --disabl
  --enable-protection-keys --enable-smp --enable-svm --enable-uintr --enable-vmx=2 --enable-x86-64"
 
 cache=${PTV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ptvisor}
-key=$(printf '%s\n' "$ORIG_SHA" "$DEB_SHA" $CONFIGURE | sha256sum | cut -c1-12)
+# tools/bochs-patches/*.patch: fixes of Bochs bugs the tests met, applied in name order (each
+# says what it fixes and how it was found); their bytes are part of the cache key
+here=$(cd "$(dirname "$0")" && pwd)
+patches=$(ls "$here"/bochs-patches/*.patch 2>/dev/null | LC_ALL=C sort || true)
+key=$( { printf '%s\n' "$ORIG_SHA" "$DEB_SHA" $CONFIGURE; [ -z "$patches" ] || cat $patches; } |
+    sha256sum | cut -c1-12)
 prefix="$cache/bochs-$VERSION-$key"
 bin="$prefix/bin/bochs"
 
@@ -89,6 +94,7 @@ MIRROR=$(mirror | grep -E '/debian/?$' | grep -v security | head -1)
 MIRROR=${MIRROR%/}
 [ -n "$MIRROR" ] || die "no Debian mirror in /etc/apt (sources.list / *.sources): cannot fetch bochs $VERSION"
 command -v gpgv >/dev/null || die "gpgv missing (Debian package gpgv)"
+[ -z "$patches" ] || command -v patch >/dev/null || die "patch missing (Debian package patch)"
 [ -f "$KEYRING" ] || die "$KEYRING missing (Debian package debian-archive-keyring)"
 
 work="$cache/bochs-src-$VERSION"
@@ -129,6 +135,9 @@ start=$(date +%s)
 rm -rf src && mkdir src && tar -C src --strip-components=1 -xJf "$orig"
 tar -C src -xJf "$deb" # debian/ is kept for reference (rules' flags); its patches touch
                         # only paths, docs and GUI defaults, none of which this build uses
+for p in $patches; do
+    patch -d src -p1 --forward --batch <"$p" >>patch.log 2>&1 || die "patch $(basename "$p") failed: $(tail -2 patch.log)"
+done
 (cd src && ./configure --prefix="$prefix" $CONFIGURE >configure.log 2>&1) ||
     die "configure failed: $(tail -3 src/configure.log)"
 make -C src -j"$(nproc)" >build.log 2>&1 || die "build failed: $(tail -5 build.log)"

@@ -4,7 +4,7 @@
 # serial console.
 #
 # make test runs it twice (mk/90-image.mk): bochs:linux with CPUS=2 and sw_trace = tf,
-# bochs:linux-mtf with 1 CPU and sw_trace = auto (the MTF steps Bochs 3.0 delivers).  Bochs 2.7 (BOCHS=2.7) never clears an INIT it VM-exits for, so
+# bochs:linux-mtf with 2 CPUs and sw_trace = auto (the MTF steps Bochs 3.0 delivers).  Bochs 2.7 (BOCHS=2.7) never clears an INIT it VM-exits for, so
 # there OVMF's ExitBootServices waits forever for an AP it restarts: use CPUS=1.
 #
 #   [CPUS=N] tests/system/bochs-linux.sh IMG OUTDIR [TIMEOUT_S]
