@@ -32,11 +32,15 @@ KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
 # speed on every instruction) and the sound / NIC / USB devices no test boots with. Kept: VMX
 # level 2 (EPT, VPID, unrestricted guest, MTF, preemption timer), x86-64, SMP, AVX / EVEX / AMX,
 # CET, protection keys, rfb and nogui displays. (No idle hack: it needs the X11 or term GUI.)
+# No show-ips: its SIGALRM handler writes the "ips =" log line through stdio every second, and
+# one that lands while Bochs itself is writing to its log deadlocks it on the FILE lock (seen:
+# two Bochs steps at once stuck in futex_wait, single-threaded, mid-boot).
 CONFIGURE="--with-nogui --with-rfb --disable-docbook --disable-debugger --disable-plugins
  --enable-3dnow --enable-a20-pin --enable-all-optimizations --enable-amx --enable-avx
  --enable-cdrom --enable-cet --enable-cpu-level=6 --enable-disasm --enable-evex --enable-fpu
  --enable-pci --enable-repeat-speedups --enable-memtype
- --enable-protection-keys --enable-smp --enable-svm --enable-uintr --enable-vmx=2 --enable-x86-64"
+ --enable-protection-keys --enable-smp --enable-svm --enable-uintr --enable-vmx=2 --enable-x86-64
+ --disable-show-ips"
 
 cache=${PTV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/ptvisor}
 # tools/bochs-patches/*.patch: fixes of Bochs bugs the tests met, applied in name order (each
