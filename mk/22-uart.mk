@@ -9,3 +9,7 @@ test_uart_mux_SRCS := tests/unit/test_uart_mux.c tests/unit/test_uart_fake.c vmm
 
 FUZZERS += fuzz_uart_mux
 fuzz_uart_mux_SRCS := tests/fuzz/fuzz_uart_mux.c tests/unit/test_uart_fake.c vmm/dev/uart_mux.c
+
+# the transmit credit of vmm/serial.c (vmm/dev/uart_tx.h, header-only) against a 16550A FIFO model
+HOST_TESTS += test_uart_tx
+test_uart_tx_SRCS := tests/unit/test_uart_tx.c

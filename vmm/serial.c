@@ -2,6 +2,7 @@
 /* 16550 UART driver: polled transmit only. */
 #include "serial.h"
 #include "cpu.h"
+#include "dev/uart_tx.h"
 
 #define UART_THR      0 /* transmit holding (DLAB=0) */
 #define UART_DLL      0 /* divisor latch low (DLAB=1) */
@@ -16,18 +17,12 @@
 #define UART_LCR_DLAB 0x80
 #define UART_LSR_THRE 0x20
 #define UART_LSR_TEMT 0x40
-#define UART_IIR_FIFO 0xc0 /* both set: a 16550A with working FIFOs */
-#define UART_TX_FIFO  16u
 #define UART_CLOCK    115200u
 #define UART_SPIN_MAX 100000u /* bounded waits: a missing UART must not hang the VMM */
 
 static uint16_t uart_port;
-/* Transmit credit: bytes THR takes without another LSR read.  THRE in FIFO mode means the
- * transmit FIFO is empty (16550A), so one LSR read lets 16 bytes go (1 without FIFOs).  Every
- * THR write spends one, the guest's forwarded by the console multiplexer too.  An LSR read is
- * a VM exit where the UART is emulated (nested KVM: a trip to QEMU): a dump's 90 KB then costs
- * 1/16 of the reads. */
-static unsigned tx_credit, tx_depth = 1;
+/* the transmit credit (dev/uart_tx.h): 16 bytes per LSR read with working FIFOs */
+static struct uart_tx tx = {.depth = 1};
 
 void serial_init(uint16_t port, uint32_t baud)
 {
@@ -44,8 +39,7 @@ void serial_init(uint16_t port, uint32_t baud)
     outb(port + UART_LCR, UART_LCR_8N1);
     outb(port + UART_FCR, 0x07); /* enable + clear FIFOs */
     outb(port + UART_MCR, 0x03); /* DTR, RTS */
-    tx_depth = (inb(port + UART_IIR) & UART_IIR_FIFO) == UART_IIR_FIFO ? UART_TX_FIFO : 1;
-    tx_credit = 0;
+    uart_tx_init(&tx, inb(port + UART_IIR));
 }
 
 uint16_t serial_port(void)
@@ -60,8 +54,8 @@ uint8_t serial_in(unsigned off)
 
 void serial_out(unsigned off, uint8_t val)
 {
-    if (off == UART_THR && tx_credit) /* the multiplexer never sets DLAB: offset 0 is THR */
-        tx_credit--;
+    if (off == UART_THR) /* the multiplexer never sets DLAB: offset 0 is THR */
+        uart_tx_spend(&tx);
     outb((uint16_t)(uart_port + off), val);
 }
 
@@ -73,11 +67,11 @@ static void wait_lsr(uint8_t bit)
 
 void serial_tx(uint8_t byte)
 {
-    if (!tx_credit) {
+    if (uart_tx_need_thre(&tx)) {
         wait_lsr(UART_LSR_THRE);
-        tx_credit = tx_depth;
+        uart_tx_refill(&tx);
     }
-    tx_credit--;
+    uart_tx_spend(&tx);
     outb(uart_port + UART_THR, byte);
 }
 
