@@ -15,15 +15,7 @@ printf 'fs0:\\vmlinuz.efi initrd=\\initrd.img console=ttyS0,115200\r\n' >"$out/s
 serial="$out/serial.log"
 ACCEL=tcg "$here/tests/system/qemu.sh" "$out/direct.img" "$serial" 120 \
     'PTVISOR-GUEST-DONE|Kernel panic - not syncing'
-fail=0
-check() { # check DESCRIPTION extended-regex
-    if tr -d '\r' <"$serial" | grep -aqE -- "$2"; then
-        echo "  ok   $1"
-    else
-        echo "  FAIL $1: no line matching '$2'"
-        fail=1
-    fi
-}
+. "$here/tests/system/log-check.sh"
 check "/init reached" '^PTVISOR-GUEST-READY$'
 check "TSC line" '^ptvisor-guest: tsc=[0-9]+$'
 check "CPUID line" '^ptvisor-guest: hypervisor=[01] signature="[^"]*" max_leaf=0x[0-9a-f]+ pt=[01] vmx=[01]$'

@@ -189,8 +189,9 @@ elif [ -n "${PTT:-}" ]; then
             fi
         done
     fi
-    # NO_WORK=1 (nested-kvm.sh): the image's ptv.work=0 leaves ptt-work out, and its checks
-    if [ "${NO_WORK:-0}" = 1 ]; then
+    # NO_WORK=1: the image's ptv.work=0 leaves ptt-work out, and its checks (ptv.steps=0,
+    # NO_STEPS=1, implies it)
+    if [ "${NO_WORK:-0}" = 1 ] || [ "${NO_STEPS:-0}" = 1 ]; then
         check "ptt-work left out as the image says (ptv.work=0)" "ptvisor-guest: trace workload skipped (ptv.work=0)"
     else
         check "guest traced ptt-work from inside" "ptvisor-guest: trace workload result="

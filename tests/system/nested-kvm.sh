@@ -37,15 +37,7 @@ rm -f "$disk"
 echo "nested-kvm: ${secs} s wall for the whole chain (Bochs ${NESTED_BOCHS:-3} -> Linux/KVM -> QEMU -> ptvisor -> Linux), runner rc=$rc, serial log $serial"
 tr -d '\r' <"$serial" | grep -a '^NESTED-L1: ' | grep -v 'qemu> ' | sed 's/^/  /'
 
-fail=0
-check() { # check DESCRIPTION extended-regex
-    if tr -d '\r' <"$serial" | grep -aqE -- "$2"; then
-        echo "  ok   $1"
-    else
-        echo "  FAIL $1: no line matching '$2'"
-        fail=1
-    fi
-}
+. "$here/log-check.sh"
 check "L1 Linux up in Bochs with VMX" '^NESTED-L1: up: '
 check "L1's kvm_intel loaded with nested VMX and EPT" '^NESTED-L1: kvm_intel loaded: nested=Y ept=Y'
 check "QEMU -accel kvm -cpu host started on ptvisor's image" '^NESTED-L1: starting: ACCEL=kvm CPU=host'
@@ -56,7 +48,7 @@ check "the guest sees no VMX and no PT (KVM offers no PT to an L1)" \
 check "QEMU ended at the guest's end (qemu.sh rc=0)" '^NESTED-L1: qemu.sh rc=0 '
 tr -d '\r' <"$serial" | grep -a '^\[cpu0 vmx\] \(hypervisor below\|controls allowed\)' | sed 's/^/  /'
 echo "-- the checks bochs:linux makes, on this serial log:"
-NO_STEPS=1 NO_WORK=1 LINUX_LOG=$serial CPUS=1 "$here/bochs-linux.sh" - "$out" || fail=1
+NO_STEPS=1 LINUX_LOG=$serial CPUS=1 "$here/bochs-linux.sh" - "$out" || fail=1
 if [ $fail != 0 ]; then
     echo "---- what QEMU said (L1) ----"
     tr -d '\r' <"$serial" | grep -a '^NESTED-L1: qemu> ' | tail -n 30
