@@ -429,6 +429,15 @@ static int other_process(void)
         bad |= 2;
     if (!refused(PTV_VMCALL_TRACE_STOP, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, &rc))
         bad |= 4;
+    /* a window of its own the rule allows, with a range lo > hi: EINVAL whether or not a
+     * window of another is open on this vCPU (a malformed request learns nothing of others) */
+    struct tregs t =
+        tcall((struct tregs){.rax = PTV_VMCALL_TRACE_START,
+                             .rbx = PTV_TRACE_F_USER | PTV_TRACE_F_CR3_SELF | PTV_TRACE_F_RANGE,
+                             .rdx = 0x402000,
+                             .rsi = 0x401000});
+    if ((int64_t)t.rax != PTV_VMCALL_EINVAL)
+        bad |= 8;
     return bad;
 }
 
@@ -445,8 +454,8 @@ static int run_other(const char *when)
     }
     char what[160];
     snprintf(what, sizeof(what),
-             "another process, %s: TRACE_STATUS, TRACE_DUMP, TRACE_STOP refused, registers kept "
-             "(failed: %#x)",
+             "another process, %s: TRACE_STATUS, TRACE_DUMP, TRACE_STOP refused, registers kept; "
+             "a malformed TRACE_START of its own EINVAL, not EBUSY (failed: %#x)",
              when, WEXITSTATUS(st));
     tu_report(WEXITSTATUS(st) == 0, what, 0);
     return 0;

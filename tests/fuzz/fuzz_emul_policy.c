@@ -7,7 +7,8 @@
  * activation only with PAE, CS.L = 0 and a 32-bit TSS in TR -- so a legacy-mode TR
  * (type 3 or 11, what VM entry allowed) is the busy 32-bit TSS IA-32e VM entry wants and CS
  * is never L with D --, no VMXE, no unsupported CR4 bit, no reserved APIC
- * base bit or invalid APIC mode, only valid MTRR memory types).
+ * base bit or invalid APIC mode, only valid MTRR memory types; a #DB that is the tracer's
+ * step and a guest breakpoint at once tells the guest its breakpoint, never the step).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -118,6 +119,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             CHECK(a == NMI_WAIT_STEP);
         if (!(in.flags & 8))
             CHECK(a == NMI_NONE);
+    }
+    {
+        /* a #DB with the tracer's BS: the guest is told only conditions of its own (never BS),
+         * the tracer consumes it only when there are none, and DR6 as delivered has no bit
+         * the qualification does not define (SDM Vol. 3C table 28-1) */
+        uint64_t q = in.val, g = db_qual_guest_part(q);
+        CHECK(!(g & PENDING_DBG_BS));
+        CHECK(!g || (g & (0xfull | 1ull << 13)));
+        CHECK(db_qual_single_step(q) == (!!(q & PENDING_DBG_BS) && !g));
+        uint64_t dr6 = db_dr6_deliver(in.val4, g);
+        CHECK((dr6 & ~0xfull) == ((in.val4 & ~0xfull) | (g & 1ull << 13))); /* no new BS */
+        CHECK((dr6 & 0xf) == (g & 0xf));
     }
     return 0;
 }

@@ -7,6 +7,7 @@
  * instruction, RF in the frame of an injected fault, every #GP rule of MOV CR0.
  */
 #include "attack.h"
+#include "ptv/vmcall.h"
 
 #define HIDDEN __attribute__((visibility("hidden")))
 extern HIDDEN char atk_compat_code[], atk_compat_back[], atk_tf_after[], atk_rf_after[],
@@ -244,8 +245,41 @@ static void atk_db_after_windows(void)
            "breakpoint after trace windows: #DB at it, DR6 0x%lx (B0 set, BS clear)", dr6);
 }
 
+/* a data breakpoint the guest set, hit by an instruction the tracer steps with its trap flag:
+ * one #DB carries both (B0 and the tracer's BS); the guest must see its breakpoint alone, as
+ * without the tracer (with MTF steps the #DB never exits: the same answer) */
+static volatile uint8_t atk_watched;
+
+static void watch_fn(void *arg)
+{
+    atk_watched = 1;
+}
+
+static void atk_db_data_in_window(void)
+{
+    struct vmcall_regs r;
+    int64_t rc = (int64_t)atk_vmcall(PTV_VMCALL_TRACE_START, PTV_TRACE_F_KERNEL, 0, 0, &r);
+    if (rc != PTV_VMCALL_OK) {
+        report_skip("data breakpoint in a trace window: no window (rax %lld)", (long long)rc);
+        return;
+    }
+    __asm__ volatile("mov %0, %%dr6" ::"r"(0xffff0ff0ull));
+    __asm__ volatile("mov %0, %%dr0" ::"r"((uint64_t)&atk_watched));
+    __asm__ volatile("mov %0, %%dr7" ::"r"(0x10401ull)); /* L0, data writes, 1 byte */
+    int v = atk_try(watch_fn, 0);
+    __asm__ volatile("mov %0, %%dr7" ::"r"(0x400ull));
+    uint64_t dr6;
+    __asm__ volatile("mov %%dr6, %0" : "=r"(dr6));
+    __asm__ volatile("mov %0, %%dr6" ::"r"(0xffff0ff0ull));
+    atk_vmcall(PTV_VMCALL_TRACE_STOP, 0, 0, 0, &r);
+    report(v == VEC_DB && (dr6 & DR6_B0) && !(dr6 & DR6_BS) && atk_watched == 1,
+           "data breakpoint in a trace window: #DB (vector %d), DR6 0x%lx (B0 set, BS clear)", v,
+           dr6);
+}
+
 const struct attack attacks_cpu_late[] = {
     {"DR0 breakpoint after trace windows: DR6 as on bare metal", atk_db_after_windows},
+    {"DR0 data breakpoint inside a trace window: the guest's alone", atk_db_data_in_window},
     {0},
 };
 

@@ -457,6 +457,12 @@ static void filters(void **state)
             struct pt_sys_cfg bad = cfg;
             uint64_t before = x->c.sys.f.ctl;
             bad.nranges = 3; /* the CPU has 2 */
+            /* the check alone says the same and changes nothing either (TRACE_START asks it
+             * before it looks whether a window is open) */
+            assert_int_equal(pt_ctrl_sys_check_filter(&x->c, &bad, &why), -1);
+            assert_non_null(why);
+            assert_int_equal(pt_ctrl_sys_check_filter(&x->c, &cfg, &why), 0);
+            assert_int_equal(x->c.sys.f.ctl, before);
             assert_int_equal(pt_ctrl_sys_set_filter(&x->c, &bad, &why), -1);
             assert_non_null(why);
             assert_int_equal(x->c.sys.f.ctl, before); /* nothing changed */

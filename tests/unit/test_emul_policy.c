@@ -343,7 +343,8 @@ static void test_db_step(void **state)
     const uint32_t db = INTR_INFO_VALID | INTR_TYPE_HARD_EXCEPTION | DB_VECTOR;
     (void)state;
     assert_true(db_qual_single_step(PENDING_DBG_BS));
-    assert_true(db_qual_single_step(PENDING_DBG_BS | (1u << 13))); /* BD too: still a step */
+    /* BD (the guest's general-detect fault) with it: the guest's to see */
+    assert_false(db_qual_single_step(PENDING_DBG_BS | (1u << 13)));
     assert_false(db_qual_single_step(0));
     for (unsigned b = 0; b < 4; b++) /* a breakpoint hit as well: the guest's #DB */
         assert_false(db_qual_single_step(PENDING_DBG_BS | 1u << b));
@@ -437,6 +438,21 @@ static void test_dr6_deliver(void **state)
     assert_int_equal(db_dr6_deliver(init, 0xffffffffffff0ff0ull), init);
 }
 
+/* the tracer's single step and a guest breakpoint in one #DB: the guest is told its breakpoint,
+ * not a single step it never asked for; a step alone is nothing of the guest's */
+static void test_db_guest_part(void **state)
+{
+    (void)state;
+    const uint64_t init = 0xffff0ff0ull;
+    assert_int_equal(db_qual_guest_part(0x4000), 0);          /* the tracer's step alone */
+    assert_int_equal(db_qual_guest_part(0x4001), 0x1);        /* + a DR0 data breakpoint */
+    assert_int_equal(db_qual_guest_part(0x400c), 0xc);        /* + B2, B3 */
+    assert_int_equal(db_qual_guest_part(0x6000), 0x2000);     /* + BD */
+    assert_int_equal(db_qual_guest_part(0x5002), 0x1002);     /* + B1, enabled-bp bit */
+    assert_int_equal(db_qual_guest_part(0x1000 | 0x4000), 0); /* no condition of its own */
+    assert_int_equal(db_dr6_deliver(init, db_qual_guest_part(0x4001)), 0xffff0ff1ull); /* no BS */
+}
+
 /* a #PF the tracer's exception bitmap made exit reaches the guest with CR2 = the faulting address
  * (the exit qualification), as if it had not exited; nothing else writes CR2 */
 static void test_pf_cr2(void **state)
@@ -491,14 +507,23 @@ static void test_nmi(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_retire),      cmocka_unit_test(test_fault_class),
-        cmocka_unit_test(test_cr0),         cmocka_unit_test(test_cr4),
-        cmocka_unit_test(test_pdptes),      cmocka_unit_test(test_apic_base),
-        cmocka_unit_test(test_mtrr),        cmocka_unit_test(test_nmi),
-        cmocka_unit_test(test_dr6_deliver), cmocka_unit_test(test_pf_cr2),
-        cmocka_unit_test(test_db_step),     cmocka_unit_test(test_blk_exit),
-        cmocka_unit_test(test_blk_entry),   cmocka_unit_test(test_blk_lead),
-        cmocka_unit_test(test_tf_step),     cmocka_unit_test(test_apic_base_view),
+        cmocka_unit_test(test_retire),
+        cmocka_unit_test(test_fault_class),
+        cmocka_unit_test(test_cr0),
+        cmocka_unit_test(test_cr4),
+        cmocka_unit_test(test_pdptes),
+        cmocka_unit_test(test_apic_base),
+        cmocka_unit_test(test_mtrr),
+        cmocka_unit_test(test_nmi),
+        cmocka_unit_test(test_dr6_deliver),
+        cmocka_unit_test(test_pf_cr2),
+        cmocka_unit_test(test_db_guest_part),
+        cmocka_unit_test(test_db_step),
+        cmocka_unit_test(test_blk_exit),
+        cmocka_unit_test(test_blk_entry),
+        cmocka_unit_test(test_blk_lead),
+        cmocka_unit_test(test_tf_step),
+        cmocka_unit_test(test_apic_base_view),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -543,18 +543,27 @@ void pt_ctrl_sys_stop(struct pt_ctrl *c)
     c->steady = false;
 }
 
+int pt_ctrl_sys_check_filter(const struct pt_ctrl *c, const struct pt_sys_cfg *cfg,
+                             const char **why)
+{
+    const struct pt_ctrl_sys *s = &c->sys;
+    struct pt_msr_file f;
+
+    if (!c->system || !s->ready)
+        *why = "no system-mode ring";
+    else if (cfg->ring_size != s->ring.size)
+        *why = "pt_buffer cannot change while the VMM runs";
+    else
+        *why = pt_sys_program(&s->view, cfg, s->f.output_base, s->f.output_mask, &f);
+    return *why ? -1 : 0;
+}
+
 int pt_ctrl_sys_set_filter(struct pt_ctrl *c, const struct pt_sys_cfg *cfg, const char **why)
 {
     struct pt_ctrl_sys *s = &c->sys;
 
-    if (!c->system || !s->ready) {
-        *why = "no system-mode ring";
+    if (pt_ctrl_sys_check_filter(c, cfg, why))
         return -1;
-    }
-    if (cfg->ring_size != s->ring.size) {
-        *why = "pt_buffer cannot change while the VMM runs";
-        return -1;
-    }
     if ((*why = sys_program(c, cfg, s->f.output_base, s->f.output_mask, s->f.status)))
         return -1; /* nothing changed */
     if (cfg->wrap != s->ring.wrap)

@@ -178,6 +178,9 @@ void pt_ctrl_sys_stop(struct pt_ctrl *c);
  * nothing changed), in force from the next entry. */
 int pt_ctrl_sys_set_filter(struct pt_ctrl *c, const struct pt_sys_cfg *cfg, const char **why)
     __attribute__((warn_unused_result));
+/* The same checks, nothing changed: whether set_filter would take cfg (0), or -1 + *why. */
+int pt_ctrl_sys_check_filter(const struct pt_ctrl *c, const struct pt_sys_cfg *cfg,
+                             const char **why) __attribute__((warn_unused_result));
 void pt_ctrl_sys_status(const struct pt_ctrl *c, struct pt_sys_status *st);
 /* Copy up to len bytes of the ring in stream order (off 0 = the oldest byte kept); returns the
  * bytes copied (0 at or past the end: status.avail). */

@@ -19,9 +19,16 @@ void insn_retire(struct retire_state *s, unsigned len, bool code64)
     s->intr &= ~(GUEST_INTR_STATE_STI | GUEST_INTR_STATE_MOV_SS);
 }
 
+uint64_t db_qual_guest_part(uint64_t qual)
+{
+    const uint64_t bd = 1ull << 13;
+    uint64_t g = qual & ~PENDING_DBG_BS;
+    return g & (0xf | bd) ? g : 0;
+}
+
 bool db_qual_single_step(uint64_t qual)
 {
-    return (qual & PENDING_DBG_BS) && !(qual & 0xf);
+    return (qual & PENDING_DBG_BS) && !db_qual_guest_part(qual);
 }
 
 uint64_t db_dr6_deliver(uint64_t dr6, uint64_t qual)

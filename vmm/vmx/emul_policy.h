@@ -118,12 +118,17 @@ const char *mtrr_write_check(uint32_t msr, uint64_t val, uint64_t mtrrcap, unsig
 
 /* ---- the software tracer's trap-flag steps (vmx/trace_step.c) ---- */
 /* a #DB exit's qualification (DR6 format, SDM Vol. 3C 28.2.1 table 28-1) says a single step
- * alone: BS set, no B0-B3 (a breakpoint in the same exit is the guest's to see) */
+ * alone: BS set, no B0-B3 or BD (a breakpoint in the same exit is the guest's to see) */
 bool db_qual_single_step(uint64_t qual);
 /* the step the exit loop may trace without the exit handler: interruption info exactly a
  * hardware #DB (no NMI-unblocking bit to act on), a single step alone, and no event being
  * delivered (IDT-vectoring info invalid: nothing to deliver again) */
 bool db_exit_plain_step(uint32_t intr_info, uint64_t qual, uint32_t idt_vec_info);
+/* a #DB exit with the single-step bit while the trap flag is the tracer's (it steps with TF, or
+ * a TF it left in a frame came back): BS is the tracer's own; B0-B3 and BD with it are the
+ * guest's breakpoints, which the same instruction hit and one #DB reports together (SDM Vol. 3B
+ * 18.2.3).  The qualification left for the guest: BS dropped, or 0 when nothing is its */
+uint64_t db_qual_guest_part(uint64_t qual);
 /* DR6 as the guest must see it when a #DB that VM-exited is delivered to it: a #DB exit leaves
  * DR6 unchanged and puts the bits the CPU would have set into the exit qualification (SDM Vol.
  * 3C 27.1 and 28.2.1 table 28-1); delivering the #DB sets them as the CPU does (B0-B3 replaced,

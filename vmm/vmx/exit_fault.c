@@ -40,11 +40,12 @@ enum exit_action handle_exception_nmi(struct vcpu *v, const struct vmexit *e)
         return EXIT_RESUME;
     }
     if ((e->intr_info & INTR_INFO_VECTOR_MASK) == DB_VECTOR) {
-        if (trace_vmx_db_exit(v, e->qual))
+        uint64_t qual;
+        if (trace_vmx_db_exit(v, e->qual, &qual))
             return EXIT_RESUME;
         /* the guest's own #DB: DR6 as the CPU would have left it had the #DB not exited */
         if (type == INTR_TYPE_HARD_EXCEPTION)
-            write_dr6(db_dr6_deliver(read_dr6(), e->qual));
+            write_dr6(db_dr6_deliver(read_dr6(), qual));
     }
     /* a #PF that exited (the tracer's blocks trap every exception) left CR2 as it was */
     uint64_t cr2;

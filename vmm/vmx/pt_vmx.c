@@ -219,6 +219,11 @@ int pt_vmx_sys_set_filter(struct vcpu *v, const struct pt_sys_cfg *cfg, const ch
     return pt_ctrl_sys_set_filter(&v->pt, cfg, why);
 }
 
+int pt_vmx_sys_check_filter(struct vcpu *v, const struct pt_sys_cfg *cfg, const char **why)
+{
+    return pt_ctrl_sys_check_filter(&v->pt, cfg, why);
+}
+
 void pt_vmx_sys_status(struct vcpu *v, struct pt_sys_status *st)
 {
     pt_ctrl_sys_status(&v->pt, st);

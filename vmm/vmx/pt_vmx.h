@@ -26,6 +26,8 @@ void pt_vmx_sys_stop(struct vcpu *v);
 /* cfg: e.g. pt_sys_cfg_from_config() of the boot config, then changed; ring_size must stay */
 int pt_vmx_sys_set_filter(struct vcpu *v, const struct pt_sys_cfg *cfg, const char **why)
     __attribute__((warn_unused_result));
+int pt_vmx_sys_check_filter(struct vcpu *v, const struct pt_sys_cfg *cfg, const char **why)
+    __attribute__((warn_unused_result));
 void pt_vmx_sys_status(struct vcpu *v, struct pt_sys_status *st);
 /* the ring in stream order: off 0 = the oldest byte kept; returns the bytes copied */
 uint64_t pt_vmx_sys_read(struct vcpu *v, uint64_t off, void *buf, uint64_t len);

@@ -369,18 +369,20 @@ void trace_stepping_off(struct vcpu *v)
     vcpu_mtf_update(v);
 }
 
-bool trace_vmx_db_exit(struct vcpu *v, uint64_t qual)
+bool trace_vmx_db_exit(struct vcpu *v, uint64_t qual, uint64_t *guest_qual)
 {
-    if (!v->trace_tf_used || !db_qual_single_step(qual))
-        return false; /* not a single step, or a hardware breakpoint too: the guest's */
-    if (v->trace_stepping && trace_vmx_tf()) {
+    *guest_qual = qual;
+    if (!v->trace_tf_used || !(qual & PENDING_DBG_BS))
+        return false; /* no single step: the guest's breakpoint */
+    /* the step is the tracer's; a breakpoint the same instruction hit is the guest's, told
+     * without the BS it never asked for */
+    *guest_qual = db_qual_guest_part(qual);
+    if (v->trace_stepping && trace_vmx_tf())
         v->trace_mtf_seen = true; /* one instruction ran: as an MTF exit */
-        return true;
-    }
-    /* TF from a frame pushed inside a past window came back (IRET, POPF): the guest never
-     * set it; clear it and go on */
-    tf_write(v, false);
-    return true;
+    else
+        tf_write(v, false); /* TF from a frame pushed inside a past window came back (IRET,
+                               POPF): the guest never set it; cleared, and on */
+    return !*guest_qual;
 }
 
 /* the instruction at linear lin (all 16 bytes of it on one page) is on a code page of the last

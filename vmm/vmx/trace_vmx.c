@@ -85,8 +85,8 @@ static int ring_alloc(struct vcpu *v)
 static int sw_start(struct vcpu *v, const struct trace_req *rq, uint64_t budget)
 {
     const char *why;
-    if (v->trace && (v->trace->sw.on || v->trace->pending_start))
-        return PTV_VMCALL_EBUSY;
+    /* what is wrong with the request itself first, and only then whether the vCPU is busy:
+     * a caller is told "busy" only for a window it could have had (trace_start_answer) */
     if (!trace_vmx_available(&why)) {
         static bool said; /* once: a guest must not fill the VMM's log */
         if (!said)
@@ -97,6 +97,8 @@ static int sw_start(struct vcpu *v, const struct trace_req *rq, uint64_t budget)
     struct swpt_cfg cfg;
     if (trace_req_swpt(rq, vmm_cfg, &cfg, &why))
         return PTV_VMCALL_EINVAL;
+    if (v->trace && (v->trace->sw.on || v->trace->pending_start))
+        return PTV_VMCALL_EBUSY;
     int rc = ring_alloc(v);
     if (rc)
         return rc;
@@ -195,9 +197,6 @@ static int hw_start(struct vcpu *v, const struct trace_req *rq, uint64_t budget)
     const uint32_t flags = rq->flags;
     if (trace_req_hw_check(rq, budget, &why)) /* RTIT_CR3_MATCH, no start trigger, no budget */
         return PTV_VMCALL_EINVAL;
-    pt_vmx_sys_status(v, &st);
-    if (st.on)
-        return PTV_VMCALL_EBUSY;
     pt_sys_cfg_from_config(vmm_cfg, &cfg);
     if (flags & (PTV_TRACE_F_KERNEL | PTV_TRACE_F_USER))
         cfg.filter = (flags & PTV_TRACE_F_KERNEL ? PTV_TRACE_OS : 0) |
@@ -209,7 +208,13 @@ static int hw_start(struct vcpu *v, const struct trace_req *rq, uint64_t budget)
         cfg.range[0].lo = rq->lo;
         cfg.range[0].hi = rq->hi;
     }
-    /* the engine checks every field against the CPU's PT (pt_sys_check) */
+    /* the engine checks every field against the CPU's PT (pt_sys_check), before the busy
+     * test as in sw_start */
+    if (pt_vmx_sys_check_filter(v, &cfg, &why))
+        return PTV_VMCALL_EINVAL;
+    pt_vmx_sys_status(v, &st);
+    if (st.on)
+        return PTV_VMCALL_EBUSY;
     if (pt_vmx_sys_set_filter(v, &cfg, &why) || pt_vmx_sys_start(v, true, &why))
         return PTV_VMCALL_EINVAL;
     return 0;

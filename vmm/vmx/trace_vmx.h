@@ -40,8 +40,9 @@ int trace_vmx_read(struct vcpu *v, uint64_t gpa, uint64_t len, uint64_t off, uin
 bool trace_vmx_tf(void);
 
 /* a #DB exit (qualification = its DR6 bits): true when it was the tracer's own single step
- * (sw_trace = tf) and is consumed; false: the guest's, deliver it */
-bool trace_vmx_db_exit(struct vcpu *v, uint64_t qual);
+ * (sw_trace = tf) alone and is consumed; false: deliver it to the guest with *guest_qual, the
+ * conditions that are the guest's (its breakpoints, without the tracer's BS) */
+bool trace_vmx_db_exit(struct vcpu *v, uint64_t qual, uint64_t *guest_qual);
 
 /* trace_boot = N: start the boot window */
 void trace_vmx_boot(struct vcpu *v);
