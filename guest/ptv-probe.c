@@ -33,6 +33,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/ptrace.h>
+#include <sys/user.h>
 #include <sys/wait.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -591,6 +593,49 @@ static int do_trace_own(const char *arg)
     return (int64_t)s.rax == PTV_VMCALL_OK && (int64_t)stop.rax == PTV_VMCALL_OK ? 0 : 1;
 }
 
+/* ---- ptrace-step: a debugger's single steps after the trace windows ----
+ *
+ * PTRACE_SINGLESTEP sets the child's trap flag; each step stops it with SIGTRAP one
+ * instruction on, as on bare metal, also after the software tracer stepped with its own trap
+ * flag (sw_trace = tf: #DB exits while a frame may hold that TF, and only those single steps
+ * are taken as the tracer's). */
+static int do_ptrace_step(void)
+{
+    enum { N = 100 };
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        ptrace(PTRACE_TRACEME, 0, 0, 0);
+        raise(SIGSTOP);
+        for (volatile int i = 0; i < 10000; i++)
+            ;
+        _exit(0);
+    }
+    int st = 0;
+    unsigned steps = 0, moved = 0;
+    unsigned long long last = 0;
+    if (pid > 0 && waitpid(pid, &st, 0) == pid && WIFSTOPPED(st))
+        for (unsigned i = 0; i < N; i++) {
+            if (ptrace(PTRACE_SINGLESTEP, pid, 0, 0))
+                break;
+            if (waitpid(pid, &st, 0) != pid || !WIFSTOPPED(st) || WSTOPSIG(st) != SIGTRAP)
+                break;
+            struct user_regs_struct r;
+            if (ptrace(PTRACE_GETREGS, pid, 0, &r))
+                break;
+            steps++;
+            moved += r.rip != last;
+            last = r.rip;
+        }
+    if (pid > 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+    }
+    printf("ptvisor-guest: ptrace-step stepped=%u of %u, rip moved %u times\n", steps, (unsigned)N,
+           moved);
+    return steps == N ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     const char *cmd = argc > 1 ? argv[1] : "view";
@@ -616,7 +661,9 @@ int main(int argc, char **argv)
         return do_trace_own(argc > 2 ? argv[2] : NULL);
     if (strcmp(cmd, "trace-user") == 0)
         return do_trace_user(argc > 2 ? argv[2] : NULL);
+    if (strcmp(cmd, "ptrace-step") == 0)
+        return do_ptrace_step();
     fprintf(stderr, "usage: ptv-probe [view|vmcall-version|exit-stats|tsc|rip-wrap|cpuid-loop N "
-                    "[R]|pin CPU [N]|trace-user [refusals]]\n");
+                    "[R]|pin CPU [N]|trace-user [refusals]|ptrace-step]\n");
     return 2;
 }

@@ -32,3 +32,10 @@ test_swtrace_ptrace_LDLIBS := -lipt
 FUZZERS += fuzz_swblock
 fuzz_swblock_SRCS := tests/fuzz/fuzz_swblock.c $(SWTRACE_SRCS) vmm/trace/x86_class.c $(SWPT_SRCS)
 fuzz_swblock_LDLIBS := -lipt -lZydis -lZycore
+
+# Event frames that carry the tracer's trap flag (vmm/trace/tfleak.c): which single steps are the
+# tracer's and which the guest's own; a fuzzer for the table's bounds and its one answer.
+HOST_TESTS += test_tfleak
+test_tfleak_SRCS := tests/unit/test_tfleak.c vmm/trace/tfleak.c vmm/trace/x86_class.c
+FUZZERS += fuzz_tfleak
+fuzz_tfleak_SRCS := tests/fuzz/fuzz_tfleak.c vmm/trace/tfleak.c vmm/trace/x86_class.c

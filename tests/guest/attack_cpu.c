@@ -277,8 +277,23 @@ static void atk_db_data_in_window(void)
            dr6);
 }
 
+/* after the trace windows, the guest's own trap flag single-steps as on bare metal: the #DB
+ * right after the next instruction reaches it with DR6.BS (sw_trace = tf kept #DB intercepted
+ * after a window and took every single step for a leftover TF of its own) */
+static void atk_tf_after_windows(void)
+{
+    int v = atk_try(tf_fn, 0);
+    uint64_t dr6;
+    __asm__ volatile("mov %%dr6, %0" : "=r"(dr6));
+    __asm__ volatile("mov %0, %%dr6" ::"r"(0xffff0ff0ull));
+    report(v == VEC_DB && atk_fault.rip == (uint64_t)atk_tf_after && (dr6 & DR6_BS),
+           "TF single step after trace windows: #DB right after CPUID (vector %d, %s, DR6 0x%lx)",
+           v, atk_fault.rip == (uint64_t)atk_tf_after ? "at next insn" : "elsewhere", dr6);
+}
+
 const struct attack attacks_cpu_late[] = {
     {"DR0 breakpoint after trace windows: DR6 as on bare metal", atk_db_after_windows},
+    {"TF single step after trace windows: the guest's own", atk_tf_after_windows},
     {"DR0 data breakpoint inside a trace window: the guest's alone", atk_db_data_in_window},
     {0},
 };

@@ -174,7 +174,10 @@ elif [ -n "${PTT:-}" ]; then
         grep -a '^ptvisor-guest: trace-user' "$serial" | tr -d '\r' | grep -v ' ok ' | sed 's/^/         /'
         fail=1
     fi
-    # issue 32: a window on each CPU at once (ptv-probe trace-own, one copy pinned on each), each
+    # after the trace windows, a debugger's single steps (PTRACE_SINGLESTEP) reach the guest as on
+    # bare metal: the tracer's trap flag takes only the single steps that are its own
+    check "ptrace single steps after the trace windows" "ptvisor-guest: ptrace-step stepped=100 of 100"
+    # a window on each CPU at once (ptv-probe trace-own, one copy pinned on each), each
     # told only its own 200 getpid calls in user mode
     if [ "$CPUS" -gt 1 ]; then
         for i in 0 1; do

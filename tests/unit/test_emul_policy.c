@@ -382,7 +382,8 @@ static bool dbg_entry_consistent(uint64_t rflags, uint64_t debugctl, uint64_t pe
 }
 
 /* trap-flag stepping always enters with a state VM entry accepts (SDM Vol. 3C 27.3.1.5; the
- * STI case is XSA-308's failure), and drops the pending step only where that is allowed */
+ * STI case is XSA-308's failure), arming drops the pending step only where that is allowed,
+ * disarming always */
 static void test_tf_step(void **state)
 {
     (void)state;
@@ -418,6 +419,7 @@ static void test_tf_step(void **state)
                 s = in;
                 tf_step_disarm(&s);
                 assert_false(s.rflags & RFLAGS_TF);
+                assert_false(s.pending_dbg & PENDING_DBG_BS); /* the tracer's step, never owed */
                 assert_int_equal(s.intr, in.intr);
                 assert_true(dbg_entry_consistent(s.rflags, 0, s.pending_dbg, s.intr, s.activity));
             }

@@ -345,6 +345,8 @@ static unsigned diff_one(int cs, const uint8_t *b, size_t avail, uint64_t ip, st
                           ops[k].reg.value <= ZYDIS_REGISTER_DR15)))
                         noblock = true;
         }
+        bool pushf = z.mnemonic == ZYDIS_MNEMONIC_PUSHF || z.mnemonic == ZYDIS_MNEMONIC_PUSHFD ||
+                     z.mnemonic == ZYDIS_MNEMONIC_PUSHFQ;
         /* the condition of a Jcc on RFLAGS: its place in this list */
         static const ZydisMnemonic jcc[16] = {
             ZYDIS_MNEMONIC_JO, ZYDIS_MNEMONIC_JNO, ZYDIS_MNEMONIC_JB,  ZYDIS_MNEMONIC_JNB,
@@ -359,7 +361,8 @@ static unsigned diff_one(int cs, const uint8_t *b, size_t avail, uint64_t ip, st
                             : (in.flags & X86_F_JCC_CC) && X86_JCC_CC(in.flags) == (unsigned)cc;
         if (rep != !!(in.flags & X86_F_REP) || hlt != !!(in.flags & X86_F_HLT) ||
             movcr != !!(in.flags & X86_F_MOV_CR) || cr3 != !!(in.flags & X86_F_MOV_CR3) ||
-            noblock != !!(in.flags & X86_F_NOBLOCK) || !cc_ok) {
+            noblock != !!(in.flags & X86_F_NOBLOCK) || pushf != !!(in.flags & X86_F_PUSHF) ||
+            !cc_ok) {
             bad = true;
             what = "flags";
         }
@@ -567,6 +570,8 @@ static const struct hcase cases[] = {
     OK(C32, "\x0f\x23\x05", 3, NONE, 0, X86_F_NOBLOCK, "MOV DR0, ebp: mod ignored"),
     OK(C64, "\x0f\x21\xf8", 3, NONE, 0, X86_F_NOBLOCK, "MOV rax, DR7"),
     OK(C64, "\x9d", 1, NONE, 0, X86_F_NOBLOCK, "POPF: may set TF"),
+    OK(C64, "\x9c", 1, NONE, 0, X86_F_PUSHF, "PUSHF: stores TF"),
+    OK(C16, "\x66\x9c", 2, NONE, 0, X86_F_PUSHF, "PUSHFD in 16-bit code"),
     OK(C64, "\x8e\xd0", 2, NONE, 0, X86_F_NOBLOCK, "MOV SS, ax: blocks events"),
     OK(C64, "\x8e\xd8", 2, NONE, 0, 0, "MOV DS, ax"),
     OK(C32, "\x17", 1, NONE, 0, X86_F_NOBLOCK, "POP SS"),

@@ -209,6 +209,18 @@ static void account(struct swtrace *t, const struct gw_mem *m, const struct swtr
 
     t->st.steps++;
     enum how how = explain(t, m, c, &saved);
+    if (how == BY_EVENT_BEFORE || how == BY_TRAP_AFTER || how == UNEXPLAINED) {
+        /* where the frame of the stepped context returns: before the instruction, or after
+         * it for a trap and for INT n (it completes, then its handler runs) */
+        bool after = how == BY_TRAP_AFTER || (t->valid && t->insn.branch == X86_BR_INT);
+        t->pushed.on = true;
+        t->pushed.ret = how == BY_TRAP_AFTER ? saved
+                        : after              ? ip_wrap(t->ip + t->insn.len, t->ctx.cs)
+                                             : t->ip;
+        t->pushed.rsp = t->rsp;
+        t->pushed.cr3 = t->ctx.cr3;
+        t->pushed.cs_sel = t->cs_sel;
+    }
     if (how == UNEXPLAINED) {
         unexplained(t, m, c);
         return;

@@ -75,6 +75,14 @@ struct swtrace {
         bool unseen; /* the tracer lost sight of the way since */
     } left;
     struct swtrace_stats st;
+    /* the last step ran code unstepped after an event (a frame found, or nothing explains
+     * it): the frame the stepped context left, which the stepper's trap flag went into
+     * (trace/tfleak.h); the caller reads and clears it */
+    struct {
+        bool on;
+        uint64_t ret, rsp, cr3;
+        uint16_t cs_sel;
+    } pushed;
     /* code bytes are fetched and decoded through a cache (bcache.h), emptied at every
      * swtrace_start; nocache (set before swtrace_start; 0 in a zeroed struct) turns it
      * off: the differential tests and the bench compare both */

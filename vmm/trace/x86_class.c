@@ -393,6 +393,8 @@ int x86_classify(const uint8_t *code, size_t avail, enum x86_code_size cs, struc
             br = X86_BR_INT;
         else if (op == 0xf4)
             flags |= X86_F_HLT;
+        else if (op == 0x9c)
+            flags |= X86_F_PUSHF;
         else if (op == 0x9d || op == 0x17 || (op == 0x8e && reg == 2) ||
                  ((op == 0xc6 || op == 0xc7) && m == 0xf8))
             flags |= X86_F_NOBLOCK; /* POPF, POP SS, MOV SS, r/m; XABORT, XBEGIN: a transaction

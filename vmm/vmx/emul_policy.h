@@ -193,14 +193,14 @@ static inline void tf_step_arm(struct tf_step_state *s)
         s->pending_dbg &= ~PENDING_DBG_BS;
 }
 
-/* stepping ends (or a TF the guest never set is cleared): TF off, and where VM entry then
- * forbids a pending single-step trap (27.3.1.5, above), none is left */
+/* stepping ends (or a TF the guest never set is cleared): TF off, and no single-step trap left
+ * pending -- it could only be that TF's (an exit can save it: an emulated or exiting instruction
+ * retired with TF = 1), and with #DB no longer intercepted it would reach the guest; VM entry
+ * allows BS = 0 with TF = 0 in every state (27.3.1.5, above) */
 static inline void tf_step_disarm(struct tf_step_state *s)
 {
     s->rflags &= ~RFLAGS_TF;
-    if (s->intr & (GUEST_INTR_STATE_STI | GUEST_INTR_STATE_MOV_SS) ||
-        s->activity == GUEST_ACTIVITY_HLT)
-        s->pending_dbg &= ~PENDING_DBG_BS;
+    s->pending_dbg &= ~PENDING_DBG_BS;
 }
 
 /* ---- an NMI that hit VMX root, owed to the guest ---- */

@@ -23,6 +23,8 @@
 #include "smp/smp.h"
 #include <ptv/vmcall.h>
 #include "vmx/trace_vcpu.h"
+#include "trace/tfleak.h"
+#include "smp/spinlock.h"
 
 /* --- guest memory over EPT (also what the VMCALL side reads and writes) --- */
 
@@ -254,6 +256,138 @@ static void tf_arm(struct vcpu *v)
         vmcs_write64(GUEST_IA32_DEBUGCTL, dc & ~DEBUGCTL_BTF);
     }
     tf_write(v, true);
+    v->trace_tf_step = true; /* the next entry runs one instruction under the tracer's TF */
+}
+
+/* --- the tracer's trap flag in frames the guest keeps (trace/tfleak.h) --- */
+
+/* one table for every vCPU: a context interrupted on one CPU may resume on another */
+static struct tfl tf_frames;
+static struct spinlock tf_frames_lock;
+/* moves when the table turns empty or not: every vCPU then sets its #DB intercept again */
+static uint64_t tf_frames_gen;
+static bool tf_frames_live;
+
+static void frames_changed(bool live)
+{
+    if (live == tf_frames_live)
+        return;
+    tf_frames_live = live;
+    __atomic_add_fetch(&tf_frames_gen, 1, __ATOMIC_RELEASE);
+}
+
+static void frame_record(struct trace_vcpu *t)
+{
+    const struct tfl_frame f = {.cr3 = t->sw.pushed.cr3,
+                                .ret = t->sw.pushed.ret,
+                                .rsp = t->sw.pushed.rsp,
+                                .cs = t->sw.pushed.cs_sel};
+    t->sw.pushed.on = false;
+    spin_lock(&tf_frames_lock);
+    uint64_t dropped = tf_frames.dropped;
+    tfl_record(&tf_frames, &f);
+    frames_changed(true);
+    spin_unlock(&tf_frames_lock);
+    static bool said; /* once: the guest decides how many frames it keeps */
+    if (tf_frames.dropped != dropped && !said) {
+        said = true;
+        pr_warn("trace",
+                "more than %u frames hold the tracer's trap flag: the oldest goes (its "
+                "single step, should it come back, reaches the guest)",
+                TFL_MAX);
+    }
+}
+
+struct reach_ctx {
+    struct vcpu *v;
+    const struct swtrace_cpu *c;
+};
+
+/* tfl_reach_fn: one instruction at the frame's return IP goes to `to` (read under the paging
+ * of the step, which is the frame's context: same CR3) */
+static bool frame_reach(void *ctx, const struct tfl_frame *f, uint64_t to)
+{
+    const struct reach_ctx *r = ctx;
+    const struct gw_mem m = {.ctx = r->v, .read = trace_read_gpa};
+    uint8_t b[X86_MAX_INSN];
+    unsigned got = 0;
+    uint64_t lin = r->c->ctx.cs == X86_CODE64 ? f->ret : (r->c->cs_base + f->ret) & 0xffffffffu;
+    size_t avail = gw_read(&m, &r->c->paging, lin, b, sizeof(b), &got) ? got : sizeof(b);
+    struct x86_insn in;
+    return !x86_classify(b, avail, r->c->ctx.cs, &in) &&
+           tfl_insn_reaches(&in, f->ret, r->c->ctx.cs, to);
+}
+
+/* a frame the tracer's TF went into came back at c: its record goes */
+static bool frame_take(struct vcpu *v, const struct swtrace_cpu *c)
+{
+    if (!__atomic_load_n(&tf_frames_live, __ATOMIC_RELAXED))
+        return false;
+    struct reach_ctx r = {.v = v, .c = c};
+    spin_lock(&tf_frames_lock);
+    bool took = tfl_take(&tf_frames, c->ctx.cr3, c->cs_sel, c->rip, c->rsp, frame_reach, &r);
+    frames_changed(!tfl_empty(&tf_frames));
+    spin_unlock(&tf_frames_lock);
+    return took;
+}
+
+/* #DB is intercepted while this vCPU steps with the trap flag, and while any frame holds the
+ * tracer's TF; else not at all (a guest's own single steps and breakpoints exit nowhere) */
+void trace_vmx_db_update(struct vcpu *v)
+{
+    v->tf_frames_gen = __atomic_load_n(&tf_frames_gen, __ATOMIC_ACQUIRE);
+    bool want =
+        (v->trace_stepping && trace_vmx_tf()) || __atomic_load_n(&tf_frames_live, __ATOMIC_RELAXED);
+    if (v->trace_blk) { /* every exception exits while a block is out: its end restores */
+        uint32_t *b = &v->trace->blk_exc;
+        *b = want ? *b | 1u << DB_VECTOR : *b & ~(1u << DB_VECTOR);
+        return;
+    }
+    uint32_t b = vmcs_read32(EXCEPTION_BITMAP);
+    uint32_t w = want ? b | 1u << DB_VECTOR : b & ~(1u << DB_VECTOR);
+    if (w != b)
+        vmcs_write32(EXCEPTION_BITMAP, w);
+}
+
+bool trace_vmx_db_stale(const struct vcpu *v)
+{
+    return __atomic_load_n(&tf_frames_gen, __ATOMIC_RELAXED) != v->tf_frames_gen;
+}
+
+/* a linear address of the stack (SS:RSP outside 64-bit code) */
+static uint64_t stack_lin(const struct swtrace_cpu *c, uint64_t rsp)
+{
+    if (c->ctx.cs == X86_CODE64)
+        return rsp;
+    uint64_t sp = vmcs_read32(GUEST_SS_AR_BYTES) & VMX_AR_DB ? rsp & 0xffffffffu : rsp & 0xffffu;
+    return (vmcs_readl(GUEST_SS_BASE) + sp) & 0xffffffffu;
+}
+
+/*
+ * After a step under the tracer's TF (c: the vCPU now, prev: the instruction that ran from ip):
+ * an RFLAGS image written by the instruction itself loses the TF that was only the tracer's
+ * -- PUSHF's at the new stack top (TF is bit 0 of its second byte, whatever the operand
+ * size), SYSCALL's in R11 -- so it never brings TF back; a frame an event pushed is recorded
+ * (it is how stepping comes back after its handler); a frame the stepped IRET popped is taken.
+ */
+static void tf_after_step(struct vcpu *v, struct trace_vcpu *t, const struct x86_insn *prev,
+                          bool prev_valid, uint64_t ip, const struct swtrace_cpu *c)
+{
+    if (t->sw.pushed.on)
+        frame_record(t);
+    if (!prev_valid)
+        return;
+    if (prev->branch == X86_BR_IRET)
+        frame_take(v, c);
+    else if (prev->branch == X86_BR_SYSCALL && c->ctx.cpl == 0)
+        v->regs.gpr[GPR_R11] &= ~RFLAGS_TF;
+    else if ((prev->flags & X86_F_PUSHF) && tfl_insn_reaches(prev, ip, c->ctx.cs, c->rip)) {
+        const struct gw_mem m = {.ctx = v, .read = trace_read_gpa};
+        uint64_t gpa, host;
+        if (!gw_translate(&m, &c->paging, stack_lin(c, c->rsp) + 1, &gpa) &&
+            (host = trace_guest_page(v, gpa, 1, true)))
+            *(volatile uint8_t *)(uintptr_t)host &= ~(RFLAGS_TF >> 8);
+    }
 }
 
 /* --- block stepping (vmm/trace/swtrace.h): one exit per straight-line block --- */
@@ -360,8 +494,10 @@ void trace_stepping_off(struct vcpu *v)
 {
     block_disarm(v, v->trace);
     v->trace_stepping = false;
+    v->trace_tf_step = false;
     if (trace_vmx_tf())
         tf_write(v, false);
+    trace_vmx_db_update(v); /* #DB exits no more, unless a frame holds the tracer's TF */
     if (v->trace_btf) {
         v->trace_btf = false;
         vmcs_write64(GUEST_IA32_DEBUGCTL, vmcs_read64(GUEST_IA32_DEBUGCTL) | DEBUGCTL_BTF);
@@ -372,17 +508,46 @@ void trace_stepping_off(struct vcpu *v)
 bool trace_vmx_db_exit(struct vcpu *v, uint64_t qual, uint64_t *guest_qual)
 {
     *guest_qual = qual;
-    if (!v->trace_tf_used || !(qual & PENDING_DBG_BS))
+    if (!(qual & PENDING_DBG_BS))
         return false; /* no single step: the guest's breakpoint */
+    if (v->trace_stepping && trace_vmx_tf()) {
+        v->trace_mtf_seen = true; /* one instruction ran: as an MTF exit */
+    } else {
+        /* outside a window: a TF a frame of the tracer's brought back (tfleak.h), else the
+         * guest's own single step, delivered as the CPU would */
+        struct swtrace_cpu c;
+        observe(&c);
+        if (!frame_take(v, &c))
+            return false;
+        tf_write(v, false); /* the guest never set it: cleared, and on */
+    }
     /* the step is the tracer's; a breakpoint the same instruction hit is the guest's, told
      * without the BS it never asked for */
     *guest_qual = db_qual_guest_part(qual);
-    if (v->trace_stepping && trace_vmx_tf())
-        v->trace_mtf_seen = true; /* one instruction ran: as an MTF exit */
-    else
-        tf_write(v, false); /* TF from a frame pushed inside a past window came back (IRET,
-                               POPF): the guest never set it; cleared, and on */
     return !*guest_qual;
+}
+
+/* the window closes at an exit the tracer has not looked at yet: if code ran unstepped since
+ * the last step (an event's handler, then what it switched to), the frame the stepped context
+ * left still holds the tracer's TF */
+void trace_vmx_stop_observe(struct vcpu *v)
+{
+    struct trace_vcpu *t = v->trace;
+    if (!v->trace_tf_step || !t->sw.on)
+        return;
+    v->trace_tf_step = false;
+    struct swtrace_cpu c;
+    observe(&c);
+    if (c.rip == t->sw.ip && c.cs_sel == t->sw.cs_sel && c.ctx.cr3 == t->sw.ctx.cr3 &&
+        c.rsp == t->sw.rsp)
+        return; /* the exit is at the instruction the tracer stepped last: nothing unseen */
+    bool after = t->sw.valid && t->sw.insn.branch == X86_BR_INT;
+    t->sw.pushed.on = true;
+    t->sw.pushed.ret = after ? t->sw.ip + t->sw.insn.len : t->sw.ip;
+    t->sw.pushed.rsp = t->sw.rsp;
+    t->sw.pushed.cr3 = t->sw.ctx.cr3;
+    t->sw.pushed.cs_sel = t->sw.cs_sel;
+    frame_record(t);
 }
 
 /* the instruction at linear lin (all 16 bytes of it on one page) is on a code page of the last
@@ -494,6 +659,8 @@ static void step(struct vcpu *v, struct trace_vcpu *t, bool mtf)
     struct swtrace_cpu c;
 
     observe(&c);
+    bool tf_step = v->trace_tf_step;
+    v->trace_tf_step = false;
     if (t->pending_start) {
         t->pending_start = false;
         swtrace_start(&t->sw, &t->cfg, &t->ring, &m, &c, t->budget);
@@ -501,7 +668,13 @@ static void step(struct vcpu *v, struct trace_vcpu *t, bool mtf)
         tf_arm(v);
         return;
     }
-    if (!swtrace_observe(&t->sw, &m, &c, mtf)) {
+    const struct x86_insn prev = t->sw.insn;
+    const bool prev_valid = t->sw.valid;
+    const uint64_t prev_ip = t->sw.ip;
+    bool on = swtrace_observe(&t->sw, &m, &c, mtf);
+    if (tf_step)
+        tf_after_step(v, t, &prev, prev_valid, prev_ip, &c);
+    if (!on) {
         budget_closed(v, t);
         return;
     }

@@ -115,10 +115,9 @@ static int sw_start(struct vcpu *v, const struct trace_req *rq, uint64_t budget)
     t->code->n = 0;
     t->pending_start = true; /* starts after this VMCALL (trace_vmx_before_entry) */
     v->trace_stepping = true;
-    if (trace_vmx_tf() && !v->trace_tf_used) {
-        /* once: from now on a TF a pushed frame carried out of a window is cleared at its #DB */
+    if (trace_vmx_tf()) {
         v->trace_tf_used = true;
-        vmcs_write32(EXCEPTION_BITMAP, 1u << DB_VECTOR);
+        trace_vmx_db_update(v); /* the trap flag's steps are #DB exits */
     }
     v->trace_mtf_seen = false;
     vcpu_mtf_update(v);
@@ -138,8 +137,10 @@ static int sw_stop(struct vcpu *v)
         return PTV_VMCALL_EINVAL; /* never traced: nothing to stop */
     if (!t->sw.on && !t->pending_start)
         return 0; /* closed already (its budget): the ring keeps the window */
-    if (t->sw.on)
+    if (t->sw.on) {
+        trace_vmx_stop_observe(v); /* a frame it left since its last step, if any */
         swtrace_stop(&t->sw);
+    }
     t->pending_start = false;
     trace_stepping_off(v);
     /* the first windows are named; a guest that opens thousands goes quiet */

@@ -43,6 +43,13 @@ bool trace_vmx_tf(void);
  * (sw_trace = tf) alone and is consumed; false: deliver it to the guest with *guest_qual, the
  * conditions that are the guest's (its breakpoints, without the tracer's BS) */
 bool trace_vmx_db_exit(struct vcpu *v, uint64_t qual, uint64_t *guest_qual);
+/* #DB intercepted as the tracer needs it now: while this vCPU steps with the trap flag, and
+ * while any frame holds the tracer's TF (trace/tfleak.h); trace_vmx_db_stale says when another
+ * vCPU changed the latter (vmx_run asks before every entry) */
+void trace_vmx_db_update(struct vcpu *v);
+bool trace_vmx_db_stale(const struct vcpu *v);
+/* a window closes (TRACE_STOP): the frame its stepped context left since the last step */
+void trace_vmx_stop_observe(struct vcpu *v);
 
 /* trace_boot = N: start the boot window */
 void trace_vmx_boot(struct vcpu *v);

@@ -91,7 +91,9 @@ struct vcpu {
     bool nmi_window;          /* NMI-window exiting armed for an NMI owed from root */
     bool trace_stepping;      /* MTF armed by the software tracer (trace_step.c) */
     bool trace_mtf_seen;      /* an MTF exit came since the tracer's last look */
-    bool trace_tf_used;       /* sw_trace = tf stepping ran: #DB intercepted from then on */
+    bool trace_tf_used;       /* sw_trace = tf stepping ran (the single-step fast path) */
+    bool trace_tf_step;       /* the last entry ran one instruction under the tracer's TF */
+    uint64_t tf_frames_gen;   /* trace_step.c's frame table as this vCPU's #DB intercept knows it */
     bool trace_btf;           /* the guest's DEBUGCTL.BTF, held off while the trap flag steps */
     bool trace_blk;           /* a block is out: DR0 is the tracer's, events exit (trace_step.c) */
     struct trace_vcpu *trace; /* this vCPU's trace ring and tracer (NULL until used) */

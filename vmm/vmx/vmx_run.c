@@ -183,6 +183,8 @@ int vmx_run(struct vcpu *v, struct vmexit *e)
             smp_catch_up();
         if (console_traps != v->io_trap_mask) /* another vCPU changed the UART's traps */
             io_traps_update(v);
+        if (trace_vmx_db_stale(v)) /* frames with the tracer's TF came or went (trace_step.c) */
+            trace_vmx_db_update(v);
         if (v->smi_block_quirk) {
             /* Bochs 2.7 keeps SMIs masked after a SIPI exit and saves "blocking by SMI"
              * at every exit: the VMM never runs the guest in SMM, so the bit can only be

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT */
+/* Event frames that carry the tracer's trap flag (tfleak.h). */
+#include "trace/tfleak.h"
+
+#define CR3_PCID 0xfffull
+
+void tfl_init(struct tfl *l)
+{
+    l->n = 0;
+    l->next_seq = 0;
+    l->recorded = l->taken = l->dropped = 0;
+}
+
+static bool same_frame(const struct tfl_frame *a, const struct tfl_frame *b)
+{
+    return a->cr3 == b->cr3 && a->cs == b->cs && a->ret == b->ret && a->rsp == b->rsp;
+}
+
+static void remove_at(struct tfl *l, unsigned i)
+{
+    l->n--;
+    l->f[i] = l->f[l->n];
+    l->seq[i] = l->seq[l->n];
+}
+
+void tfl_record(struct tfl *l, const struct tfl_frame *f)
+{
+    struct tfl_frame g = *f;
+    g.cr3 &= ~CR3_PCID;
+    l->recorded++;
+    for (unsigned i = 0; i < l->n; i++)
+        if (same_frame(&l->f[i], &g)) {
+            l->seq[i] = l->next_seq++;
+            return;
+        }
+    if (l->n == TFL_MAX) {
+        unsigned old = 0;
+        for (unsigned i = 1; i < l->n; i++)
+            if (l->seq[i] < l->seq[old])
+                old = i;
+        remove_at(l, old);
+        l->dropped++;
+    }
+    l->f[l->n] = g;
+    l->seq[l->n] = l->next_seq++;
+    l->n++;
+}
+
+bool tfl_take(struct tfl *l, uint64_t cr3, uint16_t cs, uint64_t rip, uint64_t rsp,
+              tfl_reach_fn reach, void *ctx)
+{
+    int best = -1;
+    cr3 &= ~CR3_PCID;
+    for (unsigned i = 0; i < l->n; i++) {
+        const struct tfl_frame *f = &l->f[i];
+        if (f->cr3 != cr3 || f->cs != cs)
+            continue;
+        bool at_ret = rip == f->ret && rsp == f->rsp;
+        bool after = rsp - f->rsp + TFL_RSP_SLACK <= 2 * TFL_RSP_SLACK && reach(ctx, f, rip);
+        if ((at_ret || after) && (best < 0 || l->seq[i] > l->seq[best]))
+            best = (int)i;
+    }
+    if (best < 0)
+        return false;
+    remove_at(l, (unsigned)best);
+    l->taken++;
+    return true;
+}
+
+bool tfl_insn_reaches(const struct x86_insn *in, uint64_t ip, enum x86_code_size cs, uint64_t to)
+{
+    uint64_t fall = ip + in->len;
+    if (cs == X86_CODE32)
+        fall &= 0xffffffffull;
+    else if (cs == X86_CODE16)
+        fall &= 0xffffull;
+    switch (in->branch) {
+    case X86_BR_NONE:
+    case X86_BR_VMX:
+        return to == fall;
+    case X86_BR_JCC:
+        return to == fall || to == x86_direct_target(ip, in, cs);
+    case X86_BR_JMP_DIRECT:
+    case X86_BR_CALL_DIRECT:
+        return to == x86_direct_target(ip, in, cs);
+    case X86_BR_UD:
+        return false;
+    default: /* indirect, near RET, far transfers */
+        return true;
+    }
+}
