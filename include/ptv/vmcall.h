@@ -154,14 +154,14 @@
 #define PTV_TRACE_SRC_HARDWARE  1
 #define PTV_TRACE_SRC_SOFTWARE  2
 /* TRACE_STOP: out RBX = ring bytes written in all, RCX = instructions stepped,
- * RDX = PTV_TRACE_ST_* flags, RSI = gaps (OVF), RDI = events (FUP+TIP).
- * At CPL 3 (its owner only): RCX = instructions traced, RSI = OVFs in the stream,
- * RDI = events the stream shows */
+ * RDX = PTV_TRACE_ST_* flags, RSI = gaps: the OVF packets in the stream, the same at any CPL
+ * (a loss where the window is not is none), RDI = events (FUP+TIP).
+ * At CPL 3 (its owner only): RCX = instructions traced, RDI = events the stream shows */
 #define PTV_VMCALL_TRACE_STOP 11
 /* TRACE_STATUS: out RBX = PTV_TRACE_ST_*, RCX = ring size, RDX = bytes written in all,
- * RSI = instructions stepped, RDI = gaps (OVF), R8 = events, R9 = code reads failed,
- * R10 = serial dumps started since boot (ABI 5; any trigger, any CPU).
- * At CPL 3 (its owner only): RSI, RDI, R8 as TRACE_STOP's, R9 = reads of the window's own
+ * RSI = instructions stepped, RDI = gaps (TRACE_STOP's RSI), R8 = events, R9 = code reads
+ * failed, R10 = serial dumps started since boot (ABI 5; any trigger, any CPU).
+ * At CPL 3 (its owner only): RSI, R8 as TRACE_STOP's RCX, RDI, R9 = reads of the window's own
  * code that failed, R10 = 0 */
 #define PTV_VMCALL_TRACE_STATUS 12
 #define PTV_TRACE_ST_ON         (1u << 0) /* a window is open */

@@ -4,16 +4,19 @@
  * event / lost / stop with random contexts, filters, ring sizes and modes.  Checks: nothing is
  * written outside the ring (guard bytes, and ASan on the exact allocation), a full
  * stop-on-full ring holds whole packets only and its head never passes its size, and
- * libipt's packet decoder parses every byte from the first PSB to the end.  The CPL 3 rule
+ * libipt's packet decoder parses every byte from the first PSB to the end, finding as many OVF
+ * packets as the generator counted (its overflows: the window's gaps).  The CPL 3 rule
  * (vmm/trace/treq.c, issue 27): a TRACE_START a guest process may make is a window on its own
- * process in user mode, whose stream, traced count and events never move at a step that
- * leaves and enters only other contexts (a PSB+ when due and an OVF for a loss aside), and
- * only its owner may act on it.
+ * process in user mode, whose stream, traced count, events and gaps never move at a step or a
+ * loss that leaves and enters only other contexts (a PSB+ when due aside), and only its owner
+ * may act on it.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <intel-pt.h>
 
 #include <ptv/config.h>
 #include <ptv/vmcall.h>
@@ -161,12 +164,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     bool valid = swpt_cfg_check(&cfg, NULL) == 0;
     if (t.on != valid)
         fail("swpt_start on/off disagrees with swpt_cfg_check");
+    uint64_t overflows = 0; /* of the windows before a restart in the same ring */
 
     while (in.n) {
         uint8_t op = (uint8_t)take(&in, 1);
         uint64_t to = (op & 0x80) ? pick_ip(&in) : ip + 1 + (op & 7);
         struct swpt_ctx after = (op & 0x40) ? pick_ctx(&in) : ctx;
-        const uint64_t head0 = r.head, traced0 = t.traced, ev0 = t.win_events, psbs0 = t.psbs;
+        const uint64_t head0 = r.head, traced0 = t.traced, ev0 = t.win_events, psbs0 = t.psbs,
+                       ovf0 = t.overflows;
 
         switch (op & 0x38) {
         case 0x00:
@@ -194,15 +199,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             swpt_stop(&t, ip);
             break;
         default:
+            overflows += t.overflows;
             swpt_start(&t, &cfg, &r, &after, to, 0);
             break;
         }
-        /* a step from another context to another (the kernel, another process) and an event
-         * between them: nothing of it in a CPL 3 caller's window (a restart aside) */
+        /* a step from another context to another (the kernel, another process), an event
+         * or a loss between them: nothing of it in a CPL 3 caller's window (a restart aside) */
         bool off_before = ctx.cpl == 0 || ((ctx.cr3 ^ own_cr3) & ~own_ignore),
              off_after = after.cpl == 0 || ((after.cr3 ^ own_cr3) & ~own_ignore);
-        if (own && off_before && off_after && (op & 0x38) <= 0x20 &&
-            (t.traced != traced0 || t.win_events != ev0 || (r.head != head0 && t.psbs == psbs0)))
+        if (own && off_before && off_after && (op & 0x38) <= 0x28 &&
+            (t.traced != traced0 || t.win_events != ev0 || t.overflows != ovf0 ||
+             (r.head != head0 && t.psbs == psbs0)))
             fail("a CPL 3 caller's window shows a step of another context");
         ip = to;
         ctx = after;
@@ -210,6 +217,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             fail("stop-on-full ring head past its size");
     }
     swpt_stop(&t, ip);
+    overflows += t.overflows;
 
     for (size_t i = 0; i < GUARD; i++)
         if (mem[i] != 0xa5 || mem[GUARD + rsize + i] != 0xa5)
@@ -234,6 +242,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             fail(err);
         if (whole != n)
             fail("partial packet at the end of the ring");
+        /* every OVF counted is in the stream, and none else (a wrapped ring lost its oldest) */
+        if (r.head <= r.size && counts[ppt_ovf] != overflows)
+            fail("OVF packets in the stream differ from the overflows counted");
     }
     if (stop_on_full && r.head == 0 && r.dropped == 0)
         fail("nothing written and nothing dropped");

@@ -474,7 +474,7 @@ static void test_swtrace_patched_and_remapped(void **state)
     assert_int_equal(ra.head, rb.head);
     assert_memory_equal(ring_a, ring_b, ra.head);
     assert_memory_equal(&ta.st, &tb.st, sizeof(ta.st));
-    assert_int_equal(tb.st.lost, 0);
+    assert_int_equal(tb.st.unexplained, 0);
     assert_true(tb.bc.st.insn_hits >= 2); /* the loop's second pass */
     assert_true(tb.bc.st.insn_stale >= 1);
     assert_true(tb.bc.st.flushes >= 1);

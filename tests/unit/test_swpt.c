@@ -352,6 +352,7 @@ static const struct x86_insn I_SYSRET = {.len = 3, .branch = X86_BR_SYSRET};
 static const struct x86_insn I_JMPF = {.len = 2, .branch = X86_BR_FAR_JMP};
 static const struct x86_insn I_CALLR = {.len = 2, .branch = X86_BR_CALL_INDIRECT};
 static const struct x86_insn I_MOVCR3 = {.len = 3, .branch = X86_BR_NONE, .flags = X86_F_MOV_CR3};
+static const struct x86_insn I_NOP = {.len = 1, .branch = X86_BR_NONE};
 
 #define PSB_BYTES                                                                                  \
     0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82
@@ -426,7 +427,7 @@ static void test_bytes_all_packets(void **state)
     assert_ring(&r, want, sizeof(want));
     assert_false(t.on);
     assert_int_equal(t.psbs, 1);
-    assert_int_equal(t.lost, 1);
+    assert_int_equal(t.overflows, 1);
     assert_int_equal(t.events, 1);
 }
 
@@ -1134,6 +1135,61 @@ static void test_trace_req(void **state)
     assert_int_equal(trace_req_swpt(&rq, &pc, &c, &why), -1);
 }
 
+/*
+ * overflows counts the OVF packets in the stream: one where a loss touches traced code, none
+ * for a loss that begins and ends where PacketEn is 0 (no byte either), none that a stopped
+ * ring dropped.  A decoder of the stream finds exactly as many.
+ */
+static void test_overflows_in_stream(void **state)
+{
+    struct swpt_cfg cfg = {.filter = {.user = true}, .psb_period = 4096};
+    uint8_t buf[256];
+    struct swpt_ring r = {.buf = buf, .size = sizeof(buf)};
+    struct swpt t;
+    struct swpt_ctx u = {.cr3 = 0x5000, .cpl = 3, .cs = X86_CODE64}, k = u, b = u;
+    const uint64_t kip = 0xffffffff81000000ull;
+    unsigned n[SWPT_PKT_TYPES];
+    char err[200];
+    size_t whole;
+
+    (void)state;
+    k.cpl = 0;
+    b.cr3 = 0x6000;
+    cfg.filter.cr3_match = true;
+    cfg.filter.cr3 = u.cr3;
+    swpt_start(&t, &cfg, &r, &u, 0x401000, 0);
+    swpt_insn(&t, 0x401000, &I_SYSCALL, kip, &k, 0);
+    const uint64_t head = r.head;
+    swpt_lost(&t, kip + 0x40, &k, 0);          /* the kernel, unseen: not the window's */
+    swpt_gap(&t, kip + 0x40, 0x402000, &b, 0); /* into another process, unseen */
+    swpt_lost(&t, kip + 0x80, &k, 0);          /* and back to the kernel */
+    assert_int_equal(r.head, head);
+    assert_int_equal(t.overflows, 0);
+    swpt_lost(&t, 0x401010, &u, 0); /* the window's code again, by a way not seen: its gap */
+    assert_int_equal(t.overflows, 1);
+    swpt_insn(&t, 0x401010, &I_NOP, 0x401011, &u, 0);
+    swpt_gap(&t, 0x401011, 0x401020, &u, 0); /* inside the window: its gap */
+    swpt_gap(&t, 0x401020, kip, &k, 0);      /* from the window's code out: its gap */
+    swpt_stop(&t, kip);
+    assert_int_equal(t.overflows, 3);
+    assert_int_equal(swpt_pkt_scan(buf, (size_t)r.head, n, &whole, err, sizeof(err)), 0);
+    assert_int_equal(whole, r.head);
+    assert_int_equal(n[ppt_ovf], t.overflows);
+
+    /* a stop-on-full ring that the start filled: the OVF is dropped, not counted */
+    r = (struct swpt_ring){.buf = buf, .size = sizeof(buf)};
+    swpt_start(&t, &cfg, &r, &u, 0x401000, 0);
+    r = (struct swpt_ring){.buf = buf, .size = r.head, .stop_on_full = true};
+    swpt_start(&t, &cfg, &r, &u, 0x401000, 0);
+    assert_false(r.stopped);
+    swpt_lost(&t, 0x401010, &u, 0);
+    assert_true(r.stopped);
+    assert_true(r.dropped > 0);
+    assert_int_equal(t.overflows, 0);
+    assert_int_equal(swpt_pkt_scan(buf, (size_t)r.head, n, &whole, err, sizeof(err)), 0);
+    assert_int_equal(n[ppt_ovf], 0);
+}
+
 /* circular ring: the newest bytes decode from their first PSB to the end */
 static void test_ring_wrap(void **state)
 {
@@ -1218,6 +1274,7 @@ int main(void)
         cmocka_unit_test(test_trace_req),
         cmocka_unit_test(test_ring_wrap),
         cmocka_unit_test(test_ring_stop),
+        cmocka_unit_test(test_overflows_in_stream),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -15,7 +15,11 @@
 #include <setjmp.h>
 #include <string.h>
 #include <cmocka.h>
+#include <intel-pt.h>
+#include <ptv/config.h>
+#include <ptv/vmcall.h>
 #include "trace/swtrace.h"
+#include "trace/treq.h"
 #include "unit/swpt_dec.h"
 
 #define RAM_SIZE (4u << 20)
@@ -180,7 +184,8 @@ static void test_path_with_event(void **state)
         if (s.ip[i] != L(want[i]))
             fail_msg("instruction %u: decoded %#lx, want %#lx", i, s.ip[i], L(want[i]));
     assert_int_equal(t.st.events, 1);
-    assert_int_equal(t.st.lost, 1);
+    assert_int_equal(t.st.unexplained, 1);
+    assert_int_equal(swtrace_gaps(&t), 1);
     assert_int_equal(st.overflow, 1);
     assert_int_equal(t.st.rep_iters, 2);
     assert_int_equal(t.st.unreadable, 0);
@@ -220,7 +225,8 @@ static void test_unreadable_and_budget(void **state)
     struct swpt_ring ring;
     run_script(rips, NULL, NULL, 4, 0, &t, &ring);
     assert_int_equal(t.st.unreadable, 1);
-    assert_int_equal(t.st.lost, 2); /* the jump there and the way back are unexplained */
+    assert_int_equal(t.st.unexplained, 2); /* the jump there and the way back */
+    assert_int_equal(swtrace_gaps(&t), 2);
     struct seq s = {0};
     struct swpt_dec_stats st;
     char err[200];
@@ -351,7 +357,7 @@ static void test_departure(void **state)
     run_two(one_on, 6, &t, &ring, &s, &st);
     assert_seq(&s, (const uint64_t[]){0x1034, 0x1035, 0x1036}, 3);
     assert_int_equal(st.overflow, 0);
-    assert_int_equal(t.st.lost, 0);
+    assert_int_equal(swtrace_gaps(&t), 0);
     assert_int_equal(t.st.departures, 1);
     /* back where it was left (0x1035 had not run) */
     static const struct obs same[] = {{0x1034, 0, 0}, {0x1035, 0, 0}, {0x1200, 1, 0},
@@ -365,7 +371,7 @@ static void test_departure(void **state)
     run_two(elsewhere, 6, &t, &ring, &s, &st);
     assert_seq(&s, (const uint64_t[]){0x1034, 0x1034}, 2);
     assert_int_equal(st.overflow, 1);
-    assert_int_equal(t.st.lost, 1);
+    assert_int_equal(swtrace_gaps(&t), 1);
     /* one instruction on, but on another stack: another thread of A ran: OVF */
     static const struct obs thread[] = {{0x1034, 0, 0}, {0x1035, 0, 0},       {0x1200, 1, 0},
                                         {0x1201, 1, 0}, {0x1036, 0, 0x40000}, {0x1037, 0, 0x40000}};
@@ -391,6 +397,197 @@ static void test_departure(void **state)
     run_two(b_only, 3, &t, &ring, &s, &st);
     assert_int_equal(s.n, 0);
     assert_int_equal(st.overflow, 0);
+}
+
+/*
+ * What a window reports is its own stream.  Its gaps (swtrace_gaps: what TRACE_STATUS and
+ * TRACE_STOP give at any CPL, the dump's ovf= and the VMM's closing line) are the OVF packets
+ * in it, which is what a PT decoder finds there, packet by packet and as libipt's overflow
+ * events (ptvisor-trace summary's "overflows").  A CPL 3 window: the process A (CPL 3, CR3),
+ * the kernel in A's address space (CPL 0), another process B (CPL 3, another CR3).
+ */
+enum who { IN_A, IN_K, IN_B };
+struct ob {
+    uint64_t rip; /* offset: linear L(rip) */
+    enum who who;
+    uint64_t rsp; /* 0: the usual stack of who (no frame on it) */
+};
+
+static struct swtrace_cpu cpu_of(const struct ob *o)
+{
+    static const uint64_t stack[] = {[IN_A] = 0x9000, [IN_K] = 0x9800, [IN_B] = 0xa000};
+    struct swtrace_cpu c = cpu_at(L(o->rip), L(o->rsp ? o->rsp : stack[o->who]));
+    c.cs_sel = o->who == IN_K ? 0x10 : 0x33;
+    c.ctx.cpl = o->who == IN_K ? 0 : 3;
+    c.ctx.cr3 = o->who == IN_B ? CR3 + 0x1000 : CR3;
+    return c;
+}
+
+/* the window A opens from CPL 3 (the CPL 3 rule lets it through): user mode, A's CR3 */
+static struct swpt_cfg own_cfg(uint32_t flags, uint64_t start_ip)
+{
+    const struct ptv_config pc = {.psb_period = 4096, .trace_filter = PTV_CFG_TRACE_ALL};
+    const struct trace_req rq = {.flags = PTV_TRACE_F_USER | PTV_TRACE_F_CR3_SELF | flags,
+                                 .caller_cr3 = CR3,
+                                 .start_ip = start_ip,
+                                 .user = true};
+    struct swpt_cfg cfg;
+    const char *why = NULL;
+    assert_int_equal(trace_req_user_check(&rq, 0, &why), 0);
+    assert_int_equal(trace_req_swpt(&rq, &pc, &cfg, &why), 0);
+    return cfg;
+}
+
+static uint8_t own_buf[2][1 << 12];
+
+static void run_own(const struct swpt_cfg *cfg, const struct ob *o, unsigned n, struct swtrace *t,
+                    struct swpt_ring *ring, unsigned which)
+{
+    memset(own_buf[which], 0, sizeof(own_buf[which]));
+    *ring = (struct swpt_ring){.buf = own_buf[which], .size = sizeof(own_buf[which])};
+    memset(t, 0, sizeof(*t));
+    for (unsigned i = 0; i < n; i++) {
+        struct swtrace_cpu c = cpu_of(&o[i]);
+        if (i == 0)
+            swtrace_start(t, cfg, ring, &mem, &c, 0);
+        else
+            assert_true(swtrace_observe(t, &mem, &c, true));
+    }
+    swtrace_stop(t);
+}
+
+/* the gaps reported == OVF packets in the stream == libipt's overflow events; the decode */
+static uint64_t gaps_agree(const struct swtrace *t, const struct swpt_ring *ring, struct seq *s)
+{
+    unsigned counts[SWPT_PKT_TYPES];
+    struct swpt_dec_stats st;
+    char err[200] = "";
+    assert_true(ring->head <= ring->size);
+    if (swpt_pkt_scan(ring->buf, ring->head, counts, NULL, err, sizeof(err)))
+        fail_msg("%s", err);
+    *s = (struct seq){0};
+    if (swpt_decode(ring->buf, ring->head, read_code, on_insn, s, &st, err, sizeof(err)))
+        fail_msg("%s", err);
+    if (swtrace_gaps(t) != counts[ppt_ovf] || st.overflow != counts[ppt_ovf])
+        fail_msg("gaps reported %lu, OVF packets in the stream %u, overflows decoded %lu",
+                 (unsigned long)swtrace_gaps(t), counts[ppt_ovf], (unsigned long)st.overflow);
+    assert_int_equal(t->pt.overflows, counts[ppt_ovf]);
+    return swtrace_gaps(t);
+}
+
+/*
+ * A loss the tracer suffers where the window is not (the kernel's, another process's steps it
+ * could not explain) is not the window's: its stream, bytes and gaps are those of the same run
+ * in which the tracer saw every step there.  Only where A's own code runs again by a way the
+ * tracer did not see is a gap A's.
+ */
+static void test_loss_outside_window(void **state)
+{
+    static struct swtrace t, ref;
+    struct swpt_ring ring, ring_ref;
+    struct seq s;
+    (void)state;
+    build_tables();
+    load_program();
+    /* the frame of an interrupt after A's NOP at 0x1035 completed (saved RIP 0x1036) */
+    put64(0x8100, L(0x1036));
+    put64(0x8108, 0x33);
+    put64(0x8110, 0x202);
+    put64(0x8118, L(0x9000));
+    put64(0x8120, 0x2b);
+    const struct swpt_cfg cfg = own_cfg(0, 0);
+
+    /* A is interrupted after a NOP (a trap the frame shows: no departure pending), the kernel
+     * takes a step the tracer cannot explain (0x1201 -> 0x1034), then IRETs back to A */
+    static const struct ob lossy[] = {{0x1034, IN_A, 0}, {0x1035, IN_A, 0}, {0x1200, IN_K, 0x8100},
+                                      {0x1201, IN_K, 0}, {0x1034, IN_K, 0}, {0x1035, IN_K, 0},
+                                      {0x1036, IN_K, 0}, {0x1037, IN_K, 0}, {0x1100, IN_K, 0},
+                                      {0x1036, IN_A, 0}, {0x1037, IN_A, 0}};
+    /* the same with the kernel's way seen (INT3 at 0x1202 explains any step) */
+    static const struct ob seen[] = {{0x1034, IN_A, 0}, {0x1035, IN_A, 0}, {0x1200, IN_K, 0x8100},
+                                     {0x1201, IN_K, 0}, {0x1202, IN_K, 0}, {0x1034, IN_K, 0},
+                                     {0x1035, IN_K, 0}, {0x1036, IN_K, 0}, {0x1037, IN_K, 0},
+                                     {0x1100, IN_K, 0}, {0x1036, IN_A, 0}, {0x1037, IN_A, 0}};
+    run_own(&cfg, lossy, sizeof(lossy) / sizeof(lossy[0]), &t, &ring, 0);
+    run_own(&cfg, seen, sizeof(seen) / sizeof(seen[0]), &ref, &ring_ref, 1);
+    assert_int_equal(t.st.events, 1);
+    assert_int_equal(ring.head, ring_ref.head);
+    assert_memory_equal(own_buf[0], own_buf[1], ring.head);
+    assert_int_equal(gaps_agree(&t, &ring, &s), 0);
+    assert_seq(&s, (const uint64_t[]){0x1034, 0x1035, 0x1036}, 3);
+    assert_int_equal(t.pt.traced, ref.pt.traced);
+
+    /* A in a system call (a departure the tracer saw), the kernel's unexplained step, then
+     * the kernel IRETs to A elsewhere (a signal handler): the IRET was seen, so A's path is
+     * known; what the kernel did unseen is not A's gap */
+    static const struct ob sys_lossy[] = {{0x1040, IN_A, 0}, {0x1200, IN_K, 0}, {0x1201, IN_K, 0},
+                                          {0x1034, IN_K, 0}, {0x1035, IN_K, 0}, {0x1036, IN_K, 0},
+                                          {0x1037, IN_K, 0}, {0x1100, IN_K, 0}, {0x1200, IN_A, 0},
+                                          {0x1201, IN_A, 0}, {0x1202, IN_A, 0}};
+    static const struct ob sys_seen[] = {{0x1040, IN_A, 0}, {0x1200, IN_K, 0}, {0x1201, IN_K, 0},
+                                         {0x1202, IN_K, 0}, {0x1034, IN_K, 0}, {0x1035, IN_K, 0},
+                                         {0x1036, IN_K, 0}, {0x1037, IN_K, 0}, {0x1100, IN_K, 0},
+                                         {0x1200, IN_A, 0}, {0x1201, IN_A, 0}, {0x1202, IN_A, 0}};
+    run_own(&cfg, sys_lossy, sizeof(sys_lossy) / sizeof(sys_lossy[0]), &t, &ring, 0);
+    run_own(&cfg, sys_seen, sizeof(sys_seen) / sizeof(sys_seen[0]), &ref, &ring_ref, 1);
+    assert_int_equal(t.st.departures, 1);
+    assert_int_equal(ring.head, ring_ref.head);
+    assert_memory_equal(own_buf[0], own_buf[1], ring.head);
+    assert_int_equal(gaps_agree(&t, &ring, &s), 0);
+    assert_seq(&s, (const uint64_t[]){0x1040, 0x1200, 0x1201}, 3);
+
+    /* another process's unexplained steps, A back where its system call returns */
+    static const struct ob other[] = {{0x1040, IN_A, 0}, {0x1200, IN_K, 0}, {0x1034, IN_B, 0},
+                                      {0x1200, IN_B, 0}, {0x1036, IN_B, 0}, {0x1042, IN_A, 0},
+                                      {0x1043, IN_A, 0}};
+    run_own(&cfg, other, sizeof(other) / sizeof(other[0]), &t, &ring, 0);
+    assert_int_equal(gaps_agree(&t, &ring, &s), 0);
+    assert_seq(&s, (const uint64_t[]){0x1040, 0x1042}, 2);
+
+    /* A's own code reached by a way the tracer did not see (the kernel's NOP cannot go to A):
+     * that is A's gap, one OVF, and the kernel's unexplained step before it adds none */
+    static const struct ob own_loss[] = {
+        {0x1034, IN_A, 0}, {0x1035, IN_A, 0}, {0x1200, IN_K, 0x8100}, {0x1201, IN_K, 0},
+        {0x1034, IN_K, 0}, {0x1035, IN_K, 0}, {0x1036, IN_A, 0},      {0x1037, IN_A, 0}};
+    run_own(&cfg, own_loss, sizeof(own_loss) / sizeof(own_loss[0]), &t, &ring, 0);
+    assert_int_equal(gaps_agree(&t, &ring, &s), 1);
+    assert_seq(&s, (const uint64_t[]){0x1034, 0x1035, 0x1036}, 3);
+}
+
+/*
+ * A window with a start trigger (ptvisor-ctl trace: silent until the program's entry point)
+ * that the tracer could not follow while it was armed: nothing was traced then, so nothing was
+ * lost; every report says 0 gaps, as the stream and its decode do.  A loss after the trigger
+ * fired is one gap in each.
+ */
+static void test_gaps_armed_window(void **state)
+{
+    static struct swtrace t;
+    struct swpt_ring ring;
+    struct seq s;
+    (void)state;
+    build_tables();
+    load_program();
+    const struct swpt_cfg cfg = own_cfg(PTV_TRACE_F_START_IP, L(0x1200));
+    /* A before its entry point (armed), an unexplained step to the kernel, back to A at the
+     * entry (the trigger fires there) */
+    static const struct ob armed[] = {{0x1034, IN_A, 0}, {0x1035, IN_A, 0}, {0x1201, IN_K, 0},
+                                      {0x1202, IN_K, 0}, {0x1100, IN_K, 0}, {0x1200, IN_A, 0},
+                                      {0x1201, IN_A, 0}, {0x1202, IN_A, 0}};
+    run_own(&cfg, armed, sizeof(armed) / sizeof(armed[0]), &t, &ring, 0);
+    assert_false(t.pt.armed);
+    assert_int_equal(gaps_agree(&t, &ring, &s), 0);
+    assert_seq(&s, (const uint64_t[]){0x1200, 0x1201}, 2);
+
+    /* ... and then a step of A's the tracer cannot explain: one gap, reported and decoded */
+    static const struct ob armed_then_lost[] = {
+        {0x1034, IN_A, 0}, {0x1035, IN_A, 0}, {0x1201, IN_K, 0},
+        {0x1202, IN_K, 0}, {0x1100, IN_K, 0}, {0x1200, IN_A, 0},
+        {0x1201, IN_A, 0}, {0x1034, IN_A, 0}, {0x1035, IN_A, 0}};
+    run_own(&cfg, armed_then_lost, sizeof(armed_then_lost) / sizeof(armed_then_lost[0]), &t, &ring,
+            0);
+    assert_int_equal(gaps_agree(&t, &ring, &s), 1);
+    assert_seq(&s, (const uint64_t[]){0x1200, 0x1034}, 2); /* 0x1201 may not have run */
 }
 
 /*
@@ -548,6 +745,8 @@ int main(void)
         cmocka_unit_test(test_unreadable_and_budget),
         cmocka_unit_test(test_gwalk_modes),
         cmocka_unit_test(test_departure),
+        cmocka_unit_test(test_loss_outside_window),
+        cmocka_unit_test(test_gaps_armed_window),
         cmocka_unit_test(test_block_out_of_context),
         cmocka_unit_test(test_block_keep_decodes_long_run),
         cmocka_unit_test(test_block_kept_lead_kind),

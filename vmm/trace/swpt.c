@@ -32,6 +32,8 @@
  *    PSB resets the last IP used for IP compression.
  *  - OVF (33.4.2.15): after it the first IP packet carries a full IP; FUP(resume) when
  *    tracing goes on inside the filter, TIP.PGE(resume) when it comes back from outside.
+ *    Written only where the loss touches traced code (PacketEn 1 at either end): hardware
+ *    writes no packet while PacketEn = 0, and the window's stream is about traced code alone.
  */
 #include "trace/swpt.h"
 
@@ -412,13 +414,21 @@ void swpt_event(struct swpt *t, uint64_t from_ip, uint64_t to_ip, const struct s
     psb_if_due(t, to_ip, tsc);
 }
 
-/* execution goes on at resume_ip in *ctx by a way the packets so far do not show; ovf: and
- * what happened in between is not known (OVF) */
-static void relocate(struct swpt *t, uint64_t resume_ip, const struct swpt_ctx *ctx, uint64_t tsc,
-                     bool ovf)
+/* OVF (33.4.2.15), counted where it went into the ring: the stream's overflows */
+static void ovf(struct swpt *t)
 {
     struct pkt p;
+    const uint64_t head = t->ring->head;
 
+    close_pkt(t, &p, pt_pkt_ovf(open_pkt(t, &p)));
+    t->overflows += t->ring->head != head;
+}
+
+/* execution goes on at resume_ip in *ctx by a way the packets so far do not show.  lost: what
+ * ran in between is not known, from a point where PacketEn was in_before */
+static void relocate(struct swpt *t, uint64_t resume_ip, const struct swpt_ctx *ctx, uint64_t tsc,
+                     bool lost, bool in_before)
+{
     if (!t->on)
         return;
     if (t->armed) { /* nothing traced yet: nothing lost; the trigger may fire here */
@@ -433,10 +443,11 @@ static void relocate(struct swpt *t, uint64_t resume_ip, const struct swpt_ctx *
     bool moved = cr3_moved || (uint8_t)ctx->cs != t->mode_sent;
 
     flush_tnt(t);
-    if (ovf || was) { /* a resume while PacketEn = 1 would hide a jump: a loss after all */
-        t->lost++;
-        close_pkt(t, &p, pt_pkt_ovf(open_pkt(t, &p)));
-    }
+    /* a resume while PacketEn = 1 would hide a jump: a loss after all.  A loss is the window's
+     * only where traced code's path is cut (it began or ends with PacketEn = 1); one wholly
+     * outside shows nothing, as hardware shows nothing while PacketEn = 0 */
+    if (was || (lost && (in_before || now)))
+        ovf(t);
     t->ctx = *ctx;
     t->pkt_en = now;
     if (was && now && moved) {
@@ -459,7 +470,7 @@ static void relocate(struct swpt *t, uint64_t resume_ip, const struct swpt_ctx *
 
 void swpt_lost(struct swpt *t, uint64_t resume_ip, const struct swpt_ctx *ctx, uint64_t tsc)
 {
-    relocate(t, resume_ip, ctx, tsc, true);
+    relocate(t, resume_ip, ctx, tsc, true, t->pkt_en);
 }
 
 bool swpt_admits(const struct swpt *t, const struct swpt_ctx *ctx, uint64_t ip)
@@ -496,17 +507,14 @@ void swpt_leave(struct swpt *t, uint64_t at_ip, const struct swpt_ctx *ctx)
 
 void swpt_resume(struct swpt *t, uint64_t ip, const struct swpt_ctx *ctx, uint64_t tsc)
 {
-    relocate(t, ip, ctx, tsc, false);
+    relocate(t, ip, ctx, tsc, false, false);
 }
 
 void swpt_overflow(struct swpt *t)
 {
-    struct pkt p;
-
     if (!t->on || t->armed || t->pkt_en) /* after swpt_leave: PacketEn = 0, a TIP.PGE follows */
         return;
-    t->lost++;
-    close_pkt(t, &p, pt_pkt_ovf(open_pkt(t, &p)));
+    ovf(t);
 }
 
 void swpt_gap(struct swpt *t, uint64_t at_ip, uint64_t resume_ip, const struct swpt_ctx *ctx,
@@ -514,8 +522,9 @@ void swpt_gap(struct swpt *t, uint64_t at_ip, uint64_t resume_ip, const struct s
 {
     if (!t->on)
         return;
+    const bool in_before = t->pkt_en;
     disable_at(t, at_ip);
-    swpt_lost(t, resume_ip, ctx, tsc);
+    relocate(t, resume_ip, ctx, tsc, true, in_before);
 }
 
 void swpt_stop(struct swpt *t, uint64_t ip)

@@ -83,7 +83,10 @@ struct swpt {
     uint64_t packets;
     uint64_t psbs;
     uint64_t events; /* asynchronous events */
-    uint64_t lost;   /* swpt_lost calls (OVF) */
+    /* OVF packets in the stream: each a place where the trace lost the path of traced code,
+     * counted only when it went into the ring (a stopped ring drops it), so a decoder of the
+     * whole stream finds exactly this many.  The window's gaps, at any CPL (swtrace_gaps) */
+    uint64_t overflows;
     /* what the stream itself shows (a CPL 3 owner is told these, nothing of other contexts) */
     uint64_t traced;     /* instructions with PacketEn = 1: what a decode of the stream yields */
     uint64_t win_events; /* events from or into traced code (FUP + TIP / TIP.PGD, TIP.PGE) */
@@ -122,13 +125,21 @@ bool swpt_plain(struct swpt *t, uint64_t n, const struct swpt_ctx *after);
 void swpt_event(struct swpt *t, uint64_t from_ip, uint64_t to_ip, const struct swpt_ctx *after,
                 uint64_t tsc);
 
-/* the tracer lost track (code bytes unreadable, a step it could not see): OVF, then
- * FUP(resume_ip) (or TIP.PGE if it resumes inside the filter from outside) */
+/*
+ * The tracer lost track (code bytes unreadable, a step it could not see) and the CPU is at
+ * resume_ip in *ctx: OVF, then FUP(resume_ip) (or TIP.PGE if it resumes inside the filter from
+ * outside).  The OVF is written only where the loss cuts the path of traced code: PacketEn is 1
+ * where it began or at resume_ip.  A loss that begins and ends with PacketEn = 0 writes nothing
+ * and counts nothing (context changes aside, as a PIP): hardware writes no packet while
+ * PacketEn = 0, so an OVF there would tell the window's owner what other contexts did (the
+ * kernel, other processes), not what its own trace lost.
+ */
 void swpt_lost(struct swpt *t, uint64_t resume_ip, const struct swpt_ctx *ctx, uint64_t tsc);
 
 /* the path is known up to (not including) at_ip, then the CPU was at resume_ip by a way
  * the tracer could not see: FUP(at_ip) + TIP.PGD (the decode keeps every instruction
- * before at_ip), OVF, then TIP.PGE(resume_ip) where it is inside the filter */
+ * before at_ip), OVF, then TIP.PGE(resume_ip) where it is inside the filter; the OVF as
+ * swpt_lost writes it (PacketEn 1 before at_ip or at resume_ip) */
 void swpt_gap(struct swpt *t, uint64_t at_ip, uint64_t resume_ip, const struct swpt_ctx *ctx,
               uint64_t tsc);
 

@@ -151,16 +151,20 @@ static bool left_resumes(struct swtrace *t, const struct gw_mem *m, const struct
  * explains it.  Where the tracer steps with the trap flag this is an event the CPU delivered
  * without a VM exit (an interrupt, a syscall's return): its handler, and what it switched to,
  * ran unstepped.  Leaving traced code for untraced code is then a departure (FUP + TIP.PGD),
- * judged only when traced code runs again (left_resumes): nothing lost, or OVF.
+ * judged only when traced code runs again (left_resumes): nothing lost, or OVF.  A step the
+ * tracer cannot explain between two points outside the window costs the window nothing.
  */
 static void unexplained(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c)
 {
     bc_flush(&t->bc); /* whatever happened unseen may have changed paging too */
+    t->st.unexplained++;
     bool admitted = swpt_admits(&t->pt, &c->ctx, c->rip);
     if (!admitted && (t->left.on || t->pt.pkt_en)) {
+        /* traced code left by a way not seen; with a departure pending, a stretch of untraced
+         * code not seen, which is not the window's: the departure is judged by where traced
+         * code runs again and by which way, never by what the others did meanwhile */
         if (!t->left.on)
             depart(t, t->ip, t->rsp, true);
-        t->left.unseen = true;
         swpt_leave(&t->pt, t->left.ip, &c->ctx);
         return;
     }
@@ -173,13 +177,14 @@ static void unexplained(struct swtrace *t, const struct gw_mem *m, const struct 
             swpt_insn(&t->pt, t->left.ip, &in, c->rip, &c->ctx, c->tsc);
         return;
     }
-    t->st.lost++; /* the instruction at t->ip may or may not have run: the gap starts there */
-    if (t->left.on) {
+    if (t->left.on) { /* traced code runs again, not where it left: what ran is not known */
         t->left.on = false;
         swpt_overflow(&t->pt);
         swpt_resume(&t->pt, c->rip, &c->ctx, c->tsc);
         return;
     }
+    /* the instruction at t->ip may or may not have run: the gap starts there (an OVF only where
+     * it touches traced code: swpt_lost) */
     swpt_gap(&t->pt, t->ip, c->rip, &c->ctx, c->tsc);
 }
 
@@ -226,14 +231,12 @@ static void account(struct swtrace *t, const struct gw_mem *m, const struct swtr
         return;
     }
     if (t->left.on && swpt_admits(&t->pt, &c->ctx, c->rip)) {
-        /* traced code runs again by a step the tracer saw; if it lost sight of the way in
-         * between, it must come back where it was to go on, else what ran is not known */
+        /* traced code runs again by a step the tracer saw; if it did not see the way out of
+         * traced code, it must come back where it was to go on, else what ran is not known */
         bool ran;
         struct x86_insn in;
-        if (t->left.unseen && (!left_resumes(t, m, c, &ran, &in) || ran)) {
-            t->st.lost++;
+        if (t->left.unseen && (!left_resumes(t, m, c, &ran, &in) || ran))
             swpt_overflow(&t->pt);
-        }
         t->left.on = false;
     }
     bool was = t->pt.pkt_en;

@@ -20,7 +20,9 @@
  *   saved RIP == where the instruction goes: it completed, then the event (trap):
  *   the instruction, then FUP + TIP.
  * Anything else the tracer cannot explain becomes OVF + FUP at the new IP
- * (swpt_lost): the decode says where the gap is, it never invents a path.
+ * (swpt_lost) where it touches traced code: the decode says where the gap is, it never
+ * invents a path.  Where it does not (the kernel under a user-only window, another process
+ * under a one-process one), the window's stream shows nothing of it.
  */
 #ifndef PTV_SWTRACE_H
 #define PTV_SWTRACE_H
@@ -45,9 +47,11 @@ struct swtrace_cpu {
 };
 
 struct swtrace_stats {
-    uint64_t steps;         /* instructions traced (or filtered out) */
-    uint64_t events;        /* events recognised from their frame */
-    uint64_t lost;          /* OVF: a step the tracer could not explain */
+    uint64_t steps;  /* instructions traced (or filtered out) */
+    uint64_t events; /* events recognised from their frame */
+    /* steps the tracer could not explain, in any context: a diagnostic, not the window's gaps
+     * (swtrace_gaps), since a loss wholly outside the window costs its stream nothing */
+    uint64_t unexplained;
     uint64_t unreadable;    /* code bytes that could not be read before they ran */
     uint64_t unreadable_in; /* of them, in what the window traces (a CPL 3 owner's figure) */
     uint64_t rep_iters;     /* steps that stayed on a REP string instruction */
@@ -72,7 +76,7 @@ struct swtrace {
         uint64_t ip, rsp; /* where it goes on, on which stack */
         uint16_t cs_sel;
         struct swpt_ctx ctx;
-        bool unseen; /* the tracer lost sight of the way since */
+        bool unseen; /* the tracer did not see the way out of traced code */
     } left;
     struct swtrace_stats st;
     /* the last step ran code unstepped after an event (a frame found, or nothing explains
@@ -200,5 +204,17 @@ int swtrace_block_settle(struct swtrace *t, const struct gw_mem *m, const struct
 
 /* close the window before the instruction at the current IP */
 void swtrace_stop(struct swtrace *t);
+
+/*
+ * The window's gaps, as every report of it gives them (TRACE_STATUS and TRACE_STOP at any CPL,
+ * the dump's metadata, the VMM's line when the window closes): the OVF packets its stream holds,
+ * each a place where the tracer lost the path of traced code -- what a PT decoder of the stream
+ * reports as overflows.  A loss where the window is not (the kernel, another process, a start
+ * trigger still armed) is no gap of it.
+ */
+static inline uint64_t swtrace_gaps(const struct swtrace *t)
+{
+    return t->pt.overflows;
+}
 
 #endif

@@ -146,7 +146,7 @@ static int sw_stop(struct vcpu *v)
     /* the first windows are named; a guest that opens thousands goes quiet */
     if (++t->windows <= 8)
         pr_info("trace", "window closed: %lu instructions, %lu bytes, %lu events, %lu gaps",
-                t->sw.st.steps, t->ring.head, t->sw.st.events, t->sw.st.lost);
+                t->sw.st.steps, t->ring.head, t->sw.st.events, swtrace_gaps(&t->sw));
     return 0;
 }
 
@@ -163,7 +163,7 @@ static void sw_status(const struct vcpu *v, struct trace_status *st)
                 (trace_vmx_tf() ? PTV_TRACE_ST_TF : 0);
     st->written = t->ring.head;
     st->insns = t->sw.st.steps;
-    st->gaps = t->sw.st.lost;
+    st->gaps = swtrace_gaps(&t->sw);
     st->events = t->sw.st.events;
     st->unreadable = t->sw.st.unreadable;
 }
@@ -281,7 +281,7 @@ void trace_vmx_status_own(struct vcpu *v, struct trace_status *st)
     /* the steps, events, gaps and failed reads of every context the vCPU ran are not the
      * window's: what its stream shows instead */
     st->insns = t->sw.pt.traced;
-    st->gaps = t->sw.pt.lost;
+    st->gaps = swtrace_gaps(&t->sw);
     st->events = t->sw.pt.win_events;
     st->unreadable = t->sw.st.unreadable_in;
 }

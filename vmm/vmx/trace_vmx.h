@@ -67,7 +67,7 @@ struct trace_window {
     bool hardware;                       /* system-mode PT, else the software tracer */
     uint64_t ring_size, oldest, written; /* stream offsets: the ring holds [oldest, written) */
     bool wrapped;
-    uint64_t gaps; /* overflows (OVF) */
+    uint64_t gaps; /* the window's gaps: OVF packets in its stream (swtrace_gaps) */
     bool kernel, user, cr3_match;
     uint64_t cr3;
     unsigned nranges;
