@@ -302,6 +302,19 @@ elif [ -n "${PTT:-}" ] && [ -n "${EXACT_ELF:-}" ] && ! grep -aq 'ptvisor-guest: 
             sed -n 's/^ptvisor-ctl: stopped: [0-9]* bytes, \([0-9]*\) instructions.*/\1/p' | head -n 1)
         ticks=$(tr -d '\r' <"$serial" | sed -n '/^ptvisor-guest: trace exact start/,$p' |
             sed -n 's/^ptvisor-ctl: ptt-exact exited with 0 (\([0-9]*\) TSC ticks.*/\1/p' | head -n 1)
+        # the window's gaps are one count wherever they are told: the OVF packets in its stream,
+        # which the VMM gave its owner (TRACE_STOP), wrote in the dump's metadata, and the
+        # host's decode finds (summary's overflows); the kernel's and the hog's losses are in none
+        gaps_ctl=$(tr -d '\r' <"$serial" | sed -n '/^ptvisor-guest: trace exact start/,$p' |
+            sed -n 's/^ptvisor-ctl: stopped: [0-9]* bytes, [0-9]* instructions, \([0-9]*\) gaps.*/\1/p' | head -n 1)
+        ovf_meta=$(cat "$out/exact"/cpu*.meta 2>/dev/null | awk '$1 == "overflows" { n += $2; seen = 1 } END { if (seen) print n }')
+        ovf_dec=$(awk '$1 == "overflows" { print $NF; exit }' "$out/exact/summary.txt")
+        if [ -n "$gaps_ctl" ] && [ "$gaps_ctl" = "${ovf_meta:-x}" ] && [ "$gaps_ctl" = "${ovf_dec:-x}" ]; then
+            echo "  ok   trace exact: one count of gaps: $gaps_ctl told to its owner == the dump's overflows == OVF packets decoded"
+        else
+            echo "  FAIL trace exact: gaps told to its owner ${gaps_ctl:-?}, the dump's overflows ${ovf_meta:-?}, OVF packets decoded ${ovf_dec:-?}: not one count"
+            fail=1
+        fi
         if [ -n "$ticks" ] && [ -n "$traced" ] && [ "$traced" -gt 0 ]; then
             echo "  INFO bench ctl_trace_ticks_per_traced_instruction=$((ticks / traced)) (ptvisor-ctl trace -u -- ptt-exact beside ptt-exact hog: $ticks ticks for the $traced instructions the window traced; the kernel's and the hog's ran out of context meanwhile)"
         fi
