@@ -599,9 +599,9 @@ static int do_trace_own(const char *arg)
  * instruction on, as on bare metal, also after the software tracer stepped with its own trap
  * flag (sw_trace = tf: #DB exits while a frame may hold that TF, and only those single steps
  * are taken as the tracer's). */
-static int do_ptrace_step(void)
+static int do_ptrace_step(const char *arg)
 {
-    enum { N = 100 };
+    const unsigned N = arg ? (unsigned)strtoul(arg, NULL, 0) : 100;
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
@@ -631,8 +631,7 @@ static int do_ptrace_step(void)
         kill(pid, SIGKILL);
         waitpid(pid, &st, 0);
     }
-    printf("ptvisor-guest: ptrace-step stepped=%u of %u, rip moved %u times\n", steps, (unsigned)N,
-           moved);
+    printf("ptvisor-guest: ptrace-step stepped=%u of %u, rip moved %u times\n", steps, N, moved);
     return steps == N ? 0 : 1;
 }
 
@@ -662,8 +661,8 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "trace-user") == 0)
         return do_trace_user(argc > 2 ? argv[2] : NULL);
     if (strcmp(cmd, "ptrace-step") == 0)
-        return do_ptrace_step();
+        return do_ptrace_step(argc > 2 ? argv[2] : NULL);
     fprintf(stderr, "usage: ptv-probe [view|vmcall-version|exit-stats|tsc|rip-wrap|cpuid-loop N "
-                    "[R]|pin CPU [N]|trace-user [refusals]|ptrace-step]\n");
+                    "[R]|pin CPU [N]|trace-user [refusals]|ptrace-step [N]]\n");
     return 2;
 }

@@ -107,7 +107,7 @@ test-bochs-linux-mtf:
 	@mkdir -p $(BUILD)
 	$(Q)$(MAKE) --no-print-directory $(TEST_IMG) $(PTT_BIN) $(NATIVE_STEPS) >$(BUILD)/usb-image-mtf.log 2>&1 || \
 	    { tail -n 5 $(BUILD)/usb-image-mtf.log; rm -f $(TEST_IMG); }
-	$(Q)$(LINUX_STEP_ENV) CPUS=2 BOCHS_IPS=500000000 tests/step.sh $(BUILD)/results bochs:linux-mtf \
+	$(Q)$(LINUX_STEP_ENV) CPUS=2 BOCHS_IPS=500000000 STEPS_MTF=1 tests/step.sh $(BUILD)/results bochs:linux-mtf \
 	    tests/system/bochs-linux.sh $(TEST_IMG) $(BUILD)/test/bochs-linux-mtf
 
 .PHONY: run-image

@@ -245,6 +245,26 @@ static void atk_db_after_windows(void)
            "breakpoint after trace windows: #DB at it, DR6 0x%lx (B0 set, BS clear)", dr6);
 }
 
+/* inside a window the guest's own trap flag still single-steps it: the #DB right after the next
+ * instruction, DR6.BS (sw_trace = tf steps with TF too, and keeps the guest's apart) */
+static void atk_tf_in_window(void)
+{
+    struct vmcall_regs r;
+    int64_t rc = (int64_t)atk_vmcall(PTV_VMCALL_TRACE_START, PTV_TRACE_F_KERNEL, 0, 0, &r);
+    if (rc != PTV_VMCALL_OK) {
+        report_skip("TF single step in a trace window: no window (rax %lld)", (long long)rc);
+        return;
+    }
+    int v = atk_try(tf_fn, 0);
+    uint64_t dr6;
+    __asm__ volatile("mov %%dr6, %0" : "=r"(dr6));
+    __asm__ volatile("mov %0, %%dr6" ::"r"(0xffff0ff0ull));
+    atk_vmcall(PTV_VMCALL_TRACE_STOP, 0, 0, 0, &r);
+    report(v == VEC_DB && atk_fault.rip == (uint64_t)atk_tf_after && (dr6 & DR6_BS),
+           "TF single step in a trace window: #DB right after CPUID (vector %d, %s, DR6 0x%lx)", v,
+           atk_fault.rip == (uint64_t)atk_tf_after ? "at next insn" : "elsewhere", dr6);
+}
+
 /* a data breakpoint the guest set, hit by an instruction the tracer steps with its trap flag:
  * one #DB carries both (B0 and the tracer's BS); the guest must see its breakpoint alone, as
  * without the tracer (with MTF steps the #DB never exits: the same answer) */
@@ -295,6 +315,7 @@ const struct attack attacks_cpu_late[] = {
     {"DR0 breakpoint after trace windows: DR6 as on bare metal", atk_db_after_windows},
     {"TF single step after trace windows: the guest's own", atk_tf_after_windows},
     {"DR0 data breakpoint inside a trace window: the guest's alone", atk_db_data_in_window},
+    {"TF single step inside a trace window: the guest's own", atk_tf_in_window},
     {0},
 };
 

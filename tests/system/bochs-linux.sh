@@ -177,6 +177,11 @@ elif [ -n "${PTT:-}" ]; then
     # after the trace windows, a debugger's single steps (PTRACE_SINGLESTEP) reach the guest as on
     # bare metal: the tracer's trap flag takes only the single steps that are its own
     check "ptrace single steps after the trace windows" "ptvisor-guest: ptrace-step stepped=100 of 100"
+    # inside a window: with MTF steps (STEPS_MTF=1, bochs:linux-mtf); trap-flag steps take a TF that
+    # IRET loads for the tracer's (ARCHITECTURE section 5)
+    if [ "${NO_STEPS:-0}" != 1 ] && [ "${STEPS_MTF:-0}" = 1 ]; then
+        check "ptrace single steps inside a trace window" "ptvisor-guest: ptrace-step stepped=20 of 20"
+    fi
     # a window on each CPU at once (ptv-probe trace-own, one copy pinned on each), each
     # told only its own 200 getpid calls in user mode
     if [ "$CPUS" -gt 1 ]; then

@@ -347,6 +347,8 @@ static unsigned diff_one(int cs, const uint8_t *b, size_t avail, uint64_t ip, st
         }
         bool pushf = z.mnemonic == ZYDIS_MNEMONIC_PUSHF || z.mnemonic == ZYDIS_MNEMONIC_PUSHFD ||
                      z.mnemonic == ZYDIS_MNEMONIC_PUSHFQ;
+        bool popf = z.mnemonic == ZYDIS_MNEMONIC_POPF || z.mnemonic == ZYDIS_MNEMONIC_POPFD ||
+                    z.mnemonic == ZYDIS_MNEMONIC_POPFQ;
         /* the condition of a Jcc on RFLAGS: its place in this list */
         static const ZydisMnemonic jcc[16] = {
             ZYDIS_MNEMONIC_JO, ZYDIS_MNEMONIC_JNO, ZYDIS_MNEMONIC_JB,  ZYDIS_MNEMONIC_JNB,
@@ -362,7 +364,7 @@ static unsigned diff_one(int cs, const uint8_t *b, size_t avail, uint64_t ip, st
         if (rep != !!(in.flags & X86_F_REP) || hlt != !!(in.flags & X86_F_HLT) ||
             movcr != !!(in.flags & X86_F_MOV_CR) || cr3 != !!(in.flags & X86_F_MOV_CR3) ||
             noblock != !!(in.flags & X86_F_NOBLOCK) || pushf != !!(in.flags & X86_F_PUSHF) ||
-            !cc_ok) {
+            popf != !!(in.flags & X86_F_POPF) || !cc_ok) {
             bad = true;
             what = "flags";
         }
@@ -569,7 +571,7 @@ static const struct hcase cases[] = {
     OK(C64, "\x0f\x20\xd8", 3, NONE, 0, 0, "MOV rax, CR3: a read"),
     OK(C32, "\x0f\x23\x05", 3, NONE, 0, X86_F_NOBLOCK, "MOV DR0, ebp: mod ignored"),
     OK(C64, "\x0f\x21\xf8", 3, NONE, 0, X86_F_NOBLOCK, "MOV rax, DR7"),
-    OK(C64, "\x9d", 1, NONE, 0, X86_F_NOBLOCK, "POPF: may set TF"),
+    OK(C64, "\x9d", 1, NONE, 0, X86_F_NOBLOCK | X86_F_POPF, "POPF: may set TF"),
     OK(C64, "\x9c", 1, NONE, 0, X86_F_PUSHF, "PUSHF: stores TF"),
     OK(C16, "\x66\x9c", 2, NONE, 0, X86_F_PUSHF, "PUSHFD in 16-bit code"),
     OK(C64, "\x8e\xd0", 2, NONE, 0, X86_F_NOBLOCK, "MOV SS, ax: blocks events"),

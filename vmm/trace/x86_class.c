@@ -397,8 +397,10 @@ int x86_classify(const uint8_t *code, size_t avail, enum x86_code_size cs, struc
             flags |= X86_F_PUSHF;
         else if (op == 0x9d || op == 0x17 || (op == 0x8e && reg == 2) ||
                  ((op == 0xc6 || op == 0xc7) && m == 0xf8))
-            flags |= X86_F_NOBLOCK; /* POPF, POP SS, MOV SS, r/m; XABORT, XBEGIN: a transaction
-                                     * aborts to its fallback with no exit */
+            flags |=
+                X86_F_NOBLOCK |
+                (op == 0x9d ? X86_F_POPF : 0); /* POPF, POP SS, MOV SS, r/m; XABORT, XBEGIN: a
+                                                * transaction aborts to its fallback with no exit */
         else if (is_string_op(op) && last_rep)
             flags |= X86_F_REP;
         else if (op == 0xff) {

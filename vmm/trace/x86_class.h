@@ -69,6 +69,7 @@ enum x86_branch {
                                   * timing or a debug register (ends a block: swtrace.h) */
 #define X86_F_JCC_CC  (1u << 12) /* a Jcc on RFLAGS (70-7F, 0F 80-8F), its condition below */
 #define X86_F_PUSHF   (1u << 13) /* PUSHF: RFLAGS (its TF with it) stored at the new stack top */
+#define X86_F_POPF    (1u << 14) /* POPF: RFLAGS (its TF with it) loaded from the stack */
 #define X86_JCC_CC(f) (((f) >> 8) & 0xfu) /* the opcode's low nibble: 0 O, 1 NO, 2 B ... F G */
 /* OPSIZE16 / OPSIZE32 are set on instructions with a branch class other than NONE, UD
  * and VMX; neither on near branches in 64-bit mode (64-bit, 66 ignored as on Intel).

@@ -363,30 +363,72 @@ static uint64_t stack_lin(const struct swtrace_cpu *c, uint64_t rsp)
     return (vmcs_readl(GUEST_SS_BASE) + sp) & 0xffffffffu;
 }
 
+static uint64_t ip_wrap_cs(uint64_t ip, enum x86_code_size cs)
+{
+    return cs == X86_CODE64 ? ip : cs == X86_CODE32 ? (ip & 0xffffffffu) : (ip & 0xffffu);
+}
+
+/* the guest's own single step, due after an instruction it began with TF = 1: a #DB with BS,
+ * delivered at this entry unless another event is (that one then comes first, as it would) */
+static void guest_step_deliver(void)
+{
+    if (vmcs_read32(VM_ENTRY_INTR_INFO_FIELD) & INTR_INFO_VALID)
+        return;
+    write_dr6(db_dr6_deliver(read_dr6(), PENDING_DBG_BS));
+    vmcs_write32(VM_ENTRY_INTR_INFO_FIELD, INTR_INFO_VALID | INTR_TYPE_HARD_EXCEPTION | DB_VECTOR);
+}
+
 /*
- * After a step under the tracer's TF (c: the vCPU now, prev: the instruction that ran from ip):
- * an RFLAGS image written by the instruction itself loses the TF that was only the tracer's
- * -- PUSHF's at the new stack top (TF is bit 0 of its second byte, whatever the operand
- * size), SYSCALL's in R11 -- so it never brings TF back; a frame an event pushed is recorded
- * (it is how stepping comes back after its handler); a frame the stepped IRET popped is taken.
+ * After a step under the tracer's TF (c: the vCPU now, prev: the instruction that ran from ip;
+ * gtf: the guest's own TF when it began, v->trace_gtf).  The guest's TF goes on as the
+ * instruction left it: loaded from an image (POPF, IRET, SYSRET: RFLAGS.TF now, except an IRET
+ * of a frame the tracer's TF went into), cleared where RFLAGS.TF is 0 now (an event, SYSCALL's
+ * mask), else kept; a single step it owes is delivered.  An RFLAGS image the instruction wrote
+ * gets the guest's TF instead of the tracer's -- PUSHF's at the new stack top (TF is bit 0 of
+ * its second byte, whatever the operand size), SYSCALL's in R11 -- so it never brings the
+ * tracer's back; a frame an event pushed while the guest's TF was 0 is recorded (the tracer's
+ * TF in it is how stepping comes back after its handler).
  */
 static void tf_after_step(struct vcpu *v, struct trace_vcpu *t, const struct x86_insn *prev,
-                          bool prev_valid, uint64_t ip, const struct swtrace_cpu *c)
+                          bool prev_valid, uint64_t ip, const struct swtrace_cpu *c, bool ran)
 {
-    if (t->sw.pushed.on)
+    const bool gtf = v->trace_gtf;
+    const bool event = t->sw.pushed.on;
+    if (event && !gtf)
         frame_record(t);
-    if (!prev_valid)
-        return;
-    if (prev->branch == X86_BR_IRET)
+    t->sw.pushed.on = false;
+    /* an IRET's image may hold the tracer's TF from a frame not recorded (an event whose handler
+     * the tracer first saw where the step looked like the interrupted instruction's own flow):
+     * the guest's TF is taken from POPF and SYSRET only (ARCHITECTURE section 5) */
+    bool loads = prev_valid && (prev->branch == X86_BR_SYSRET || (prev->flags & X86_F_POPF));
+    bool tf_now = vmcs_readl(GUEST_RFLAGS) & RFLAGS_TF;
+    if (prev_valid && prev->branch == X86_BR_IRET && tf_now)
         frame_take(v, c);
-    else if (prev->branch == X86_BR_SYSCALL && c->ctx.cpl == 0)
-        v->regs.gpr[GPR_R11] &= ~RFLAGS_TF;
+    if (event)
+        v->trace_gtf = false; /* its handler, or what it switched to, runs with TF = 0 */
+    else if (loads)
+        v->trace_gtf = tf_now;
+    else if (!tf_now)
+        v->trace_gtf = false;
+    /* with the guest's DEBUGCTL.BTF (held off while the tracer steps) its TF steps on taken
+     * branches only (SDM Vol. 3B 18.4.3) */
+    bool branch_taken =
+        prev_valid && prev->branch != X86_BR_NONE && prev->branch != X86_BR_VMX &&
+        !(prev->branch == X86_BR_JCC && c->rip == ip_wrap_cs(ip + prev->len, c->ctx.cs));
+    if (gtf && ran && !event && (!v->trace_btf || branch_taken))
+        guest_step_deliver();
+    if (!prev_valid || !ran)
+        return;
+    if (prev->branch == X86_BR_SYSCALL && c->ctx.cpl == 0)
+        v->regs.gpr[GPR_R11] = (v->regs.gpr[GPR_R11] & ~RFLAGS_TF) | (gtf ? RFLAGS_TF : 0);
     else if ((prev->flags & X86_F_PUSHF) && tfl_insn_reaches(prev, ip, c->ctx.cs, c->rip)) {
         const struct gw_mem m = {.ctx = v, .read = trace_read_gpa};
         uint64_t gpa, host;
         if (!gw_translate(&m, &c->paging, stack_lin(c, c->rsp) + 1, &gpa) &&
-            (host = trace_guest_page(v, gpa, 1, true)))
-            *(volatile uint8_t *)(uintptr_t)host &= ~(RFLAGS_TF >> 8);
+            (host = trace_guest_page(v, gpa, 1, true))) {
+            volatile uint8_t *b = (volatile uint8_t *)(uintptr_t)host;
+            *b = gtf ? *b | RFLAGS_TF >> 8 : *b & ~(RFLAGS_TF >> 8);
+        }
     }
 }
 
@@ -406,9 +448,9 @@ static bool block_entry_ok(struct vcpu *v, struct trace_vcpu *t)
         return false;
     }
     uint64_t fl = vmcs_readl(GUEST_RFLAGS);
-    /* stepping with MTF, the guest's own TF is the guest's: a block would run its #DB as an
-     * event exit; stepped instead */
-    return (trace_vmx_tf() || !(fl & RFLAGS_TF)) &&
+    /* the guest's own TF (stepping with MTF: RFLAGS.TF; with the trap flag: kept apart) wants
+     * a #DB after every instruction: a block would run it as an event exit; stepped instead */
+    return (trace_vmx_tf() ? !v->trace_gtf : !(fl & RFLAGS_TF)) &&
            (vmx_ctls.entry & VM_ENTRY_LOAD_DEBUG_CONTROLS) &&
            (vmx_ctls.exit & VM_EXIT_SAVE_DEBUG_CONTROLS) &&
            (vmx_ctls.pin & PIN_BASED_NMI_EXITING) && !v->mtf_probe &&
@@ -495,8 +537,12 @@ void trace_stepping_off(struct vcpu *v)
     block_disarm(v, v->trace);
     v->trace_stepping = false;
     v->trace_tf_step = false;
-    if (trace_vmx_tf())
+    if (trace_vmx_tf()) {
         tf_write(v, false);
+        if (v->trace_gtf) /* the guest's own TF, as it left it */
+            vmcs_writel(GUEST_RFLAGS, vmcs_readl(GUEST_RFLAGS) | RFLAGS_TF);
+        v->trace_gtf = false;
+    }
     trace_vmx_db_update(v); /* #DB exits no more, unless a frame holds the tracer's TF */
     if (v->trace_btf) {
         v->trace_btf = false;
@@ -536,6 +582,8 @@ void trace_vmx_stop_observe(struct vcpu *v)
     if (!v->trace_tf_step || !t->sw.on)
         return;
     v->trace_tf_step = false;
+    if (v->trace_gtf)
+        return; /* the guest's own TF: its frames carry its TF, not the tracer's */
     struct swtrace_cpu c;
     observe(&c);
     if (c.rip == t->sw.ip && c.cs_sel == t->sw.cs_sel && c.ctx.cr3 == t->sw.ctx.cr3 &&
@@ -665,15 +713,19 @@ static void step(struct vcpu *v, struct trace_vcpu *t, bool mtf)
         t->pending_start = false;
         swtrace_start(&t->sw, &t->cfg, &t->ring, &m, &c, t->budget);
         note_code(v, t, &c); /* the page the window opens on, traced or not */
+        if (trace_vmx_tf())  /* the guest's own TF, kept apart from the tracer's */
+            v->trace_gtf = vmcs_readl(GUEST_RFLAGS) & RFLAGS_TF;
         tf_arm(v);
         return;
     }
     const struct x86_insn prev = t->sw.insn;
     const bool prev_valid = t->sw.valid;
     const uint64_t prev_ip = t->sw.ip;
+    const uint64_t done = t->sw.st.steps + t->sw.st.rep_iters;
     bool on = swtrace_observe(&t->sw, &m, &c, mtf);
-    if (tf_step)
-        tf_after_step(v, t, &prev, prev_valid, prev_ip, &c);
+    if (tf_step) /* did an instruction (or a REP iteration) complete: the steps moved */
+        tf_after_step(v, t, &prev, prev_valid, prev_ip, &c,
+                      t->sw.st.steps + t->sw.st.rep_iters != done);
     if (!on) {
         budget_closed(v, t);
         return;
