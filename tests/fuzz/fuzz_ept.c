@@ -5,7 +5,11 @@
  * 1 GiB boundary; ept_translate must agree with the model after every step, and
  * no reachable table is uniform where a larger leaf could replace it (a split
  * that a later call undid is merged back: issue 27 item 8).  A record with
- * op bit 6 set runs ept_flush_done() after it (retired tables become spares).
+ * op bit 6 set runs the caller's INVEPT after it (fakemem_flush(): retired
+ * tables become spares).  Every store goes through the fake memory's
+ * break-before-make checker (test_ept_fakemem.h): no entry changes page size
+ * in place, and no leaf of one size becomes present over GPAs a leaf of
+ * another size left since the last invalidation.
  *
  * Input: byte 0 = CPU caps (bit 0: 1 GiB pages, bit 1: 2 MiB pages, bit 2:
  * a 5-level walk), then
@@ -103,6 +107,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ops = fakemem_ops(&fm);
     if (ept_init(&e, &ops, data[0] & 1, data[0] & 2))
         abort();
+    fakemem_watch(&fm, &e); /* aborts on a page-size change without break-before-make */
     if ((data[0] & 4) && ept_set_levels(&e, 5))
         abort();
     for (off = 1; off + 6 <= size && off < 1 + 6 * 32; off += 6) {
@@ -140,7 +145,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         case 1: /* unmap; with arg bit 0 prune (and INVEPT with bit 1) */
             rc = (arg & 1) ? ept_unmap_prune(&e, gpa, len) : ept_unmap(&e, gpa, len);
             if (rc == 0 && (arg & 2))
-                ept_flush_done(&e);
+                fakemem_flush(&fm, &e);
             if (rc == 0)
                 for (p = first; p < first + cnt; p++)
                     ref[p].used = 0;
@@ -170,7 +175,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fm.budget = -1;
         check_no_uniform(&e, e.root, e.levels);
         if (r[0] & 0x40)
-            ept_flush_done(&e); /* the caller's INVEPT: retired tables, merged ones too, reused */
+            fakemem_flush(&fm,
+                          &e); /* the caller's INVEPT: retired tables, merged ones too, reused */
         /* the touched range (clipped to the window) and a stride over the rest */
         for (p = first; p < first + cnt && p < first + 16; p++)
             check_page(&e, ref, p);

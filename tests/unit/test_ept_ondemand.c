@@ -40,7 +40,7 @@ static void flush_cb(void *ctx, struct ept *e)
     struct odfx *x = ctx;
 
     x->flushes++;
-    ept_flush_done(e);
+    fakemem_flush(&x->f.fm, e);
 }
 
 /* UC by default; a 2 MiB WC range at 16 GiB (its 1 GiB block is mixed), a

@@ -21,9 +21,13 @@
  * handle_ept_violation() under the EPT lock (waiters answer with sd_relax):
  * translated -> stale: INVEPT here + vmx_ept_sync(); else ept_od_fault() +
  * vmx_ept_sync(); PTV_VMCALL_EPT_DROP: ept_od_drop_all() + vmx_ept_sync();
- * od->flush = vmx_ept_sync(); sd_catch_up() before every VM entry; INIT puts a
+ * a ToPA page write-protected or released (pt_vmx.c mem_set_wp(): ept_protect()
+ * of one 4 KiB page in the identity map, which splits its 1 GiB / 2 MiB leaf
+ * or merges it back, + vmx_ept_sync()); od->flush and ept.c's break-before-make
+ * hook = vmx_ept_sync(); sd_catch_up() before every VM entry; INIT puts a
  * CPU in WAIT_SIPI, SIPI sets it ACTIVE.  vmx_ept_sync(): sd_run(), then
- * ept_flush_done() only when it returned 0.
+ * ept_flush_done() only when it returned 0.  A lookup may miss a TLB entry
+ * the CPU holds (real TLBs keep page sizes in separate structures) and walk.
  *
  * Invariants, checked where they can change (every table store, every
  * walk read, every access, every return of vmx_ept_sync):
@@ -35,7 +39,11 @@
  *  3. a CPU in WAIT_SIPI is not waited for (no timeout without a hung CPU)
  *     and flushes before its next access (2 covers its accesses);
  *  4. with a CPU that never answers, sd_run() times out naming it, retired
- *     pages stay retired (1 still holds) and nothing deadlocks (step bound).
+ *     pages stay retired (1 still holds) and nothing deadlocks (step bound);
+ *  5. no CPU ever holds TLB entries of two page sizes for one GPA (a split or
+ *     merge written in place lets a CPU hold both: the iTLB-multihit machine
+ *     check), and a guest access in a break-before-make window is retried,
+ *     never fatal.
  * Mutations of the wiring (never of vmm/ code) must each be caught.
  */
 #include <stdarg.h>
@@ -74,6 +82,7 @@ enum mutation {
     MUT_OD_FLUSH_LOCAL, /* od->flush hook: local INVEPT + ept_flush_done() */
     MUT_SIPI_NO_POLL,   /* SIPI: ACTIVE stored plainly, no catch-up, no poll before entry */
     MUT_NO_ENTRY_POLL,  /* only the poll before VM entry skipped (vmx_run's smp_catch_up) */
+    MUT_BBM_LOCAL,      /* ept.c's break-before-make hook: local INVEPT + ept_flush_done() */
     MUT_NR
 };
 static const char *const mut_name[MUT_NR] = {
@@ -83,9 +92,10 @@ static const char *const mut_name[MUT_NR] = {
     "od_flush hook flushes locally only",
     "SIPI: no catch-up before guest code",
     "no sd_catch_up before VM entry (alone)",
+    "break-before-make hook flushes locally only",
 };
 
-enum act { A_ACCESS, A_DROP, A_INIT, A_HANG };
+enum act { A_ACCESS, A_DROP, A_INIT, A_HANG, A_WP };
 enum mode { M_OFF, M_ACTIVE, M_WAIT_SIPI };
 
 /* a cached entry: the table slot it was read from and the store it read (-1: set-up) */
@@ -118,6 +128,7 @@ struct mcpu {
     uint64_t last_flush;
     unsigned nacts;
     uint8_t acts[MAX_ACTS];
+    unsigned long breaks_seen; /* W.e.nr_breaks at its last stale exit (exit_ept.c) */
 };
 
 struct pginfo {
@@ -151,7 +162,8 @@ static struct world {
     uint64_t hung_mask, timeout;
     /* figures */
     uint64_t syncs_ok, syncs_to, sipi_skipped, reuses, unlinks, accesses, walks, faults, drops,
-        stale, enomem;
+        stale, enomem, wps, multihit_checks, bbm_retries;
+    bool wp; /* the ToPA page below is write-protected */
     unsigned progs_left;
 } W; /* the step scheduler and the failure: sim (sd_sim.h) */
 
@@ -337,6 +349,17 @@ static void ps_insert(struct mcpu *c, const struct ps_ent *p)
 static void tlb_insert(struct mcpu *c, const struct tlb_ent *t)
 {
     unsigned k = 0;
+    for (unsigned j = 0; j < c->ntlb; j++) {
+        const struct tlb_ent *o = &c->tlb[j];
+        uint64_t lo = o->base > t->base ? o->base : t->base;
+        uint64_t oe = o->base + EPT_LEVEL_SIZE(o->level), te = t->base + EPT_LEVEL_SIZE(t->level);
+        if (o->level != t->level && lo < (oe < te ? oe : te))
+            violation("cpu%u holds a %s and a %s translation for GPA %#llx (iTLB multihit: "
+                      "machine check): a page size changed with no invalidation between",
+                      c->s.id, EPT_LEVEL_SIZE(o->level) >> 20 ? "large" : "4K",
+                      EPT_LEVEL_SIZE(t->level) >> 20 ? "large" : "4K", (unsigned long long)lo);
+    }
+    W.multihit_checks += c->ntlb > 0;
     while (k < c->ntlb && (c->tlb[k].level != t->level || c->tlb[k].base != t->base))
         k++;
     if (k == c->ntlb)
@@ -355,7 +378,9 @@ static void use_item(struct mcpu *c, const struct item *it, const char *what, ui
 /* a guest access: true and *hpa, or false (EPT violation) */
 static bool hw_access(struct mcpu *c, uint64_t gpa, uint64_t *hpa)
 {
-    for (unsigned k = 0; k < c->ntlb; k++) {
+    /* one lookup in four misses what the TLB holds and walks (the structure for the other
+     * page size is not consulted, or the entry lives in a level the lookup skipped) */
+    for (unsigned k = 0; rnd(&c->rng, 4) && k < c->ntlb; k++) {
         struct tlb_ent *t = &c->tlb[k];
         if ((gpa & ~(EPT_LEVEL_SIZE(t->level) - 1)) == t->base) {
             use_item(c, &t->it, "translation", gpa);
@@ -530,6 +555,22 @@ static void od_flush(void *ctx, struct ept *e)
     (void)vmx_ept_sync(mcpu(sim_me));
 }
 
+/* ept.c's break-before-make invalidation (vm_ept.c: vmx_ept_sync()); before the CPUs run
+ * (the set-up's maps) there is nobody to ask */
+static void ept_flush_hook(void *ctx, struct ept *e)
+{
+    if (!sim_me) {
+        ept_flush_done(e);
+        return;
+    }
+    if (W.mut == MUT_BBM_LOCAL) {
+        mcpu(sim_me)->ops.flush_local(mcpu(sim_me));
+        ept_flush_done(e);
+        return;
+    }
+    (void)vmx_ept_sync(mcpu(sim_me));
+}
+
 static void vm_ept_lock(struct mcpu *c)
 {
     spin_lock_relax(&W.lock, sd_relax, &c->waiter);
@@ -544,6 +585,9 @@ static bool ept_violation(struct mcpu *c, uint64_t gpa)
     int rc = ept_translate(&W.e, gpa, NULL, &perms, NULL, NULL);
     if (rc == 0 && (perms & EPT_R)) { /* stale_violation() */
         W.stale++;
+        /* met a break-before-make window another CPU opened (and closed: we hold the lock) */
+        W.bbm_retries += W.e.nr_breaks != c->breaks_seen;
+        c->breaks_seen = W.e.nr_breaks;
         c->ops.flush_local(c);
         (void)vmx_ept_sync(c);
     } else if (rc == EPT_ENOENT && gpa >= W.od.floor && gpa < W.od.limit) {
@@ -566,8 +610,13 @@ static bool ept_violation(struct mcpu *c, uint64_t gpa)
     return gp;
 }
 
+#define TOPA_PAGE (GiB(1) + MiB(3)) /* a guest ToPA page the VMM write-protects (A_WP) */
+
 static const uint64_t hot[] = {
     GiB(1) + 0x40,              /* identity map */
+    TOPA_PAGE + 0x18,           /* identity map, a 4 KiB page while write-protected */
+    TOPA_PAGE + KiB(4) + 8,     /* its neighbour: the same 4 KiB table */
+    GiB(1) + MiB(9) + 0x30,     /* a 2 MiB leaf under the same 1 GiB while split */
     GiB(3) + 7,                 /* identity map */
     GiB(5) + 0x1234,            /* UC 1 GiB (2 MiB without 1 GiB pages) */
     GiB(16) + 8,                /* the WC 2 MiB: a PD */
@@ -614,6 +663,23 @@ static void ept_drop(struct mcpu *c) /* PTV_VMCALL_EPT_DROP */
     vm_entry(c);
 }
 
+/* pt_vmx.c mem_set_wp(): the guest's ToPA page write-protected (R|X: its 1 GiB or 2 MiB leaf
+ * split down to 4 KiB) or released (RWX: the tables merged back), then vmx_ept_sync() */
+static void topa_wp(struct mcpu *c)
+{
+    c->in_guest = false;
+    vm_ept_lock(c);
+    int rc = ept_protect(&W.e, TOPA_PAGE, KiB(4), W.wp ? EPT_RWX : EPT_R | EPT_X, NULL);
+    if (rc == 0)
+        W.wp = !W.wp;
+    else if (rc != EPT_ENOMEM) /* pages kept retired by a hung CPU may run the pool dry */
+        violation("ept_protect: %d", rc);
+    W.wps++;
+    (void)vmx_ept_sync(c);
+    spin_unlock(&W.lock);
+    vm_entry(c);
+}
+
 static void init_sipi(struct mcpu *c)
 {
     c->in_guest = false;
@@ -647,6 +713,9 @@ static void cpu_main(int id)
         case A_INIT:
             init_sipi(c);
             break;
+        case A_WP:
+            topa_wp(c);
+            break;
         case A_HANG: /* ACTIVE, in the guest, never answers again */
             c->s.hung = true;
             sim_handoff(&c->s, sim_pick_runnable(-1));
@@ -679,7 +748,7 @@ struct scenario {
 static void setup_ept(uint64_t *r)
 {
     static const struct ept_ops ops = {
-        .alloc_page = h_alloc, .pa_to_va = h_pa_to_va, .store = h_store};
+        .alloc_page = h_alloc, .pa_to_va = h_pa_to_va, .store = h_store, .flush = ept_flush_hook};
     memset(W.pg, 0, sizeof(W.pg));
     W.used = 0;
     W.mtrr = (struct mtrr_state){.cap = MTRR_CAP_FIX | MTRR_CAP_WC | 8,
@@ -710,7 +779,8 @@ static const char *run_world(const struct scenario *sc)
     W.hung_mask = sc->hang ? 1ull << (sc->n - 1) : 0;
     W.root_nmi_blocked = rnd(&r, 2);
     W.syncs_ok = W.syncs_to = W.sipi_skipped = W.reuses = W.unlinks = W.accesses = W.walks = 0;
-    W.faults = W.drops = W.stale = W.enomem = 0;
+    W.faults = W.drops = W.stale = W.enomem = W.wps = W.multihit_checks = W.bbm_retries = 0;
+    W.wp = false;
     sim_reset(sc->n, &r, 2000000);
     sim.hooks = (struct sim_hooks){.deliverable = hk_deliverable,
                                    .deliver_nmi = hk_deliver_nmi,
@@ -721,8 +791,8 @@ static const char *run_world(const struct scenario *sc)
     sd_init(&W.sd, sc->n);
     setup_ept(&r);
     W.progs_left = 0;
-    static const uint8_t mix[] = {A_ACCESS, A_ACCESS, A_ACCESS, A_ACCESS,
-                                  A_ACCESS, A_ACCESS, A_DROP,   A_INIT};
+    static const uint8_t mix[] = {A_ACCESS, A_ACCESS, A_ACCESS, A_ACCESS, A_ACCESS,
+                                  A_ACCESS, A_DROP,   A_INIT,   A_WP,     A_WP};
     for (unsigned i = 0; i < sc->n; i++) {
         struct mcpu *c = &W.cpu[i];
         c->s.id = i;
@@ -766,7 +836,7 @@ static uint64_t seeds(uint64_t dflt)
 
 struct figures {
     uint64_t steps, syncs, timeouts, sipi_skipped, reuses, unlinks, accesses, walks, faults, drops,
-        stale, enomem, kept;
+        stale, enomem, kept, wps, breaks, bbm_retries, multihit_checks;
 };
 
 static void add_figures(struct figures *f)
@@ -784,6 +854,10 @@ static void add_figures(struct figures *f)
     f->stale += W.stale;
     f->enomem += W.enomem;
     f->kept += W.e.nr_retired;
+    f->wps += W.wps;
+    f->breaks += W.e.nr_breaks;
+    f->bbm_retries += W.bbm_retries;
+    f->multihit_checks += W.multihit_checks;
 }
 
 static void run_correct(unsigned ncpus, bool hang, uint64_t n)
@@ -798,6 +872,7 @@ static void run_correct(unsigned ncpus, bool hang, uint64_t n)
         add_figures(&f);
     }
     assert_true(f.syncs > 0 && f.reuses > 0 && f.sipi_skipped > 0);
+    assert_true(f.wps > 0 && f.breaks > 0 && f.bbm_retries > 0);
     if (hang)
         assert_true(f.timeouts > 0 && f.kept > 0);
     printf("[ %u CPUs%s] %llu schedules, %llu steps: %llu accesses (%llu walks), %llu on-demand "
@@ -811,6 +886,11 @@ static void run_correct(unsigned ncpus, bool hang, uint64_t n)
            (unsigned long long)f.syncs, (unsigned long long)f.sipi_skipped,
            (unsigned long long)f.timeouts, (unsigned long long)f.unlinks,
            (unsigned long long)f.reuses, (unsigned long long)f.kept, (unsigned long long)f.enomem);
+    printf("[ %u CPUs%s] %llu ToPA write-protects and releases: %llu break-before-make "
+           "invalidations, %llu guest accesses retried after meeting one; %llu TLB fills checked "
+           "for two page sizes\n",
+           ncpus, hang ? ", one hung" : "", (unsigned long long)f.wps, (unsigned long long)f.breaks,
+           (unsigned long long)f.bbm_retries, (unsigned long long)f.multihit_checks);
 }
 
 static void test_two_cpus(void **state)
@@ -859,11 +939,15 @@ static void test_mutations(void **state)
         /* the poll before entry is a latency measure: the NMI answers anyway */
         if (!caught && m != MUT_NO_ENTRY_POLL)
             fail_msg("mutation '%s' was not caught", mut_name[m]);
-        /* the ones that reuse pages too early: invariant 1 alone must see it */
-        if (m != MUT_SYNC_LOCAL && m != MUT_SYNC_IGNORE_TO && m != MUT_OD_FLUSH_LOCAL)
+        /* the ones that reuse pages too early: invariant 1 alone must see it; the
+         * break-before-make one also leaves a CPU with two page sizes, which invariant 5
+         * must see (the reuse check stays on: it sees the merged tables reused) */
+        if (m != MUT_SYNC_LOCAL && m != MUT_SYNC_IGNORE_TO && m != MUT_OD_FLUSH_LOCAL &&
+            m != MUT_BBM_LOCAL)
             continue;
         caught = run_mutant((enum mutation)m, true, n, msg1, sizeof(msg1));
-        printf("[ mutant]   invariant 1 alone: caught in %3llu/%llu%s%s\n",
+        printf("[ mutant]   %s: caught in %3llu/%llu%s%s\n",
+               m == MUT_BBM_LOCAL ? "invariants 1 and 5 alone" : "invariant 1 alone",
                (unsigned long long)caught, (unsigned long long)n, caught ? "; first: " : "",
                caught ? msg1 : "");
         if (!caught)

@@ -45,8 +45,9 @@ struct wfx {
 
 static void flush_cb(void *ctx, struct ept *e)
 {
-    (void)ctx;
-    ept_flush_done(e);
+    struct wfx *x = ctx;
+
+    fakemem_flush(&x->f.fm, e);
 }
 
 /* RAM and MMIO below 4 GiB as the identity map builds it: 4 KiB pages with mixed types in the
@@ -70,7 +71,7 @@ static void w_setup(struct wfx *x, bool has_1g, bool has_2m)
     assert_int_equal(ept_map(e, KiB(640), KiB(640), KiB(384), EPT_RWX, EPT_MT_UC), 0);
     assert_int_equal(ept_map(e, MiB(1), MiB(1), GiB(3) - MiB(1), EPT_RWX, EPT_MT_WB), 0);
     assert_int_equal(ept_map(e, GiB(3), GiB(3), GiB(1), EPT_RWX, EPT_MT_UC), 0);
-    ept_flush_done(e);
+    fx_flush(&x->f);
     x->baseline = ept_pages_held(e);
     assert_int_equal(
         ept_od_init(&x->od, e, &x->m, FLOOR, 1ull << 40, EPT_OD_MAX_TABLES, flush_cb, x), 0);
@@ -171,7 +172,7 @@ static void move(struct wfx *x, unsigned i, uint64_t to)
         drops_at[i] = drops;
     }
     if (ept_flush_needed(e))
-        ept_flush_done(e); /* vmx_ept_sync(): INVEPT everywhere */
+        fx_flush(&x->f); /* vmx_ept_sync(): INVEPT everywhere */
     if (from != HOME) {
         struct xl now = xlate(e, from);
         bool shared = false;
@@ -231,7 +232,7 @@ static void run_moves(bool has_1g, bool has_2m, const char *what)
     for (unsigned i = 0; i < NWIN; i++)
         move(&x, i, HOME);
     assert_int_equal(ept_od_drop_all(&x.od, &x.f.e), 0);
-    ept_flush_done(&x.f.e);
+    fx_flush(&x.f);
     tree_dump(&x.f.e, &t1);
     assert_true(tree_equal(&t0, &t1));
     if (has_1g)

@@ -6,7 +6,9 @@
  * that validates the tree (ept_protect needs every page mapped) and counts the
  * table pages the change needs, reading "virtual" tables synthesised from the
  * entry they would replace; then, once those pages are reserved, a commit pass
- * that makes exactly the same decisions on real tables and can no longer fail.
+ * that makes exactly the same decisions on real tables and can no longer fail,
+ * and a merge pass over the same range that folds tables left uniform back into
+ * leaves.  Splits and merges change page sizes with break-before-make (ept.h).
  */
 #include "ept/ept.h"
 #include "ept/ept_entry.h"
@@ -187,58 +189,157 @@ static bool table_empty(const uint64_t *t)
  * to a CPU that still walks the page through a stale paging-structure cache
  * entry 0 is as not present as the other 511 (SDM Vol. 3C 28.2.2).
  */
-static void retire(struct ept *e, unsigned level, uint64_t *slot, uint64_t cur)
+static void push_retired(struct ept *e, uint64_t pa)
 {
-    uint64_t pa = cur & EPT_ADDR_MASK;
-
-    entry_write(e, level, slot, cur, 0);
-    e->flush_needed = true; /* a present table entry went away */
     e->nr_tables--;
     word_store(e, &table_va(e, pa)[0], e->retired_pa);
     e->retired_pa = pa;
     e->nr_retired++;
 }
 
-/*
- * The leaf at 'level' that the table below entry 'cur' adds up to, or 0: its 512 entries are
- * leaves with one set of attributes mapping one contiguous run of host memory aligned to the
- * larger page, so the larger leaf translates every GPA exactly as they do.
- */
-static uint64_t uniform_leaf(const struct ept *e, unsigned level, const uint64_t *t)
+static void retire(struct ept *e, unsigned level, uint64_t *slot, uint64_t cur)
 {
-    const uint64_t first = entry_read(&t[0]), step = EPT_LEVEL_SIZE(level - 1);
-    uint64_t base = leaf_addr(first, level - 1);
+    entry_write(e, level, slot, cur, 0);
+    e->flush_needed = true; /* a present table entry went away */
+    push_retired(e, cur & EPT_ADDR_MASK);
+}
+
+/*
+ * Break-before-make, the invalidation: every CPU forgets what it cached from this EPT before an
+ * entry is given another page size (ept.h).  Nothing to do when nothing is owed: then no CPU
+ * can hold a translation the entry gave before (not-present entries are never cached, SDM
+ * Vol. 3C 28.4.2).  The caller's hook ends in ept_flush_done() when every CPU answered, which
+ * also makes the tables retired so far reusable, in this very call.
+ */
+static void bbm_flush(struct ept *e)
+{
+    if (!e->flush_needed)
+        return;
+    e->nr_breaks++;
+    e->ops.flush(e->ops.ctx, e);
+}
+
+/*
+ * Break-before-make, the break: entry 'cur' at 'slot' is about to get another page size (a
+ * table where a leaf was, or a leaf where a table was).  If present, it is made not present
+ * first; then the invalidation.  Returns what the entry holds now (0, or a not-present 'cur').
+ */
+static uint64_t bbm_break(struct ept *e, unsigned level, uint64_t *slot, uint64_t cur)
+{
+    if (cur & VMX_EPT_RWX_MASK) {
+        entry_write(e, level, slot, cur, 0);
+        e->flush_needed = true;
+        cur = 0;
+    }
+    bbm_flush(e);
+    return cur;
+}
+
+static uint64_t collapse(const struct ept *e, unsigned level, const uint64_t *t);
+
+/* entry v at 'level' as one leaf: itself if it is a leaf as make_leaf() builds it, the leaf
+ * its table collapses to, else 0 */
+static uint64_t as_leaf(const struct ept *e, unsigned level, uint64_t v)
+{
+    if (entry_is_table(v, level))
+        return collapse(e, level, table_va(e, v & EPT_ADDR_MASK));
+    if (!entry_is_leaf(v, level) ||
+        v != make_leaf(e, level, leaf_addr(v, level), v & EPT_ATTR_MASK))
+        return 0;
+    return v;
+}
+
+/*
+ * The leaf at 'level' that the table t below an entry at 'level' adds up to, or 0: its 512
+ * entries are leaves -- or tables that add up to one themselves -- with one set of attributes
+ * mapping one contiguous run of host memory aligned to the larger page, so the larger leaf
+ * translates every GPA exactly as they do.  Counting uniform child tables as their leaf lets a
+ * split two levels deep (1 GiB -> 2 MiB -> 4 KiB) come back with one break-before-make.
+ */
+static uint64_t collapse(const struct ept *e, unsigned level, const uint64_t *t)
+{
+    const uint64_t step = EPT_LEVEL_SIZE(level - 1);
+    uint64_t first, base;
     unsigned j;
 
-    if (!level_has_leaves(e, level) || !entry_is_leaf(first, level - 1) ||
-        (base & (EPT_LEVEL_SIZE(level) - 1)) ||
-        first != make_leaf(e, level - 1, base, first & EPT_ATTR_MASK))
+    if (!level_has_leaves(e, level))
         return 0;
-    for (j = 1; j < EPT_ENTRIES; j++)
-        if (entry_read(&t[j]) != first + j * step)
+    first = as_leaf(e, level - 1, entry_read(&t[0]));
+    base = leaf_addr(first, level - 1);
+    if (!first || (base & (EPT_LEVEL_SIZE(level) - 1)))
+        return 0;
+    for (j = 1; j < EPT_ENTRIES; j++) {
+        uint64_t v = entry_read(&t[j]);
+
+        if (entry_is_table(v, level - 1))
+            v = as_leaf(e, level - 1, v);
+        if (v != first + j * step)
             return 0;
+    }
     return make_leaf(e, level, base, first & EPT_ATTR_MASK);
 }
 
+/* the table at pa (entries at 'level') and every table below it leave the tree: retired */
+static void retire_tree(struct ept *e, unsigned level, uint64_t pa)
+{
+    const uint64_t *t = table_va(e, pa);
+    unsigned j;
+
+    for (j = 0; j < EPT_ENTRIES; j++) {
+        uint64_t v = entry_read(&t[j]);
+
+        if (entry_is_table(v, level))
+            retire_tree(e, level - 1, v & EPT_ADDR_MASK);
+        else if (entry_is_leaf(v, level))
+            e->nr_leaves[level - 1]--;
+    }
+    push_retired(e, pa);
+}
+
 /*
- * Merge a split back (issue 27 item 8): the table below entry 'cur' is uniform again
- * (uniform_leaf), so the one larger leaf replaces it by one store and the table is retired as
- * ept_unmap_prune() retires an empty one: unreachable, never written but for word 0 (the
- * list link; not present to a CPU that still walks it), reused after the caller's INVEPT.
- * So a split a later call undoes gives its page back, and guest-driven splits (a moved APIC
- * window, a write-protected ToPA page) cannot drain the pool.
+ * Merge a split back (issue 27 item 8): the table below entry 'cur' adds up to 'leaf'
+ * (collapse()).  Break-before-make: the entry is made not present (the tables below become
+ * unreachable and are retired as ept_unmap_prune() retires an empty one: never written but
+ * for word 0, the list link, not present to a CPU that still walks them), every CPU
+ * invalidates, and only then is the one larger leaf written.  So a split a later call undoes
+ * gives its pages back, and guest-driven splits (a moved APIC window, a write-protected ToPA
+ * page) cannot drain the pool.
  */
 static void merge(struct ept *e, unsigned level, uint64_t *slot, uint64_t cur, uint64_t leaf)
 {
-    uint64_t pa = cur & EPT_ADDR_MASK;
+    entry_write(e, level, slot, cur, 0);
+    e->flush_needed = true; /* a present table entry went away */
+    retire_tree(e, level - 1, cur & EPT_ADDR_MASK);
+    bbm_flush(e);
+    entry_write(e, level, slot, 0, leaf);
+}
 
-    entry_write(e, level, slot, cur, leaf);
-    e->nr_leaves[level - 2] -= EPT_ENTRIES; /* the table's leaves are gone from the tree */
-    e->flush_needed = true;                 /* page size changed (SDM Vol. 3A 4.10.4.2) */
-    e->nr_tables--;
-    word_store(e, &table_va(e, pa)[0], e->retired_pa);
-    e->retired_pa = pa;
-    e->nr_retired++;
+/*
+ * After the commit walk: every table in [r->start, r->end) that now adds up to one leaf is
+ * merged, the largest first (top-down), so one break-before-make undoes a split of any depth.
+ */
+static void merge_walk(struct ept *e, const struct ept_req *r, unsigned level, uint64_t *table,
+                       uint64_t base)
+{
+    const uint64_t size = EPT_LEVEL_SIZE(level);
+    uint64_t lo = r->start > base ? r->start : base;
+    unsigned i;
+
+    for (i = EPT_INDEX(lo, level); i < EPT_ENTRIES && level > 1; i++) {
+        uint64_t eb = base + (uint64_t)i * size, cur = entry_read(&table[i]), leaf;
+        uint64_t *t;
+
+        if (eb >= r->end)
+            break;
+        if (!entry_is_table(cur, level))
+            continue;
+        t = table_va(e, cur & EPT_ADDR_MASK);
+        leaf = collapse(e, level, t);
+        if (leaf)
+            merge(e, level, &table[i], cur, leaf);
+        else
+            merge_walk(e, r, level - 1, t, eb);
+    }
 }
 
 /* What to do with entry 'cur' (covering [eb, eb + size)) for request r. */
@@ -285,10 +386,11 @@ static enum ept_step decide(const struct ept *e, const struct ept_req *r, unsign
 /*
  * Apply r to the table at 'level' mapping GPAs from 'base'.  'table' is NULL in
  * the plan pass for a table that does not exist yet; its entries are then
- * virtual_child(parent).
+ * virtual_child(parent).  'live': the table is reachable from the root (the CPU
+ * may walk it); a new table being filled is not, and needs no invalidation.
  */
 static void walk(struct ept *e, struct ept_req *r, unsigned level, uint64_t *table, uint64_t parent,
-                 uint64_t base)
+                 uint64_t base, bool live)
 {
     uint64_t size = EPT_LEVEL_SIZE(level);
     uint64_t lo = r->start > base ? r->start : base;
@@ -312,28 +414,26 @@ static void walk(struct ept *e, struct ept_req *r, unsigned level, uint64_t *tab
                 r->narrowed = true;
             if (!r->commit)
                 break;
-            if (cur & VMX_EPT_RWX_MASK)
+            if (live && (cur & VMX_EPT_RWX_MASK))
                 e->flush_needed = true; /* a present translation changed */
+            /* a large leaf into an entry not present: it may have been a table (or a leaf of
+             * another size) a moment ago, cached still if an invalidation is owed */
+            if (live && level > 1 && !(cur & VMX_EPT_RWX_MASK) && (want & VMX_EPT_RWX_MASK))
+                bbm_flush(e);
             entry_write(e, level, &table[i], cur, want);
             break;
         case STEP_DESCEND: {
             uint64_t *t = table_va(e, cur & EPT_ADDR_MASK);
 
-            walk(e, r, level - 1, t, 0, eb);
-            if (r->commit && r->prune && table_empty(t)) {
+            walk(e, r, level - 1, t, 0, eb, live);
+            if (r->commit && r->prune && table_empty(t))
                 retire(e, level, &table[i], cur);
-            } else if (r->commit) {
-                uint64_t leaf = uniform_leaf(e, level, t);
-
-                if (leaf)
-                    merge(e, level, &table[i], cur, leaf);
-            }
             break;
         }
         case STEP_SPLIT:
             if (!r->commit) {
                 r->need++;
-                walk(e, r, level - 1, NULL, cur, eb);
+                walk(e, r, level - 1, NULL, cur, eb, false);
             } else {
                 uint64_t pa;
                 uint64_t *t = take_spare(e, &pa);
@@ -342,10 +442,11 @@ static void walk(struct ept *e, struct ept_req *r, unsigned level, uint64_t *tab
                 /* fill the new table while nothing can reach it ... */
                 for (j = 0; j < EPT_ENTRIES && entry_is_leaf(cur, level); j++)
                     entry_write(e, level - 1, &t[j], 0, virtual_child(e, cur, level - 1, j));
-                walk(e, r, level - 1, t, 0, eb);
-                /* ... then switch the parent with one store */
-                if (cur & VMX_EPT_RWX_MASK)
-                    e->flush_needed = true; /* page size changed (SDM Vol. 3A 4.10.4.2) */
+                walk(e, r, level - 1, t, 0, eb, false);
+                /* ... then break the parent (a leaf, or a hole that may have been one) and
+                 * link the table with one store */
+                if (live)
+                    cur = bbm_break(e, level, &table[i], cur);
                 entry_write(e, level, &table[i], cur, make_table_entry(e, pa));
                 e->nr_tables++;
             }
@@ -360,7 +461,7 @@ static int run(struct ept *e, struct ept_req *r)
     int rc;
 
     r->commit = false;
-    walk(e, r, e->levels, e->root, 0, 0);
+    walk(e, r, e->levels, e->root, 0, 0, true);
     if (r->err)
         return r->err;
     rc = ept_reserve(e, r->need);
@@ -368,8 +469,9 @@ static int run(struct ept *e, struct ept_req *r)
         return rc;
     r->commit = true;
     r->narrowed = false;
-    walk(e, r, e->levels, e->root, 0, 0);
+    walk(e, r, e->levels, e->root, 0, 0, true);
     EPT_BUG_ON(r->err);
+    merge_walk(e, r, e->levels, e->root, 0);
     return 0;
 }
 
@@ -389,7 +491,7 @@ int ept_init(struct ept *e, const struct ept_ops *ops, bool has_1g, bool has_2m)
     int rc;
 
     memset(e, 0, sizeof(*e));
-    if (!ops || !ops->alloc_page || !ops->pa_to_va)
+    if (!ops || !ops->alloc_page || !ops->pa_to_va || !ops->flush)
         return EPT_EINVAL;
     e->ops = *ops;
     /* 1 GiB pages only with 2 MiB pages (every such CPU has both): a split

@@ -12,7 +12,8 @@
  *    list for the next call, they are not leaked);
  *  - no torn state: a new table is completely filled while unreachable and is
  *    linked by one 8-byte store, so every store leaves a tree in which each
- *    GPA translates either as before or as after the call;
+ *    GPA translates either as before or as after the call, or, between the
+ *    break and the make of a page-size change (below), not at all;
  *  - no EPT misconfiguration by construction (SDM Vol. 3C 28.2.3.1): W or X
  *    without R, reserved memory types, 1 GiB/2 MiB pages the CPU lacks and
  *    addresses above MAXPHYADDR are refused;
@@ -21,15 +22,36 @@
  *    is unlinked by one store and put on a *retired* list; and (b) a split
  *    undone: a table a mutating call walked into and left *uniform* (512 leaves,
  *    one set of attributes, one contiguous host run aligned to the larger page,
- *    at a level the CPU has large pages for) is replaced by that one larger
- *    leaf with one store -- every GPA translates the same before and after --
- *    and retired likewise (issue 27 item 8: splits a guest drives, e.g. by
+ *    at a level the CPU has large pages for; a child table that is uniform
+ *    itself counts as its leaf, so a split two levels deep comes back at once)
+ *    is replaced by that one larger leaf -- every GPA translates the same
+ *    before and after (break-before-make, below) -- and retired likewise with
+ *    the tables below it (issue 27 item 8: splits a guest drives, e.g. by
  *    moving its APIC window, come back when undone).  A retired page is
  *    never written again (but for its not-present word 0, the list link) and
  *    is reused only after ept_flush_done(), i.e. after the caller's INVEPT
  *    made the CPU forget every cached pointer to it (SDM Vol. 3C 28.4.3.1);
  *    so no page can be reused while the CPU's paging-structure caches may
- *    still point at it.  Table pages are never handed back to the allocator.
+ *    still point at it.  Table pages are never handed back to the allocator;
+ *  - break-before-make: an entry never changes page size in place.  A split
+ *    (a leaf becomes a table of smaller pages) or a merge (a table becomes one
+ *    larger leaf) first makes the entry not present (one store), then has
+ *    every CPU that may use this EPT invalidate (ops.flush), and only then
+ *    writes the new entry (one store).  The same holds for a table or a leaf
+ *    larger than 4 KiB written into a not-present entry while an invalidation
+ *    is still owed (the entry may have held the other kind a moment ago).  So
+ *    no CPU can hold translations of two page sizes for one address: after a
+ *    size change in place a TLB may hold both, and which one an access uses is
+ *    implementation-specific (SDM Vol. 3A 4.10.2.3, "Details of TLB Use", whose
+ *    remedy is this order; EPT: Vol. 3C 28.4.3.4, "Guidelines for Use of the
+ *    INVEPT Instruction"); CPUs with the iTLB-multihit erratum
+ *    (IA32_ARCH_CAPABILITIES.PSCHANGE_MC_NO = 0, CVE-2018-12207) raise a
+ *    machine check when an instruction fetch meets both.  The window between
+ *    the two stores is one shootdown long; a guest access in it takes an EPT
+ *    violation, which the VMM resolves by retrying once it holds the EPT lock
+ *    (the change is complete by then).  Changes within one page size (another
+ *    address, type or permissions) are written in place, as the SDM allows,
+ *    and invalidated afterwards (ept_flush_needed()).
  * Errors are negative errno values (EPT_E*); 0 is success.
  */
 #ifndef PTV_EPT_H
@@ -60,6 +82,8 @@ enum {
     EPT_EINVAL = -22, /* bad operand: alignment, overflow, perms, memtype */
 };
 
+struct ept;
+
 struct ept_ops {
     void *ctx;
     /* a zeroed, 4 KiB aligned 4 KiB page; its physical address in *pa; NULL if out */
@@ -71,6 +95,17 @@ struct ept_ops {
      * NULL means ept.c stores itself.  Tests use it to record every store.
      */
     void (*store)(void *ctx, uint64_t *slot, uint64_t val);
+    /*
+     * Required: make every CPU that may use this EPT forget what it cached
+     * from it (INVEPT here and an EPT shootdown to the others), then, if all
+     * of them did, call ept_flush_done(e).  ept.c calls it in the middle of a
+     * mutating call, between the break and the make of a page-size change
+     * (the rules above), only while ept_flush_needed(e); it must not call a
+     * mutating ept_* function.  If some CPU did not answer, ept.c goes on with
+     * the make: that CPU may keep the old page size, as it keeps any stale
+     * translation until it answers (the caller reports it).
+     */
+    void (*flush)(void *ctx, struct ept *e);
 };
 
 struct ept {
@@ -91,9 +126,10 @@ struct ept {
     /* counters */
     unsigned long nr_tables;    /* linked table pages, the PML4 included */
     unsigned long nr_leaves[3]; /* entries in use per page size: [0] 4K, [1] 2M, [2] 1G */
+    unsigned long nr_breaks;    /* ops.flush calls for break-before-make */
 };
 
-/* Set up an empty EPT (allocates the PML4). */
+/* Set up an empty EPT (allocates the PML4).  ops->flush is required (EPT_EINVAL). */
 int ept_init(struct ept *e, const struct ept_ops *ops, bool has_1g, bool has_2m)
     __attribute__((warn_unused_result));
 /*
@@ -143,7 +179,12 @@ uint64_t ept_eptp(const struct ept *e);
 /* Obtain n spare table pages now (so later calls need no allocation). */
 int ept_reserve(struct ept *e, unsigned long n) __attribute__((warn_unused_result));
 
-/* true when a change since the last ept_flush_done() needs an INVEPT */
+/*
+ * true when a change since the last ept_flush_done() needs an INVEPT.  A mutating call that
+ * changed a page size has invalidated through ops.flush already: it may return with nothing
+ * owed although it narrowed a translation (the new, narrower entry was written after the
+ * invalidation, into an entry no CPU could hold).
+ */
 static inline bool ept_flush_needed(const struct ept *e)
 {
     return e->flush_needed;

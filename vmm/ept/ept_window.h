@@ -9,13 +9,14 @@
  * table pages (a 1 GiB leaf split down to 4 KiB, or fresh tables over a hole), and removing it
  * gives them back: the old mapping restored makes the split tables uniform again and ept.c
  * merges them into the leaf they came from; a window over a hole is unmapped with
- * ept_unmap_prune().  Either way the pages are retired and become spares at the caller's next
- * INVEPT, so a guest moving its window N times holds at most 2 x (levels - 1) table pages
- * per window (the placed window's, and the removed one's until that INVEPT), for any N.
- * Above the identity map the page is pinned (ept_ondemand.h) while the window is there; on-demand
- * maps made meanwhile next to it may land in the window's tables, and when removing it leaves
- * some of those tables linked, the on-demand maps are dropped (ept_od_drop_all()) so that they
- * go: the bound holds with on-demand maps around the window too.
+ * ept_unmap_prune().  Either way the pages are retired and become spares at the next INVEPT
+ * (a merge's own, break-before-make in ept.h, or the caller's after a prune), so a guest moving its
+ * window N times holds at most 2 x (levels - 1) table pages per window (the placed window's, and
+ * the removed one's until that INVEPT), for any N. Above the identity map the page is pinned
+ * (ept_ondemand.h) while the window is there; on-demand maps made meanwhile next to it may land in
+ * the window's tables, and when removing it leaves some of those tables linked, the on-demand maps
+ * are dropped (ept_od_drop_all()) so that they go: the bound holds with on-demand maps around the
+ * window too.
  *
  * Windows share one EPT (one per vCPU, one guest): two placed at the same page share its
  * saved mapping, and only the last to leave restores it and unpins the page -- else the

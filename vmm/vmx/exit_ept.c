@@ -81,18 +81,38 @@ static unsigned access_perms(uint64_t qual)
  * translation this CPU cached before the VMM widened it (the VMM shoots down
  * every narrowing, so anything else is a VMM bug).  INVEPT here and retry, at
  * most EPT_STALE_MAX exits in a row.
+ *
+ * One such case is expected and common on SMP: a split or merge on another CPU
+ * (the guest's APIC window moved, a ToPA page write-protected or released)
+ * makes the entry not present for one shootdown before writing it with its new
+ * page size (break-before-make, ept.h).  A guest access there in that window
+ * exits; the handler waits for the EPT lock, which that CPU holds across the
+ * change, answering its shootdown meanwhile, and then finds the new entry:
+ * retrying is all it takes.  Guest RAM never looks unmapped to the guest, and
+ * an event being delivered when the access faulted is delivered again
+ * (vmx_reinject_idt_vectoring()).  So when a break happened since this vCPU
+ * last came here, the retry is counted apart, logs nothing and does not count
+ * towards the EPT_STALE_MAX a VMM bug would reach.
  */
 static enum exit_action stale_violation(struct vcpu *v, const struct vmexit *e)
 {
-    v->ept_stale_run = v->ept_stale_last + 1 == v->exits_total ? v->ept_stale_run + 1 : 1;
-    v->ept_stale_last = v->exits_total;
+    bool window = v->ept->nr_breaks != v->ept_breaks_seen;
+
+    v->ept_breaks_seen = v->ept->nr_breaks;
     v->ept_stale++;
-    pr_warn_rl("ept", "EPT violation at GPA %#lx (qualification %#lx) that EPT allows: INVEPT",
-               e->gpa, e->qual);
-    if (v->ept_stale_run > EPT_STALE_MAX) {
-        pr_err("ept", "%u EPT violations in a row that INVEPT does not clear: VMM bug",
-               EPT_STALE_MAX);
-        return EXIT_STOP_GUEST;
+    if (window) {
+        v->ept_bbm_retries++;
+        v->ept_stale_run = 0;
+    } else {
+        v->ept_stale_run = v->ept_stale_last + 1 == v->exits_total ? v->ept_stale_run + 1 : 1;
+        v->ept_stale_last = v->exits_total;
+        pr_warn_rl("ept", "EPT violation at GPA %#lx (qualification %#lx) that EPT allows: INVEPT",
+                   e->gpa, e->qual);
+        if (v->ept_stale_run > EPT_STALE_MAX) {
+            pr_err("ept", "%u EPT violations in a row that INVEPT does not clear: VMM bug",
+                   EPT_STALE_MAX);
+            return EXIT_STOP_GUEST;
+        }
     }
     vmx_invept_all();     /* this CPU's view; */
     vmx_ept_sync(v->ept); /* a pending narrowing goes to every CPU */

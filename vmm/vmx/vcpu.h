@@ -110,6 +110,10 @@ struct vcpu {
     struct ept_od *ept_od; /* = &vm.ept_od */
     uint64_t ept_blocked;
     uint64_t ept_stale, ept_stale_run, ept_stale_last; /* violations EPT allows (exit_ept.c) */
+    /* of those, accesses that met another CPU's break-before-make window (ept.h), and the
+     * EPT's break count when this vCPU last looked */
+    uint64_t ept_bbm_retries;
+    unsigned long ept_breaks_seen;
     uint64_t ept_unmappable; /* accesses beyond the EPT walk, answered with #GP */
     uint64_t exits_total;
     uint64_t inits;                      /* INIT signals this (AP) vCPU took */

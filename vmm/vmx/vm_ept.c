@@ -34,8 +34,18 @@ static struct mtrr_state host_mtrrs; /* read once at set-up */
 /* IA32_VMX_EPT_VPID_CAP bit 7: page-walk length 5 (SDM Vol. 3D A.10) */
 #define VMX_EPT_PAGE_WALK_5_BIT (1ull << 7)
 
-static void od_flush(void *ctx, struct ept *e)
+/*
+ * INVEPT on every CPU (an EPT shootdown), for the on-demand maps' drops and for ept.c's
+ * break-before-make: a split or merge makes the entry not present, calls this, and writes the
+ * entry with its new page size only afterwards, so no CPU holds translations of both sizes
+ * (iTLB multihit, ept.h).  The caller holds vm.ept_lock, so a vCPU that faults on the
+ * not-present entry meanwhile waits in its EPT-violation handler, answering the shootdown,
+ * and finds the change complete when it gets the lock (exit_ept.c: it just retries).  A CPU
+ * that does not answer is reported by vmx_ept_sync() and the invalidation stays owed.
+ */
+static void ept_flush_all(void *ctx, struct ept *e)
 {
+    (void)ctx;
     vmx_ept_sync(e);
 }
 
@@ -80,7 +90,8 @@ void vm_ept_unlock(void)
 /* the one EPT of the guest, built once on the BSP (after its VMXON: INVEPT) */
 int vm_ept_setup(const struct ptv_handoff *h)
 {
-    static const struct ept_ops ops = {.alloc_page = ept_alloc, .pa_to_va = ept_pa_to_va};
+    static const struct ept_ops ops = {
+        .alloc_page = ept_alloc, .pa_to_va = ept_pa_to_va, .flush = ept_flush_all};
     struct vm *v = &vm;
     uint64_t ev = vmx_caps.ept_vpid;
     struct mtrr_state *mtrr = &host_mtrrs;
@@ -90,7 +101,13 @@ int vm_ept_setup(const struct ptv_handoff *h)
     bool five = vmx_caps.maxphyaddr > EPT_GPA_BITS && (ev & VMX_EPT_PAGE_WALK_5_BIT);
     read_mtrrs(mtrr);
     if (ept_init(&v->ept, &ops, ev & VMX_EPT_1GB_PAGE_BIT, ev & VMX_EPT_2MB_PAGE_BIT) ||
-        (five && ept_set_levels(&v->ept, 5)) || ept_set_maxphyaddr(&v->ept, vmx_caps.maxphyaddr) ||
+        (five && ept_set_levels(&v->ept, 5))) {
+        pr_err("ept", "setting up the guest EPT failed (pool exhausted?)");
+        return -1;
+    }
+    /* before any map: a break-before-make invalidation (vmx_invept_all()) names this EPTP */
+    v->eptp = ept_eptp(&v->ept);
+    if (ept_set_maxphyaddr(&v->ept, vmx_caps.maxphyaddr) ||
         ept_build_identity(&v->ept, h->mem, h->nr_mem, mtrr, &top)) {
         pr_err("ept", "building the guest EPT failed (pool exhausted?)");
         return -1;
@@ -101,9 +118,8 @@ int vm_ept_setup(const struct ptv_handoff *h)
     /* the spare pages one on-demand map needs, so a short pool later still maps */
     if (!palloc_page(&v->sink_pa) || ept_reserve(&v->ept, v->ept.levels - 1u))
         return -1;
-    v->eptp = ept_eptp(&v->ept);
-    if (top < limit &&
-        ept_od_init(&v->ept_od, &v->ept, mtrr, top, limit, EPT_OD_MAX_TABLES, od_flush, NULL)) {
+    if (top < limit && ept_od_init(&v->ept_od, &v->ept, mtrr, top, limit, EPT_OD_MAX_TABLES,
+                                   ept_flush_all, NULL)) {
         pr_err("ept", "on-demand maps above %#lx: bad set-up", top);
         return -1;
     }
