@@ -12,6 +12,7 @@
  *   ptvisor-ctl dump [-w]
  *   ptvisor-ctl run [-k] [-u] [-r LO-HI] [-b N] [-d] -- CMD [ARG...]
  *   ptvisor-ctl trace [-k|--kernel] [-u|--user] [-r LO-HI] [-b N] [-d] -- CMD [ARG...]
+ *   ptvisor-ctl kallsyms [-r LO-HI] [FILE]
  *
  * `trace` traces exactly CMD's process, through its CR3, from its first instruction to its exit
  * (see trace_cmd).  From user space that is all the VMM allows (the CPL 3 rule of
@@ -21,8 +22,13 @@
  * refused with EACCES, and `status` tells "no window of this process" -- the VMM answering at
  * all says tracing is on offer (what /init checks).
  *
+ * `kallsyms` sends the kernel's code symbols (FILE, default /proc/kallsyms, read as root) over
+ * the console as a guest note (guest/ptv_note.h), so that the host names kernel addresses in
+ * every dump of this boot without a vmlinux; it needs no VMM.  `trace -d` sends a comm note
+ * with its dump: the traced program's name and pid, for the host's perf.data.
+ *
  * Exit status: 0 done, 1 the VMM refused or is not there (one line on stderr says why),
- * 2 usage.  Every line it prints starts with "ptvisor-ctl: ".
+ * 2 usage.  Every line it prints starts with "ptvisor-ctl: ", but the notes' frame lines.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -41,6 +47,7 @@
 #include <unistd.h>
 
 #include "ptv/vmcall.h"
+#include "ptv_note.h"
 
 #define SIGNATURE "ptvisor"
 
@@ -227,12 +234,49 @@ static int stop(void)
     return 0;
 }
 
+/* notes go out on standard output, the console: whole lines */
+static void note_line(void *ctx, const char *s, size_t n)
+{
+    (void)ctx;
+    fwrite(s, 1, n, stdout);
+}
+
+static uint32_t note_id(void)
+{
+    uint32_t lo, hi;
+    __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+    return (lo ^ hi ^ (uint32_t)getpid() << 16) | 1;
+}
+
+/* the program `trace` runs, as the kernel names it (its comm), for the dump's comm note */
+static char traced_comm[PTV_NOTE_COMM_MAX + 1];
+static pid_t traced_pid;
+
+static void note_traced(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+    FILE *f = fopen(path, "r");
+    traced_comm[0] = 0;
+    if (f) {
+        if (!fgets(traced_comm, sizeof(traced_comm), f))
+            traced_comm[0] = 0;
+        fclose(f);
+    }
+    traced_comm[strcspn(traced_comm, "\n")] = 0;
+    traced_pid = traced_comm[0] ? pid : 0;
+}
+
 /* what: the traced program (its name lets the host pick its symbols: tools/run.sh) */
 static int dump(int wait, const char *what)
 {
     struct regs r = call_vmm((struct regs){.rax = PTV_VMCALL_TRACE_DUMP});
     if (r.rax != PTV_VMCALL_OK)
         return fail("dump", (int64_t)r.rax);
+    if (what && traced_pid) {
+        const struct frame_out o = {note_line, NULL};
+        ptv_note_comm(note_id(), (uint32_t)r.rbx, (uint64_t)traced_pid, traced_comm, &o);
+    }
     if (what) {
         const char *base = strrchr(what, '/');
         printf("ptvisor-ctl: dump %lu of %s going out on the serial console\n",
@@ -461,6 +505,7 @@ static int trace_cmd(const struct opts *o, char **cmd)
                WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
         return 1;
     }
+    note_traced(pid);
     struct user_regs_struct r0, r;
     const char *step = "read registers";
     uint8_t stub[STUB_SIZE];
@@ -567,6 +612,83 @@ fail:
     return 1;
 }
 
+/* kallsyms [-r LO-HI] [FILE]: the kernel's code symbols as a note on the console */
+static int kallsyms(int argc, char **argv)
+{
+    const char *path = "/proc/kallsyms", *why;
+    uint64_t lo = 0, hi = ~0ull;
+    for (int i = 2; i < argc; i++) {
+        char *end;
+        if (!strcmp(argv[i], "-r") && i + 1 < argc) {
+            const char *r = argv[++i];
+            errno = 0;
+            lo = strtoull(r, &end, 16);
+            if (errno || *end != '-' || (hi = strtoull(end + 1, &end, 16), errno || *end) ||
+                lo > hi) {
+                fprintf(stderr, "ptvisor-ctl: kallsyms: -r: expected LO-HI in hex: '%s'\n", r);
+                return 2;
+            }
+        } else if (argv[i][0] == '-' || i + 1 < argc) {
+            fprintf(stderr, "ptvisor-ctl: kallsyms: unexpected argument '%s'\n", argv[i]);
+            return 2;
+        } else {
+            path = argv[i];
+        }
+    }
+    /* /proc files have no size: read to the end */
+    FILE *f = fopen(path, "r");
+    char *text = NULL, *data;
+    size_t len = 0, cap = 0, dlen;
+    unsigned nsym;
+    if (!f) {
+        fprintf(stderr, "ptvisor-ctl: kallsyms: %s: %s\n", path, strerror(errno));
+        return 1;
+    }
+    for (;;) {
+        if (cap - len < 65536) {
+            cap = cap ? 2 * cap : 1 << 20;
+            char *t = realloc(text, cap);
+            if (!t) {
+                fprintf(stderr, "ptvisor-ctl: kallsyms: out of memory\n");
+                free(text);
+                fclose(f);
+                return 1;
+            }
+            text = t;
+        }
+        size_t r = fread(text + len, 1, cap - len, f);
+        len += r;
+        if (r == 0)
+            break;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        fprintf(stderr, "ptvisor-ctl: kallsyms: %s: read error\n", path);
+        free(text);
+        return 1;
+    }
+    if (ptv_note_kallsyms_data(text, len, lo, hi, &data, &dlen, &nsym, &why) != 0) {
+        fprintf(stderr, "ptvisor-ctl: kallsyms: %s: %s\n", path, why);
+        free(text);
+        return 1;
+    }
+    free(text);
+    const struct frame_out o = {note_line, NULL};
+    setvbuf(stdout, NULL, _IOFBF, 1 << 16); /* whole lines still: each is one fwrite */
+    int rc = ptv_note_data(note_id(), "kallsyms", (const uint8_t *)data, dlen, &o);
+    fflush(stdout);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    free(data);
+    if (rc) {
+        fprintf(stderr, "ptvisor-ctl: kallsyms: the note could not be encoded\n");
+        return 1;
+    }
+    printf("ptvisor-ctl: kallsyms: %u code symbols of %s sent (%zu bytes before compression)\n",
+           nsym, path, dlen);
+    return 0;
+}
+
 static int usage(void)
 {
     fprintf(stderr, "usage: ptvisor-ctl status\n"
@@ -575,6 +697,7 @@ static int usage(void)
                     "       ptvisor-ctl dump [-w]\n"
                     "       ptvisor-ctl run [-k] [-u] [-r LO-HI] [-b N] [-d] -- CMD [ARG...]\n"
                     "       ptvisor-ctl trace [-k] [-u] [-r LO-HI] [-b N] [-d] -- CMD [ARG...]\n"
+                    "       ptvisor-ctl kallsyms [-r LO-HI] [FILE]\n"
                     "  trace: CMD's process only (its CR3), user mode, from its first instruction\n"
                     "  to its exit; run: everything this CPU runs while CMD runs\n"
                     "  -k  trace the kernel (CPL 0)      -u  trace user space (CPL > 0)\n"
@@ -586,7 +709,9 @@ static int usage(void)
                     "process its own window only (user mode, no -k, no -b) and only that process\n"
                     "may stop, dump or read it: `trace` is the command that works; run, start,\n"
                     "stop and dump are refused there.  The dump goes to the serial console; on\n"
-                    "the host: ptvisor-trace extract LOG -o DIR.\n");
+                    "the host: ptvisor-trace extract LOG -o DIR.  kallsyms: the kernel's code\n"
+                    "symbols (FILE: /proc/kallsyms, as root) over the console, once per boot, for\n"
+                    "the host to name kernel addresses (-r: only those in [LO, HI]).\n");
     return 2;
 }
 
@@ -667,6 +792,8 @@ int main(int argc, char **argv)
     if (argc < 2)
         return usage();
     const char *c = argv[1];
+    if (!strcmp(c, "kallsyms"))
+        return kallsyms(argc, argv);
     if (strcmp(c, "status") && strcmp(c, "start") && strcmp(c, "stop") && strcmp(c, "dump") &&
         strcmp(c, "run") && strcmp(c, "trace"))
         return usage();

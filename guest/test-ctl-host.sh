@@ -36,5 +36,17 @@ expect 2 "^ptvisor-ctl: unknown option '-z'" -- stop -z
 expect 2 '^ptvisor-ctl: run: no command after --' -- run -u --
 expect 2 '^ptvisor-ctl: trace: no command after --' -- trace --kernel --
 expect 2 '^ptvisor-ctl: unexpected arguments' -- status -- extra
+# kallsyms needs no VMM: a file's code symbols as a guest note, refusals with one line
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/ctl-host.XXXXXX")
+printf '0000000000000000 T _text\n0000000000000000 t f\n' >"$tmp/zero"
+printf 'ffffffff81000000 T _text\nffffffff81000010 t f\nffffffff81000100 D d\nffffffffc0001000 t m\t[mod]\n' >"$tmp/ks"
+expect 1 "^ptvisor-ctl: kallsyms: $tmp/none: No such file" -- kallsyms "$tmp/none"
+expect 1 '^ptvisor-ctl: kallsyms: .*every address is 0' -- kallsyms "$tmp/zero"
+expect 1 '^ptvisor-ctl: kallsyms: .*no code symbol' -- kallsyms -r 1-2 "$tmp/ks"
+expect 2 "^ptvisor-ctl: kallsyms: -r: expected LO-HI in hex: 'x'" -- kallsyms -r x
+expect 0 '^ptvisor-ctl: kallsyms: 3 code symbols of .* sent' -- kallsyms "$tmp/ks"
+"$ctl" kallsyms "$tmp/ks" | grep -qE '^@PTV1 b [0-9a-f]+ 0 1/1 note=kallsyms t=[0-9a-f]+ [0-9a-f]{8}$' ||
+    { echo "FAIL: ptvisor-ctl kallsyms wrote no note record"; status=1; }
+rm -rf "$tmp"
 [ $status = 0 ] && echo "ptvisor-ctl host checks passed"
 exit $status

@@ -27,9 +27,11 @@ $(GUEST_PROBE): guest/ptv-probe.c include/ptv/vmcall.h
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(GUEST_CFLAGS) -o $@ guest/ptv-probe.c
 
-$(GUEST_CTL): guest/ptvisor-ctl.c include/ptv/vmcall.h
+# its notes (guest/ptv_note.c) go out through the VMM's own frame encoder and LZ4
+GUEST_CTL_SRCS := guest/ptvisor-ctl.c guest/ptv_note.c vmm/trace/frame.c vmm/trace/lz4w.c
+$(GUEST_CTL): $(GUEST_CTL_SRCS) include/ptv/vmcall.h guest/ptv_note.h vmm/trace/frame.h vmm/trace/lz4w.h
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(GUEST_CFLAGS) -o $@ guest/ptvisor-ctl.c
+	$(Q)$(CC) $(GUEST_CFLAGS) -DPTV_HOST -Ivmm -Iguest -o $@ $(GUEST_CTL_SRCS)
 
 $(GUEST_WORK): tests/unit/ptt_work.c include/ptv/vmcall.h
 	@mkdir -p $(@D)

@@ -39,9 +39,9 @@ test_ptt_LDLIBS := -lipt
 $(BUILD)/host/test_ptt: $(BUILD)/host/ptvisor-trace-san $(BUILD)/host/ptt_mkdump $(BUILD)/host/ptt_work
 
 $(BUILD)/host/ptt_mkdump: tests/unit/mkdump.c vmm/trace/x86_class.c vmm/trace/swpt.c vmm/pt/pt_pkt.c \
-                          vmm/trace/frame.c vmm/trace/lz4w.c vmm/trace/dump.c
+                          vmm/trace/frame.c vmm/trace/lz4w.c vmm/trace/dump.c guest/ptv_note.c
 	@mkdir -p $(@D)
-	$(Q)$(HOST_CC) $(HOST_CFLAGS) -MF $@.d -o $@ $^
+	$(Q)$(HOST_CC) $(HOST_CFLAGS) -Iguest -MF $@.d -o $@ $^
 -include $(BUILD)/host/ptt_mkdump.d
 
 $(BUILD)/host/ptt_work: tests/unit/ptt_work.c

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The serial frame reader (tools/ptvisor-trace/frame_dec.c, extract.c) under two kinds of
- * input, chosen by the first byte:
+ * input, chosen by the first byte (guest notes, types b/d/e, included: the text seeds hold
+ * some, and their records go through frame_note_parse too):
  *
  *  - 0 or 2 (mod 4): the rest is a serial log, fed line by line to the extractor core and to
  *    the line, record and block decoders directly.  No crash, no UB, no unbounded memory.
@@ -70,12 +71,24 @@ static void text_mode(const uint8_t *p, size_t n, bool add_crc)
         if (k == FRAME_BEGIN || k == FRAME_END) {
             static struct frame_meta m;
             static struct frame_endrec r;
+            static struct frame_note nt;
             const char *body[1] = {f.body};
             char why[160];
             if (f.part < 1 || f.part > f.nparts || f.nparts > FRAME_MAX_PARTS)
                 fail("record part accepted outside 1..n");
             frame_meta_parse(body, 1, &m, why, sizeof(why));
             frame_end_parse(body, 1, &r, why, sizeof(why));
+            if (frame_note_parse(body, 1, &nt, why, sizeof(why)) == 0) {
+                /* a comm note's name: 1..15 printable bytes without space */
+                size_t cl = strlen(nt.comm);
+                if (nt.kind == FRAME_NOTE_COMM && (cl == 0 || cl > FRAME_COMM_MAX))
+                    fail("comm note accepted with an empty or long name");
+                for (size_t c = 0; c < cl; c++)
+                    if (nt.comm[c] < 0x21 || nt.comm[c] > 0x7e)
+                        fail("comm note accepted with a byte outside 0x21..0x7e");
+            } else if (!why[0] || strchr(why, '\n')) {
+                fail("a note refused without a one-line reason");
+            }
         }
     }
     fx_finish(x);

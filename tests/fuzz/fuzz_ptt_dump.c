@@ -5,6 +5,9 @@
  *   0 dump.meta   1 cpuN.meta   2 snapshot list   3 System.map   4 folded stacks
  *   5 PT bytes decoded over a fixed image (a loop, a call, a return, an indirect jump)
  *   6 the same with a range "lost in transit" (the piecewise decode around holes)
+ *   7 kallsyms text (--kallsyms, DIR/kallsyms)
+ *   8 a guest kallsyms note's data ("+DELTA TYPE NAME" lines), turned into kallsyms text,
+ *     which must then load as kallsyms with the same symbols
  * Invariants: no crash, leak or UB; a refusal is one non-empty line; what a parser accepts
  * holds what the contract says (holes sorted, disjoint, inside the stream; snapshots not
  * empty, not wrapping, paths relative without ".."); the call stacks count exactly the
@@ -17,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "frame_dec.h"
 #include "image.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -131,6 +135,36 @@ static void decode(const uint8_t *p, size_t n, bool hole)
     free(w);
 }
 
+/* kallsyms text: refused with one line, or symbols that are sorted, each found at its own
+ * address, at least one of them not at 0 */
+static void kallsyms(const uint8_t *p, size_t n)
+{
+    struct ptt_syms y;
+    char err[600];
+    char *t = text_of(p, n);
+
+    memset(&y, 0, sizeof(y));
+    int dso =
+        ptt_syms_add_kallsyms_text(&y, t, n, "kallsyms", "[kernel.kallsyms]", err, sizeof(err));
+    if (dso < 0) {
+        check_err(err);
+    } else {
+        bool nonzero = false;
+        ptt_syms_finish(&y);
+        for (size_t i = 0; i < y.n; i++) {
+            nonzero = nonzero || y.s[i].addr;
+            if (y.s[i].end <= y.s[i].addr || (i && y.s[i - 1].addr >= y.s[i].addr))
+                abort();
+            if (ptt_syms_find(&y, y.s[i].addr) != &y.s[i])
+                abort();
+        }
+        if (!y.n || !nonzero)
+            abort();
+    }
+    ptt_syms_free(&y);
+    free(t);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char err[600];
@@ -140,7 +174,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     const uint8_t *p = data + 1;
     size_t n = size - 1;
-    switch (data[0] % 7) {
+    switch (data[0] % 9) {
     case 0: {
         struct ptt_dump d;
         memset(&d, 0, sizeof(d));
@@ -237,9 +271,39 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case 5:
         decode(p, n, false);
         break;
-    default:
+    case 6:
         decode(p, n, true);
         break;
+    case 7:
+        kallsyms(p, n);
+        break;
+    default: {
+        char *t = text_of(p, n), *out;
+        size_t olen;
+        uint64_t entry;
+        unsigned nsym;
+        if (frame_kallsyms_text(t, n, &out, &olen, &entry, &nsym, err, sizeof(err)) != 0) {
+            check_err(err);
+        } else {
+            /* nsym lines, addresses ascending, and kallsyms takes them */
+            uint64_t prev = 0;
+            unsigned lines = 0;
+            for (char *q = out; q < out + olen; lines++) {
+                char *e = memchr(q, '\n', (size_t)(out + olen - q));
+                uint64_t a = strtoull(q, NULL, 16);
+                if (!e || a < prev || e - q < 20)
+                    abort();
+                prev = a;
+                q = e + 1;
+            }
+            if (lines != nsym)
+                abort();
+            kallsyms((const uint8_t *)out, olen);
+            free(out);
+        }
+        free(t);
+        break;
+    }
     }
     return 0;
 }

@@ -36,7 +36,7 @@ if [ -x "$ptt" ]; then
     vid=$(sed -n 's/.*TRACE-DUMPED \([0-9]*\).*/\1/p' "$clean" | tail -n 1)
     "$ptt" extract "$serial" --dump "${vid:-1}" -o "$dumps/vmcall" -q ||
         fail "extract of the TRACE_DUMP (dump ${vid:-?}) not complete"
-    "$ptt" extract "$serial" -o "$dumps/crash" -q || fail "extract of the crash dump not complete"
+    "$ptt" extract "$serial" -o "$dumps/crash" --last -q || fail "extract of the crash dump (the last) not complete"
     # the dump the host asked for over the serial line (bochs.sh typed ESC [9788~)
     sid=$(sed -n 's/.*TRACE-SERIAL-DUMPED \([0-9]*\).*/\1/p' "$clean" | tail -n 1)
     if [ -n "$sid" ] && "$ptt" extract "$serial" --list 2>/dev/null | grep -qE "^dump $sid .* serial .* complete\$"; then

@@ -1246,8 +1246,9 @@ static void test_cli(void **state)
         lines_add(&M, L.l[i], strlen(L.l[i]));
     save(&M, "log", true);
 
-    /* the last dump by default */
-    assert_int_equal(cli(&out, &err, 4, path_of("log", NULL), "-o", path_of("d", NULL)), 0);
+    /* --last: the last dump, into the directory itself */
+    assert_int_equal(cli(&out, &err, 5, path_of("log", NULL), "-o", path_of("d", NULL), "--last"),
+                     0);
     assert_has(err, "dump 2 (boot 0000b007, crash");
     free(out);
     free(err);
@@ -1288,6 +1289,44 @@ static void test_cli(void **state)
     free(out);
     free(err);
 
+    /* every dump (no --dump, no --last): one directory each, under directories that do not
+     * exist yet; standard output says how many and where */
+    assert_int_equal(cli(&out, &err, 4, path_of("log", NULL), "-o", path_of("all/a/b", NULL)), 0);
+    snprintf(want, sizeof(want), "ptvisor-trace extract: 2 dumps in %s\n", path_of("log", NULL));
+    assert_has(out, want);
+    snprintf(want, sizeof(want), "  dump 1 (complete) -> %s\n",
+             path_of("all/a/b", "dump-1-vmcall"));
+    assert_has(out, want);
+    snprintf(want, sizeof(want), "  dump 2 (complete) -> %s\n", path_of("all/a/b", "dump-2-crash"));
+    assert_has(out, want);
+    assert_has(err, "dump 1 (boot 0000b007, vmcall");
+    assert_has(err, "dump 2 (boot 0000b007, crash");
+    free(out);
+    free(err);
+    file_is("all/a/b", "dump-1-vmcall/cpu0.pt", s.trace, s.tlen);
+    file_is("all/a/b", "dump-2-crash/cpu0.pt", s2.trace, s2.tlen);
+    file_is("all/a/b", "dump-2-crash/crash.txt", C, 700);
+    t = slurp(path_of("all/a/b", "dumps"), NULL);
+    assert_string_equal(t, "dump-1-vmcall 1 0x0000b007 vmcall complete\n"
+                           "dump-2-crash 2 0x0000b007 crash complete\n");
+    free(t);
+    t = (char *)"guest: first line\r\nguest: after dump 1\r\nguest: the end\r\n";
+    file_is("all/a/b", "console.log", t, strlen(t));
+    /* again into the same directory: refreshed, a file of the user's kept */
+    save(&(struct lines){0}, "all/a/b/dump-1-vmcall/notes.txt", false);
+    assert_int_equal(cli(&out, &err, 5, path_of("log", NULL), "-o", path_of("all/a/b", NULL), "-q"),
+                     0);
+    free(out);
+    free(err);
+    file_is("all/a/b", "dump-1-vmcall/cpu0.pt", s.trace, s.tlen);
+    file_is("all/a/b", "dump-1-vmcall/notes.txt", "", 0);
+    /* a file where a directory should be: one line */
+    save(&(struct lines){0}, "afile", false);
+    assert_int_equal(cli(&out, &err, 4, path_of("log", NULL), "-o", path_of("afile", "x")), 1);
+    assert_has(err, "cannot create");
+    free(out);
+    free(err);
+
     /* cut in dump 2's trace (at its second block): status 2, holes in cpu0.meta, the file
      * without them */
     size_t full = M.n, cut = 0;
@@ -1297,7 +1336,8 @@ static void test_cli(void **state)
     assert_true(cut > 0);
     M.n = cut;
     save(&M, "log2", false);
-    assert_int_equal(cli(&out, &err, 4, path_of("log2", NULL), "-o", path_of("d2", NULL)), 2);
+    assert_int_equal(cli(&out, &err, 5, path_of("log2", NULL), "-o", path_of("d2", NULL), "--last"),
+                     2);
     assert_has(err, "no END record");
     assert_has(err, "INCOMPLETE (usable)");
     free(out);
@@ -1322,6 +1362,11 @@ static void test_cli(void **state)
     mkdir(path_of("mine", NULL), 0700);
     save(&(struct lines){0}, "mine/precious", false);
     assert_int_equal(cli(&out, &err, 4, path_of("log", NULL), "-o", path_of("mine", NULL)), 1);
+    assert_has(err, "holds nothing extract wrote");
+    free(out);
+    free(err);
+    assert_int_equal(
+        cli(&out, &err, 5, path_of("log", NULL), "-o", path_of("mine", NULL), "--last"), 1);
     assert_has(err, "not overwriting");
     free(out);
     free(err);
@@ -1346,8 +1391,8 @@ static void test_cli(void **state)
     assert_true(se >= 0 && fe >= 0);
     fflush(stderr);
     dup2(fe, 2);
-    int r1 = ptt_extract_log(path_of("log2", NULL), path_of("d5", NULL), 1, e, sizeof(e));
-    int r2 = ptt_extract_log(path_of("empty", NULL), path_of("d6", NULL), 1, e, sizeof(e));
+    int r1 = ptt_extract_log(path_of("log2", NULL), path_of("d5", NULL), 1, NULL, e, sizeof(e));
+    int r2 = ptt_extract_log(path_of("empty", NULL), path_of("d6", NULL), 1, NULL, e, sizeof(e));
     fflush(stderr);
     dup2(se, 2);
     close(se);

@@ -1144,6 +1144,378 @@ static void test_serial_log(void **state)
     free(tdir);
 }
 
+/* ---- kernel symbols: the workload moved into the kernel half ----
+ *
+ * ptt_mkdump --shift traces ptt_work as if it were kernel code at K_LINK + K_KASLR; objcopy
+ * moves ptt_work's ELF to K_LINK (its 0x400000 at 0xffffffff81000000), with an
+ * entry_SYSCALL_64 and a _text, as a "vmlinux"; its code symbols at run addresses are the
+ * guest's "kallsyms".  Each source of kernel symbols must name >= 99% of the kernel
+ * instructions, and the KASLR offset must come from where the help says. */
+
+#define K_LINK  0xffffffff80c00000ull /* + 0x400000 = 0xffffffff81000000 */
+#define K_KASLR 0x1e000000ull
+
+static char kdump[4300], vmlinux[4300], kallsyms[4300];
+static uint64_t k_entry; /* entry_SYSCALL_64, run address */
+static bool kready;
+
+static void kernel_fixtures(void)
+{
+    char *out, *text, *err;
+    FILE *f;
+    int r;
+
+    if (kready)
+        return;
+    snprintf(kdump, sizeof(kdump), "%s/kdump", tmp);
+    snprintf(vmlinux, sizeof(vmlinux), "%s/vmlinux", tmp);
+    snprintf(kallsyms, sizeof(kallsyms), "%s/kallsyms", tmp);
+    r = sh(NULL, &err,
+           "objcopy --change-addresses 0x%llx --add-symbol entry_SYSCALL_64=.text:0x100,local "
+           "--add-symbol _text=.text:0,global %s %s",
+           (unsigned long long)K_LINK, work, vmlinux);
+    if (r != 0)
+        fail_msg("objcopy: %s", err);
+    free(err);
+    out = xasprintf("%s/nm-vmlinux.txt", tmp);
+    assert_int_equal(sh(out, NULL, "nm -n --defined-only %s", vmlinux), 0);
+    text = slurp(out, NULL);
+    f = fopen(kallsyms, "w");
+    assert_non_null(f);
+    for (char *p = text; *p;) {
+        char *eol = strchr(p, '\n');
+        unsigned long long a;
+        char type, name[400];
+        if (eol)
+            *eol = 0;
+        if (sscanf(p, "%llx %c %399s", &a, &type, name) == 3 && strchr("tTwW", type)) {
+            fprintf(f, "%016llx %c %s\n", a + K_KASLR, type, name);
+            if (!strcmp(name, "entry_SYSCALL_64"))
+                k_entry = a + K_KASLR;
+        }
+        if (!eol)
+            break;
+        p = eol + 1;
+    }
+    assert_int_equal(fclose(f), 0);
+    assert_true(k_entry != 0);
+    free(text);
+    free(out);
+    r = sh(NULL, &err, "%s --shift %llx --lstar %llx --reason boot %s %s", mkdump,
+           (unsigned long long)(K_LINK + K_KASLR), (unsigned long long)k_entry, kdump, work);
+    if (r != 0)
+        fail_msg("ptt_mkdump --shift failed (%d): %s", r, err);
+    free(err);
+    kready = true;
+}
+
+/* summary of DIR with options: kernel instructions named / all kernel instructions */
+static double kernel_named(const char *dir, const char *opts, char **text_out)
+{
+    char *out = xasprintf("%s/ksummary.txt", tmp), *err, *text;
+    int r = sh(out, &err, "%s summary %s %s", tool, dir, opts);
+
+    if (r != 0)
+        fail_msg("summary %s %s: exit %d: %s", dir, opts, r, err);
+    free(err);
+    text = slurp(out, NULL);
+    free(out);
+    uint64_t all = summary_value(text, "  in kernel code (addresses from 2^63)");
+    uint64_t named = summary_value(text, "    named by a symbol");
+    assert_true(all > 100000);
+    if (text_out)
+        *text_out = text;
+    else
+        free(text);
+    return (double)named / (double)all;
+}
+
+static void test_kernel_symbols(void **state)
+{
+    char *text, *opts, *err, *k2 = xasprintf("%s/kdump-nolstar", tmp);
+    char *k3 = xasprintf("%s/kdump-bare", tmp), *p;
+    struct decoded d;
+    double q;
+    int rc;
+
+    (void)state;
+    NEED_DUMP();
+    kernel_fixtures();
+    /* the guest's kallsyms alone: run addresses, no KASLR offset needed */
+    opts = xasprintf("--kallsyms %s", kallsyms);
+    q = kernel_named(kdump, opts, &text);
+    print_message("kernel instructions named: %.2f%% with --kallsyms\n", 100 * q);
+    assert_true(q >= 0.99);
+    assert_non_null(strstr(text, "partition ([kernel.kallsyms])"));
+    free(text);
+    text = decode(kdump, opts, &d, &err, &rc);
+    assert_int_equal(rc, 0);
+    uint64_t a = nm_addr("partition") + K_LINK + K_KASLR,
+             z = nm_addr("sort_rec") + K_LINK + K_KASLR;
+    size_t seen = 0;
+    for (size_t i = 0; i < d.n; i++)
+        if (d.ip[i] >= a && d.ip[i] < z) {
+            char want[100];
+            snprintf(want, sizeof(want), "partition+0x%llx ([kernel.kallsyms])",
+                     (unsigned long long)(d.ip[i] - a));
+            assert_string_equal(d.sym[i], want);
+            seen++;
+        }
+    assert_true(seen > 1000);
+    decoded_free(&d);
+    free(text);
+    free(err);
+    free(opts);
+
+    /* a vmlinux: the offset from the dump's LSTAR */
+    opts = xasprintf("--vmlinux %s", vmlinux);
+    q = kernel_named(kdump, opts, &text);
+    print_message("kernel instructions named: %.2f%% with --vmlinux (KASLR from LSTAR)\n", 100 * q);
+    assert_true(q >= 0.99);
+    assert_non_null(strstr(text, "KASLR offset 0x1e000000 from the guest's LSTAR"));
+    free(text);
+
+    /* no LSTAR, but the guest's kallsyms in the dump: the offset from its _text */
+    copy_dump(kdump, k2);
+    edit(k2, "dump.meta", "syscall_entry", "# syscall_entry");
+    p = xasprintf("cp %s %s/kallsyms", kallsyms, k2);
+    assert_int_equal(system(p), 0);
+    free(p);
+    q = kernel_named(k2, opts, &text);
+    print_message("kernel instructions named: %.2f%% with --vmlinux (KASLR from kallsyms)\n",
+                  100 * q);
+    assert_true(q >= 0.99);
+    assert_non_null(strstr(text, "KASLR offset 0x1e000000 from the kallsyms' _text"));
+    assert_non_null(strstr(text, "the guest's own"));
+    free(text);
+    /* the dump's own kallsyms with nothing given: the flame graph names the kernel's
+     * functions */
+    char *svg = xasprintf("%s/k.svg", tmp);
+    assert_int_equal(sh(NULL, NULL, "%s flamegraph %s -o %s", tool, k2, svg), 0);
+    text = slurp(svg, NULL);
+    assert_non_null(strstr(text, "partition"));
+    assert_non_null(strstr(text, "fib"));
+    free(text);
+    free(svg);
+
+    /* neither: the vmlinux at its link addresses names nothing, and summary says why */
+    copy_dump(k2, k3);
+    p = xasprintf("%s/kallsyms", k3);
+    unlink(p);
+    free(p);
+    q = kernel_named(k3, opts, &text);
+    assert_true(q < 0.01);
+    assert_non_null(strstr(text, "KASLR offset 0 from none known (0 assumed)"));
+    free(text);
+    free(opts);
+    q = kernel_named(k3, "", &text);
+    assert_non_null(strstr(text, "kernel: no symbols"));
+    free(text);
+    /* --kaslr wins over the LSTAR */
+    opts = xasprintf("--vmlinux %s --kaslr 0", vmlinux);
+    q = kernel_named(kdump, opts, &text);
+    assert_true(q < 0.01);
+    free(text);
+    free(opts);
+    free(k2);
+    free(k3);
+}
+
+static void test_kallsyms_errors(void **state)
+{
+    char *f = xasprintf("%s/ks-bad", tmp), *b = xasprintf("%s/kdump-bad", tmp);
+
+    (void)state;
+    NEED_DUMP();
+    kernel_fixtures();
+    spit(f, "0000000000000000 T _text\n0000000000000000 t fib\n",
+         strlen("0000000000000000 T _text\n0000000000000000 t fib\n"));
+    expect_error("kallsyms without addresses", "kptr_restrict", "summary %s --kallsyms %s", kdump,
+                 f);
+    spit(f, "ffffffff81000000 D data\n", strlen("ffffffff81000000 D data\n"));
+    expect_error("kallsyms without code", "no code symbols", "summary %s --kallsyms %s", kdump, f);
+    spit(f, "ffffffff81000000 T\n", strlen("ffffffff81000000 T\n"));
+    expect_error("kallsyms line cut", "not a symbol line", "decode %s --kallsyms %s", kdump, f);
+    expect_error("two --kallsyms", "one --kallsyms", "decode %s --kallsyms %s --kallsyms %s", kdump,
+                 f, f);
+    expect_error("no kallsyms file", "No such file", "decode %s --kallsyms %s/none", kdump, tmp);
+    copy_dump(kdump, b);
+    char *p = xasprintf("%s/kallsyms", b);
+    spit(p, "ffffffff81000000 T ok\nnot a line\n", strlen("ffffffff81000000 T ok\nnot a line\n"));
+    expect_error("a bad DIR/kallsyms", "kallsyms:2:", "perf %s -o %s/x.data", b, tmp);
+    free(p);
+    free(f);
+    free(b);
+}
+
+/* ---- a log of several dumps over two boots, with the guest's notes ---- */
+
+static void mk(const char *log, const char *name, const char *opts)
+{
+    char *err;
+    int r = sh(NULL, &err, "%s --log %s --append %s %s/%s %s", mkdump, log, opts, tmp, name, work);
+
+    if (r != 0)
+        fail_msg("ptt_mkdump %s: %d: %s", opts, r, err);
+    free(err);
+}
+
+static void test_extract_every_dump(void **state)
+{
+    char *log = xasprintf("%s/five.log", tmp), *top = xasprintf("%s/new/a/trace", tmp);
+    char *out = xasprintf("%s/extract.txt", tmp), *err, *text, *opts, *want, *p;
+    char *dirs[5];
+    int r;
+
+    (void)state;
+    NEED_DUMP();
+    kernel_fixtures();
+    unlink(log);
+    /* boot 1: the kernel's boot window; a program traced with `trace -d` (comm note) and
+     * the kallsyms sent; a dump with the guest's LSTAR. boot 2: its boot window, and a dump
+     * whose LSTAR is another one (another KASLR) */
+    opts = xasprintf("--shift %llx --reason boot --dump-id 1 --boot-id 1",
+                     (unsigned long long)(K_LINK + K_KASLR));
+    mk(log, "x1", opts);
+    free(opts);
+    opts =
+        xasprintf("--dump-id 2 --boot-id 1 --note-comm myprog:4242 --note-kallsyms %s", kallsyms);
+    mk(log, "x2", opts);
+    free(opts);
+    opts = xasprintf("--dump-id 3 --boot-id 1 --lstar %llx", (unsigned long long)k_entry);
+    mk(log, "x3", opts);
+    free(opts);
+    opts = xasprintf("--shift %llx --reason boot --dump-id 1 --boot-id 2",
+                     (unsigned long long)(K_LINK + K_KASLR));
+    mk(log, "x4", opts);
+    free(opts);
+    opts =
+        xasprintf("--dump-id 2 --boot-id 2 --lstar %llx", (unsigned long long)(k_entry + 0x200000));
+    mk(log, "x5", opts);
+    free(opts);
+
+    /* every dump, into directories that do not exist yet */
+    r = sh(out, &err, "%s extract %s -o %s", tool, log, top);
+    assert_int_equal(r, 0);
+    text = slurp(out, NULL);
+    want = xasprintf("ptvisor-trace extract: 5 dumps in %s\n", log);
+    assert_non_null(strstr(text, want));
+    free(want);
+    const char *names[5] = {"dump-1-boot-b00000001", "dump-2-vmcall-b00000001", "dump-3-vmcall",
+                            "dump-1-boot-b00000002", "dump-2-vmcall-b00000002"};
+    const unsigned ids[5] = {1, 2, 3, 1, 2};
+    for (unsigned i = 0; i < 5; i++) {
+        dirs[i] = xasprintf("%s/%s", top, names[i]);
+        want = xasprintf("  dump %u (complete) -> %s\n", ids[i], dirs[i]);
+        if (!strstr(text, want))
+            fail_msg("extract's output has no \"%s\": %s", want, text);
+        free(want);
+    }
+    assert_int_equal(count_lines(text), 6);
+    free(text);
+    free(err);
+    p = xasprintf("%s/dumps", top);
+    text = slurp(p, NULL);
+    assert_int_equal(count_lines(text), 5);
+    assert_non_null(strstr(text, "dump-3-vmcall 3 0x00000001 vmcall complete\n"));
+    free(text);
+    free(p);
+    /* the kallsyms: the boot-1 dumps have it (byte for byte: the code symbols, sorted), the
+     * boot-2 ones not */
+    char *ks = slurp(kallsyms, NULL);
+    for (unsigned i = 0; i < 5; i++) {
+        p = xasprintf("%s/kallsyms", dirs[i]);
+        if (i < 3) {
+            text = slurp(p, NULL);
+            assert_string_equal(text, ks);
+            free(text);
+        } else if (access(p, F_OK) == 0) {
+            fail_msg("%s: the other boot's kallsyms was given to %s", p, names[i]);
+        }
+        free(p);
+    }
+    free(ks);
+    /* the comm note names dump 2 of boot 1 only */
+    p = xasprintf("%s/dump.meta", dirs[1]);
+    text = slurp(p, NULL);
+    assert_non_null(strstr(text, "comm myprog\npid 4242\n"));
+    free(text);
+    free(p);
+    p = xasprintf("%s/dump.meta", dirs[4]);
+    text = slurp(p, NULL);
+    assert_null(strstr(text, "comm "));
+    free(text);
+    free(p);
+    /* the directory itself: its last dump, said so */
+    r = sh(out, &err, "%s summary %s", tool, top);
+    assert_int_equal(r, 0);
+    want = xasprintf("holds 5 dumps: reading the last, %s", dirs[4]);
+    assert_non_null(strstr(err, want));
+    free(want);
+    free(err);
+    /* the boot window named from the guest's own kallsyms */
+    double q = kernel_named(dirs[0], "", &text);
+    print_message("kernel instructions named from the kallsyms the guest sent: %.2f%%\n", 100 * q);
+    assert_true(q >= 0.99);
+    free(text);
+    text = NULL;
+    r = sh(out, &err, "%s summary %s", tool, dirs[1]);
+    assert_int_equal(r, 0);
+    text = slurp(out, NULL);
+    assert_non_null(strstr(text, "traced program: myprog (pid 4242)"));
+    free(text);
+    free(err);
+    /* --list is as before: one line per dump */
+    r = sh(out, &err, "%s extract %s --list", tool, log);
+    assert_int_equal(r, 0);
+    text = slurp(out, NULL);
+    assert_int_equal(count_lines(text), 5);
+    free(text);
+    free(err);
+    /* --last and --dump N: the dump in the directory itself */
+    p = xasprintf("%s/one", tmp);
+    assert_int_equal(sh(NULL, NULL, "%s extract %s -o %s --dump 3 -q", tool, log, p), 0);
+    want = xasprintf("%s/kallsyms", p);
+    assert_int_equal(access(want, F_OK), 0);
+    free(want);
+    free(p);
+
+    /* a damaged note line: the note is not used, and extract says so */
+    char *bad = xasprintf("%s/bad-note.log", tmp), *badtop = xasprintf("%s/bad-note", tmp);
+    r = sh(bad, NULL,
+           "awk '/^@PTV1 d / && !done { sub(/ t 0 /, \" t 1 \"); done = 1 } { print }' %s", log);
+    assert_int_equal(r, 0);
+    r = sh(out, &err, "%s extract %s -o %s", tool, bad, badtop);
+    if (r != 0)
+        fail_msg("extract of a log with a damaged note: exit %d: %s", r, err);
+    assert_non_null(strstr(err, "line CRC32 mismatch"));
+    assert_non_null(strstr(err, "kallsyms note"));
+    assert_non_null(strstr(err, "not used"));
+    free(err);
+    p = xasprintf("%s/%s/kallsyms", badtop, names[0]);
+    assert_true(access(p, F_OK) != 0);
+    free(p);
+    /* without the comm note, ptvisor-ctl's console line still names the program */
+    r = sh(bad, NULL, "grep -v '^@PTV1 b .* note=comm ' %s", log);
+    assert_int_equal(r, 0);
+    r = sh(out, &err, "%s extract %s -o %s", tool, bad, badtop);
+    assert_int_equal(r, 0);
+    free(err);
+    p = xasprintf("%s/%s/dump.meta", badtop, names[1]);
+    text = slurp(p, NULL);
+    assert_non_null(strstr(text, "comm myprog\n"));
+    assert_null(strstr(text, "pid "));
+    free(text);
+    free(p);
+    for (unsigned i = 0; i < 5; i++)
+        free(dirs[i]);
+    free(bad);
+    free(badtop);
+    free(out);
+    free(top);
+    free(log);
+}
+
 static void test_help(void **state)
 {
     char *out = xasprintf("%s/help.txt", tmp), *text;
@@ -1186,6 +1558,9 @@ int main(void)
         cmocka_unit_test(test_kaslr_from_lstar),
         cmocka_unit_test(test_serial_log),
         cmocka_unit_test(test_two_cpus),
+        cmocka_unit_test(test_kernel_symbols),
+        cmocka_unit_test(test_kallsyms_errors),
+        cmocka_unit_test(test_extract_every_dump),
     };
     ssize_t n = readlink("/proc/self/exe", bin_dir, sizeof(bin_dir) - 1);
     const char *base = getenv("TMPDIR");

@@ -208,9 +208,10 @@ static void tok_copy(char *dst, size_t size, struct tok t)
 int ptt_parse_dump_meta(const char *text, size_t len, struct ptt_dump *d, uint64_t frames[3],
                         char *err, size_t errlen)
 {
-    static const char *const keys[] = {
-        "protocol",    "dump",     "reason",    "source",     "cpus",           "tsc_hz",
-        "kernel_base", "complete", "frames_ok", "frames_bad", "frames_missing", "syscall_entry"};
+    static const char *const keys[] = {"protocol",  "dump",       "reason",         "source",
+                                       "cpus",      "tsc_hz",     "kernel_base",    "complete",
+                                       "frames_ok", "frames_bad", "frames_missing", "syscall_entry",
+                                       "comm",      "pid"};
     bool seen[sizeof(keys) / sizeof(keys[0])] = {0};
     struct lines L = {text, len, 0, 0};
     struct tok k, v;
@@ -274,7 +275,21 @@ int ptt_parse_dump_meta(const char *text, size_t len, struct ptt_dump *d, uint64
             if (parse_hex(v, true, &d->syscall_entry))
                 return fail(err, errlen, L.no, "syscall_entry: not 0x and 1 to 16 hex digits");
             break;
-        default:
+        case 12:
+            if (v.n == 0 || v.n >= sizeof(d->comm))
+                return fail(err, errlen, L.no, "comm: not 1 to %zu characters",
+                            sizeof(d->comm) - 1);
+            for (size_t c = 0; c < v.n; c++)
+                if (v.s[c] == ' ' || v.s[c] == '\t')
+                    return fail(err, errlen, L.no, "comm: a name without blanks");
+            tok_copy(d->comm, sizeof(d->comm), v);
+            break;
+        case 13:
+            if (parse_dec(v, &d->pid) || d->pid > INT32_MAX)
+                return fail(err, errlen, L.no, "pid: not a process id");
+            d->has_pid = true;
+            break;
+        default: /* 8, 9, 10: the frame counts */
             if (parse_dec(v, &fr[i - 8]))
                 return fail(err, errlen, L.no, "%s: not a number", keys[i]);
             break;
@@ -492,8 +507,11 @@ int ptt_parse_snapshots(const char *text, size_t len, struct ptt_dump *d, char *
 static char *join(const char *dir, const char *name)
 {
     char *p = NULL;
+    size_t n = strlen(dir);
 
-    if (asprintf(&p, "%s/%s", dir, name) < 0)
+    while (n > 1 && dir[n - 1] == '/') /* "trace/" + "x" is "trace/x" */
+        n--;
+    if (asprintf(&p, "%.*s/%s", (int)n, dir, name) < 0)
         return NULL;
     return p;
 }
@@ -716,6 +734,63 @@ static void rm_tree(const char *dir)
     rmdir(dir);
 }
 
+/* DIR itself when it is a dump directory; else, where it is what extract wrote for every dump
+ * of a log (DIR/dumps: "NAME ID BOOT REASON STATUS" lines), its last dump's directory;
+ * malloc'd, or NULL with a one-line reason */
+static char *pick_dir(const char *dir, unsigned *ndumps, char *err, size_t errlen)
+{
+    char *meta = join(dir, "dump.meta"), *index = join(dir, "dumps"), *text = NULL, *out = NULL;
+    char last[256] = "";
+    size_t len;
+
+    *ndumps = 0;
+    if (!meta || !index) {
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
+    if (access(meta, F_OK) == 0 || access(index, F_OK) != 0) {
+        out = strdup(dir); /* a dump directory (or not: dump.meta's absence is reported) */
+        if (!out)
+            snprintf(err, errlen, "out of memory");
+        goto done;
+    }
+    if (ptt_read_file(index, META_MAX, &text, &len, err, errlen) != 0)
+        goto done;
+    unsigned no = 0;
+    for (char *p = text, *eol; p < text + len; p = eol + 1) {
+        eol = memchr(p, '\n', (size_t)(text + len - p));
+        if (!eol)
+            eol = text + len;
+        no++;
+        size_t n = 0;
+        while (p + n < eol && p[n] > ' ' && p[n] < 0x7f)
+            n++;
+        if (n == 0 && p == eol)
+            continue;
+        if (n < 6 || n >= sizeof(last) || strncmp(p, "dump-", 5) || memchr(p, '/', n) ||
+            (p + n < eol && p[n] != ' ')) {
+            snprintf(err, errlen, "%s/dumps: line %u: not \"dump-... ID BOOT REASON STATUS\"", dir,
+                     no);
+            goto done;
+        }
+        memcpy(last, p, n);
+        last[n] = 0;
+        (*ndumps)++;
+    }
+    if (!*ndumps) {
+        snprintf(err, errlen, "%s/dumps lists no dump (extract wrote none there)", dir);
+        goto done;
+    }
+    out = join(dir, last);
+    if (!out)
+        snprintf(err, errlen, "out of memory");
+done:
+    free(meta);
+    free(index);
+    free(text);
+    return out;
+}
+
 int ptt_dump_load(const char *dir_or_log, struct ptt_dump *d, char *err, size_t errlen)
 {
     struct stat st;
@@ -746,27 +821,37 @@ int ptt_dump_load(const char *dir_or_log, struct ptt_dump *d, char *err, size_t 
         }
         tmp_dirs[slot] = tmp;
         d->dir = strdup(tmp);
-        if (!d->dir || ptt_extract_log(dir_or_log, tmp, 1, err, errlen) != 0) {
+        if (!d->dir || ptt_extract_log(dir_or_log, tmp, 1, &d->ndumps, err, errlen) != 0) {
             if (!d->dir)
                 snprintf(err, errlen, "out of memory");
             ptt_dump_free(d);
             return -1;
         }
     } else if (S_ISDIR(st.st_mode)) {
-        d->dir = strdup(dir_or_log);
-        if (!d->dir) {
-            snprintf(err, errlen, "out of memory");
+        d->dir = pick_dir(dir_or_log, &d->ndumps, err, errlen);
+        if (!d->dir)
             return -1;
-        }
     } else {
         snprintf(err, errlen, "%s: neither a dump directory nor a serial log", dir_or_log);
         return -1;
+    }
+    if (d->ndumps > 1) {
+        d->given = strdup(dir_or_log);
+        if (!d->given) {
+            snprintf(err, errlen, "out of memory");
+            ptt_dump_free(d);
+            return -1;
+        }
     }
     if (load_text(d->dir, "dump.meta", META_MAX, &text, &len, err, errlen) != 0) {
         ptt_dump_free(d);
         return -1;
     }
+    unsigned ndumps = d->ndumps;
+    char *given = d->given;
     r = ptt_parse_dump_meta(text, len, d, NULL, err, errlen);
+    d->ndumps = ndumps;
+    d->given = given;
     free(text);
     if (r != 0) {
         prefix_err(d->dir, "dump.meta", err, errlen);
@@ -797,5 +882,6 @@ void ptt_dump_free(struct ptt_dump *d)
             tmp_dirs[i] = NULL;
         }
     free(d->dir);
+    free(d->given);
     memset(d, 0, sizeof(*d));
 }

@@ -10,6 +10,8 @@
 #include "frame_dec.h"
 
 #include <lz4.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -251,6 +253,7 @@ enum frame_kind frame_parse(const char *s, size_t n, struct frame_line *f)
     int nt;
 
     f->kind = FRAME_NONE;
+    f->guest = false;
     f->why[0] = 0;
     f->at = 0;
     f->prefix_bad = false;
@@ -293,6 +296,11 @@ enum frame_kind frame_parse(const char *s, size_t n, struct frame_line *f)
                    nt < 0 ? "an empty field or too many fields" : "too few fields");
     if (!hex32(t[1].s, t[1].n, &f->dump) || !hex32(t[2].s, t[2].n, &f->cpu))
         return bad(f, "frame with a bad dump id or CPU field");
+    /* b, d, e: the same records, written by software in the guest (a separate namespace) */
+    if (t[0].n == 1 && (t[0].s[0] == 'b' || t[0].s[0] == 'd' || t[0].s[0] == 'e')) {
+        f->guest = true;
+        t[0].s = t[0].s[0] == 'b' ? "B" : t[0].s[0] == 'd' ? "D" : "E";
+    }
     if (tok_is(&t[0], "D"))
         return parse_data(f, t, nt);
     if (tok_is(&t[0], "B") || tok_is(&t[0], "E")) {
@@ -611,6 +619,202 @@ int frame_end_parse(const char *const *body, unsigned n, struct frame_endrec *r,
         return -1;
     }
     return 0;
+}
+
+int frame_note_parse(const char *const *body, unsigned n, struct frame_note *nt, char *why,
+                     size_t whylen)
+{
+    struct kv_iter it = {.body = body, .n = n};
+    struct tok k, v;
+    bool kind = false, len = false, comm = false;
+    uint64_t x;
+
+    memset(nt, 0, sizeof(*nt));
+    while (kv_next(&it, &k, &v)) {
+        if (k.n == 0 || v.s == k.s + k.n) {
+            whyf(why, whylen, "note field '%.*s' is not key=value", (int)(k.n > 16 ? 16 : k.n),
+                 k.s);
+            return -1;
+        }
+        if (tok_is(&k, "note")) {
+            if (kind) {
+                whyf(why, whylen, "note: the key note= twice");
+                return -1;
+            }
+            kind = true;
+            if (tok_is(&v, "kallsyms"))
+                nt->kind = FRAME_NOTE_KALLSYMS;
+            else if (tok_is(&v, "comm"))
+                nt->kind = FRAME_NOTE_COMM;
+            else {
+                whyf(why, whylen, "note of an unknown kind '%.*s' (ignored)",
+                     (int)(v.n > 16 ? 16 : v.n), v.s);
+                return -1;
+            }
+        } else if (tok_is(&k, "t")) {
+            if (len || !num(&v, FRAME_STREAM_MAX, &nt->len)) {
+                whyf(why, whylen, "note: t= is not one length up to 1 TiB");
+                return -1;
+            }
+            len = true;
+        } else if (tok_is(&k, "dump")) {
+            if (nt->has_dump || !hex32(v.s, v.n, &nt->dump)) {
+                whyf(why, whylen, "note: dump= is not one dump id");
+                return -1;
+            }
+            nt->has_dump = true;
+        } else if (tok_is(&k, "pid")) {
+            if (nt->has_pid || !num(&v, 0x7fffffff, &x)) {
+                whyf(why, whylen, "note: pid= is not one process id");
+                return -1;
+            }
+            nt->pid = x;
+            nt->has_pid = true;
+        } else if (tok_is(&k, "comm")) {
+            /* hex of the name's bytes: printable ASCII without space, 1..15 of them */
+            if (comm || v.n == 0 || v.n % 2 || v.n / 2 > FRAME_COMM_MAX) {
+                whyf(why, whylen, "note: comm= is not 1 to %d bytes in hex", FRAME_COMM_MAX);
+                return -1;
+            }
+            for (size_t i = 0; i < v.n; i += 2) {
+                uint64_t hi, lo;
+                if (!hexv(v.s + i, 1, 1, &hi) || !hexv(v.s + i + 1, 1, 1, &lo)) {
+                    whyf(why, whylen, "note: comm= is not lowercase hex");
+                    return -1;
+                }
+                x = hi << 4 | lo;
+                if (x < 0x21 || x > 0x7e) {
+                    whyf(why, whylen, "note: comm= holds byte 0x%02x (printable ASCII only)",
+                         (unsigned)x);
+                    return -1;
+                }
+                nt->comm[i / 2] = (char)x;
+            }
+            comm = true;
+        }
+    }
+    if (!kind || !len) {
+        whyf(why, whylen, "note record without its note= or t= field");
+        return -1;
+    }
+    if (nt->kind == FRAME_NOTE_COMM && (!comm || !nt->has_dump || nt->len != 0)) {
+        whyf(why, whylen, "comm note without comm= and dump=, or with data");
+        return -1;
+    }
+    if (nt->kind == FRAME_NOTE_KALLSYMS && nt->len == 0) {
+        whyf(why, whylen, "kallsyms note without data (t=0)");
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- the data of a kallsyms note ---- */
+
+#define KSYM_NAME_MAX 512 /* the kernel's KSYM_NAME_LEN */
+
+static int hexdig_any(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    c |= 0x20;
+    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* one kallsyms name: printable ASCII without space, then optionally "\t[MODULE]" */
+static bool name_ok(const char *p, size_t n, size_t *name_len)
+{
+    size_t k = 0;
+
+    while (k < n && p[k] != '\t') {
+        if ((unsigned char)p[k] < 0x21 || (unsigned char)p[k] > 0x7e)
+            return false;
+        k++;
+    }
+    if (k == 0 || k > KSYM_NAME_MAX)
+        return false;
+    *name_len = k;
+    if (k == n)
+        return true;
+    /* "\t[mod]" */
+    if (n - k < 4 || p[k + 1] != '[' || p[n - 1] != ']')
+        return false;
+    for (size_t i = k + 2; i < n - 1; i++)
+        if ((unsigned char)p[i] < 0x21 || (unsigned char)p[i] > 0x7e || p[i] == '[' || p[i] == ']')
+            return false;
+    return true;
+}
+
+int frame_kallsyms_text(const char *in, size_t n, char **out, size_t *outlen, uint64_t *entry,
+                        unsigned *nsym, char *err, size_t errlen)
+{
+    char *buf = NULL;
+    size_t cap = 0;
+    FILE *f = open_memstream(&buf, &cap);
+    uint64_t addr = 0;
+    unsigned line = 0;
+    size_t pos = 0;
+
+    *out = NULL;
+    *outlen = 0;
+    *entry = 0;
+    *nsym = 0;
+    if (!f) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    while (pos < n) {
+        const char *p = in + pos, *eol = memchr(p, '\n', n - pos);
+        size_t len = eol ? (size_t)(eol - p) : n - pos, i = 1, digits = 0, nl;
+        uint64_t d = 0;
+
+        pos += len + (eol ? 1 : 0);
+        line++;
+        if (!eol) {
+            snprintf(err, errlen, "kallsyms note, line %u: cut (no newline at its end)", line);
+            goto bad;
+        }
+        if (len < 1 || p[0] != '+') {
+            snprintf(err, errlen, "kallsyms note, line %u: not \"+DELTA TYPE NAME\"", line);
+            goto bad;
+        }
+        while (i < len && hexdig_any((unsigned char)p[i]) >= 0 && digits < 17) {
+            d = d << 4 | (uint64_t)hexdig_any((unsigned char)p[i++]);
+            digits++;
+        }
+        if (!digits || digits > 16 || i + 3 > len || p[i] != ' ' || p[i + 2] != ' ' ||
+            !((p[i + 1] >= 'a' && p[i + 1] <= 'z') || (p[i + 1] >= 'A' && p[i + 1] <= 'Z')) ||
+            !name_ok(p + i + 3, len - i - 3, &nl)) {
+            snprintf(err, errlen, "kallsyms note, line %u: not \"+DELTA TYPE NAME\"", line);
+            goto bad;
+        }
+        if (addr + d < addr) {
+            snprintf(err, errlen, "kallsyms note, line %u: the address runs past 2^64", line);
+            goto bad;
+        }
+        addr += d;
+        if (nl == 16 && !memcmp(p + i + 3, "entry_SYSCALL_64", 16) && p[i + 1] != 'w' &&
+            p[i + 1] != 'W')
+            *entry = addr;
+        fprintf(f, "%016llx %.*s\n", (unsigned long long)addr, (int)(len - i - 1), p + i + 1);
+        (*nsym)++;
+    }
+    if (fclose(f) != 0 || !buf) {
+        free(buf);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (!*nsym) {
+        free(buf);
+        snprintf(err, errlen, "kallsyms note without a symbol");
+        return -1;
+    }
+    *out = buf;
+    *outlen = cap;
+    return 0;
+bad:
+    fclose(f);
+    free(buf);
+    return -1;
 }
 
 int frame_block_decode(const uint8_t *enc, uint32_t enclen, bool lz4, uint32_t rawlen, uint32_t crc,

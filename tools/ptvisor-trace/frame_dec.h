@@ -34,6 +34,7 @@ enum frame_kind {
 
 struct frame_line {
     enum frame_kind kind;
+    bool guest;      /* a guest record (types b, d, e: docs/serial-protocol.md section 12) */
     size_t at;       /* offset of "@PTV" in the line: the text before it is console output */
     bool prefix_bad; /* FRAME_BAD at "@PTV" itself: likely console text, kept whole */
     uint32_t dump, cpu;
@@ -91,6 +92,32 @@ int frame_meta_parse(const char *const *body, unsigned n, struct frame_meta *m, 
 int frame_end_parse(const char *const *body, unsigned n, struct frame_endrec *r, char *why,
                     size_t whylen);
 
+/* a guest note's BEGIN record (type b): what it carries */
+enum frame_note_kind { FRAME_NOTE_KALLSYMS = 1, FRAME_NOTE_COMM };
+
+#define FRAME_COMM_MAX 15 /* the kernel's TASK_COMM_LEN - 1 */
+
+struct frame_note {
+    enum frame_note_kind kind;
+    uint64_t len;           /* t=: bytes of the note's data stream */
+    bool has_dump, has_pid; /* comm: the dump it names, the process */
+    uint32_t dump;
+    uint64_t pid;
+    char comm[FRAME_COMM_MAX + 1]; /* printable ASCII, no space */
+};
+
+/* a note's BEGIN record (parts 1..n); 0, or -1 with the reason in why (an unknown kind
+ * included: the note is then ignored) */
+int frame_note_parse(const char *const *body, unsigned n, struct frame_note *nt, char *why,
+                     size_t whylen);
+
+/* the data of a kallsyms note ("+DELTA TYPE NAME[\t[MODULE]]" lines, each address the
+ * previous one plus DELTA, from 0) as /proc/kallsyms text in *out (malloc'd); *entry: the
+ * address of entry_SYSCALL_64 in it (0: none), *nsym: its lines; 0, or -1 with a one-line
+ * reason */
+int frame_kallsyms_text(const char *in, size_t n, char **out, size_t *outlen, uint64_t *entry,
+                        unsigned *nsym, char *err, size_t errlen);
+
 const char *frame_reason_name(enum frame_reason r);
 const char *frame_source_name(enum frame_source s);
 /* "trace", "crash", "snapshot N" */
@@ -135,12 +162,22 @@ int fx_status(const struct fx *x, unsigned i);
 int fx_pick(const struct fx *x, long long dump_id);
 /* every finding of dump i, by line number; the summary; `quiet`: no notes on harmless things */
 void fx_report(const struct fx *x, unsigned i, FILE *out, bool quiet);
+/* the same in two parts: the findings of no dump (bad lines before any frame, guest notes),
+ * and one dump's (for a report of every dump) */
+void fx_report_global(const struct fx *x, FILE *out, bool quiet);
+void fx_report_dump(const struct fx *x, unsigned i, FILE *out, bool quiet);
 /* one line per dump */
 void fx_list(const struct fx *x, FILE *out);
+/* the directory name of dump i when every dump is extracted: dump-ID-REASON, with -bBOOT (or
+ * -nINDEX) where another dump of the log has the same id and reason */
+void fx_dump_name(const struct fx *x, unsigned i, char *buf, size_t len);
+/* its line in that directory's index: "NAME ID BOOT REASON STATUS" */
+void fx_dump_line(const struct fx *x, unsigned i, FILE *out);
 /* stream `stream` of CPU section `cpu` of dump i; false when there is no such section */
 bool fx_stream(const struct fx *x, unsigned i, uint32_t cpu, unsigned stream,
                struct fx_stream_view *v);
-/* write the dump directory of ptt.h (console.log aside); 0, or -1 with the reason */
+/* write the dump directory of ptt.h (console.log aside; with the guest's kallsyms and the
+ * traced program's name where the log has them for this dump); 0, or -1 with the reason */
 int fx_write(const struct fx *x, unsigned i, const char *dir, char *why, size_t whylen);
 
 #endif

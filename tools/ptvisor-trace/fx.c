@@ -67,40 +67,43 @@ void fx_say(struct msgs *ms, unsigned long line, bool note, const char *fmt, ...
     ms->m[ms->n++] = (struct msg){.line = line, .note = note, .text = t};
 }
 
-static unsigned hkey(uint32_t dump, uint32_t cpu)
+static unsigned hkey(bool guest, uint32_t dump, uint32_t cpu)
 {
-    return (unsigned)(((uint64_t)dump * 0x9e3779b97f4a7c15ull ^ cpu * 0xc2b2ae3d27d4eb4full) >>
+    return (unsigned)(((uint64_t)dump * 0x9e3779b97f4a7c15ull ^ cpu * 0xc2b2ae3d27d4eb4full ^
+                       (guest ? 0x165667b19e3779f9ull : 0)) >>
                       54) %
            HASH_SIZE;
 }
 
-static struct sect *current(struct fx *x, uint32_t dump, uint32_t cpu)
+static struct sect *current(struct fx *x, bool guest, uint32_t dump, uint32_t cpu)
 {
-    for (struct sect *s = x->hash[hkey(dump, cpu)]; s; s = s->hnext)
-        if (s->dump == dump && s->cpu == cpu)
+    for (struct sect *s = x->hash[hkey(guest, dump, cpu)]; s; s = s->hnext)
+        if (s->guest == guest && s->dump == dump && s->cpu == cpu)
             return s;
     return NULL;
 }
 
 /* a new section becomes the latest for its key */
-static struct sect *new_sect(struct fx *x, uint32_t dump, uint32_t cpu, unsigned long line)
+static struct sect *new_sect(struct fx *x, bool guest, uint32_t dump, uint32_t cpu,
+                             unsigned long line)
 {
-    struct sect *s = fx_xcalloc(1, sizeof(*s)), **pp = &x->hash[hkey(dump, cpu)];
+    struct sect *s = fx_xcalloc(1, sizeof(*s)), **pp = &x->hash[hkey(guest, dump, cpu)];
 
+    s->guest = guest;
     s->dump = dump;
     s->cpu = cpu;
     s->line0 = s->line1 = line;
     s->dumpidx = -1;
     for (; *pp; pp = &(*pp)->hnext)
-        if ((*pp)->dump == dump && (*pp)->cpu == cpu) {
+        if ((*pp)->guest == guest && (*pp)->dump == dump && (*pp)->cpu == cpu) {
             s->older = *pp;
             s->hnext = (*pp)->hnext;
             *pp = s;
             break;
         }
     if (!s->older) {
-        s->hnext = x->hash[hkey(dump, cpu)];
-        x->hash[hkey(dump, cpu)] = s;
+        s->hnext = x->hash[hkey(guest, dump, cpu)];
+        x->hash[hkey(guest, dump, cpu)] = s;
     }
     GROW(x->all, x->nall, x->capall);
     x->all[x->nall++] = s;
@@ -264,7 +267,7 @@ static void on_begin(struct fx *x, struct sect **sp, const struct frame_line *f,
     if (!s || begin_contradicts(s, f)) {
         if (s)
             fx_dup_flush(s);
-        s = *sp = new_sect(x, f->dump, f->cpu, line);
+        s = *sp = new_sect(x, f->guest, f->dump, f->cpu, line);
     }
     if (!s->bn) {
         s->bn = f->nparts;
@@ -299,6 +302,43 @@ static void on_end(struct sect *s, const struct frame_line *f, unsigned long lin
     }
 }
 
+/* ptvisor-ctl's line "ptvisor-ctl: dump N of PROG going out on the serial console" names the
+ * program of dump N (a guest older than the comm note says no more than this) */
+static void console_note(struct fx *x, const char *s, size_t n, unsigned long lineno)
+{
+    static const char pre[] = "ptvisor-ctl: dump ", mid[] = " of ", post[] = " going out";
+    const char *p = memmem(s, n, pre, sizeof(pre) - 1), *end = s + n;
+    uint64_t id = 0;
+    size_t digits = 0, len = 0;
+    struct gnote g;
+
+    if (!p)
+        return;
+    p += sizeof(pre) - 1;
+    while (p < end && *p >= '0' && *p <= '9' && digits < 10) {
+        id = id * 10 + (uint64_t)(*p++ - '0');
+        digits++;
+    }
+    if (!digits || id > UINT32_MAX || (size_t)(end - p) < sizeof(mid) - 1 ||
+        memcmp(p, mid, sizeof(mid) - 1))
+        return;
+    p += sizeof(mid) - 1;
+    memset(&g, 0, sizeof(g));
+    while (p + len < end && p[len] > 0x20 && p[len] < 0x7f)
+        len++;
+    if (!len || (size_t)(end - p - len) < sizeof(post) - 1 ||
+        memcmp(p + len, post, sizeof(post) - 1))
+        return;
+    /* the kernel's comm: the program's file name, cut to 15 bytes */
+    memcpy(g.comm, p, len > FRAME_COMM_MAX ? FRAME_COMM_MAX : len);
+    g.kind = FRAME_NOTE_COMM;
+    g.line0 = g.line1 = lineno;
+    g.dump = (uint32_t)id;
+    g.from_console = true;
+    GROW(x->note, x->nnote, x->capnote);
+    x->note[x->nnote++] = g;
+}
+
 void fx_line(struct fx *x, const char *s, size_t n, unsigned long lineno, FILE *console)
 {
     struct frame_line *f = &x->fl;
@@ -306,6 +346,7 @@ void fx_line(struct fx *x, const char *s, size_t n, unsigned long lineno, FILE *
     struct sect *sec;
 
     x->lines++;
+    console_note(x, s, k == FRAME_NONE ? n : f->at, lineno);
     if (k == FRAME_NONE) {
         if (console) {
             fwrite(s, 1, n, console);
@@ -331,11 +372,11 @@ void fx_line(struct fx *x, const char *s, size_t n, unsigned long lineno, FILE *
         }
         return;
     }
-    sec = current(x, f->dump, f->cpu);
+    sec = current(x, f->guest, f->dump, f->cpu);
     if (k == FRAME_BEGIN)
         on_begin(x, &sec, f, lineno);
     else if (!sec)
-        sec = new_sect(x, f->dump, f->cpu, lineno);
+        sec = new_sect(x, f->guest, f->dump, f->cpu, lineno);
     if (k == FRAME_DATA)
         on_data(x, sec, f, lineno);
     else if (k == FRAME_END)
@@ -393,6 +434,7 @@ static void sect_free(struct sect *s)
     }
     msgs_free(&s->msgs);
     free(s->meta);
+    free(s->note);
     free(s->end);
     free(s);
 }
@@ -413,6 +455,9 @@ void fx_free(struct fx *x)
         free(x->orphan[i].text);
     free(x->orphan);
     msgs_free(&x->global);
+    for (size_t i = 0; i < x->nnote; i++)
+        free(x->note[i].text);
+    free(x->note);
     free(x);
 }
 

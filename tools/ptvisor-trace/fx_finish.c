@@ -21,7 +21,24 @@ static void finish_records(struct sect *s)
     char why[200];
 
     fx_dup_flush(s);
-    if (!s->bn) {
+    if (s->guest) { /* a note: its own BEGIN keys, no boot */
+        bool whole = s->bn > 0;
+        for (unsigned i = 0; i < s->bn; i++)
+            whole = whole && s->bpart[i];
+        if (!s->bn) {
+            fx_say(&s->msgs, s->line0, false, "guest note %x: data without its BEGIN record",
+                   s->dump);
+        } else if (!whole) {
+            fx_say(&s->msgs, s->line0, false, "guest note %x: BEGIN record incomplete", s->dump);
+        } else {
+            s->note = fx_xcalloc(1, sizeof(*s->note));
+            if (frame_note_parse((const char *const *)s->bpart, s->bn, s->note, why, sizeof(why))) {
+                fx_say(&s->msgs, s->bline[0], false, "guest note %x: %s", s->dump, why);
+                free(s->note);
+                s->note = NULL;
+            }
+        }
+    } else if (!s->bn) {
         fx_say(&s->msgs, s->line0, false, "dump %u cpu %u: DATA/END frames without a BEGIN record",
                s->dump, s->cpu);
     } else {
@@ -71,7 +88,13 @@ static void finish_records(struct sect *s)
     } else if (s->en) {
         fx_say(&s->msgs, s->line1, false, "dump %u cpu %u: END record incomplete", s->dump, s->cpu);
     }
-    if (!s->end)
+    if (!s->end && s->guest && s->note && s->note->len == 0 && !s->en)
+        return; /* a note without data needs no END */
+    if (!s->end && s->guest)
+        fx_say(&s->msgs, s->line1, false,
+               "guest note %x: no END record: the log ends or the note was cut (last line %lu)",
+               s->dump, s->line1);
+    else if (!s->end)
         fx_say(&s->msgs, s->line1, false,
                "dump %u cpu %u: no END record: the log ends or the dump was cut (last frame on "
                "line %lu)",
@@ -169,6 +192,10 @@ static void dump_add(struct fx *x, struct sect *s)
 
 static uint64_t stream_len(const struct sect *s, unsigned k, bool *known)
 {
+    if (s->guest) {
+        *known = s->note && k == FRAME_STREAM_TRACE;
+        return *known ? s->note->len : 0;
+    }
     *known = s->meta != NULL;
     if (!s->meta)
         return 0;
@@ -187,7 +214,9 @@ static void assemble(struct sect *s, unsigned k)
     struct strm *st = &s->st[k];
     char nb[32];
     uint64_t end = 0;
-    bool declared = !s->meta || k < FRAME_STREAM_SNAP(s->meta->nsnap);
+    bool declared = s->guest ? !s->note || k == FRAME_STREAM_TRACE
+                             : !s->meta || k < FRAME_STREAM_SNAP(s->meta->nsnap);
+    bool listed = s->guest ? s->note != NULL : s->meta != NULL;
 
     st->len = stream_len(s, k, &st->known_len);
     st->used = st->n > 0 || (st->known_len && st->len > 0);
@@ -195,7 +224,7 @@ static void assemble(struct sect *s, unsigned k)
     if (!st->used)
         return;
     fx_sname(k, nb, sizeof(nb));
-    if (s->meta && !declared) {
+    if (listed && !declared) {
         fx_say(&s->msgs, st->b[0]->line0, false,
                "dump %u cpu %u: DATA for %s, which the BEGIN record does not list; dropped",
                s->dump, s->cpu, nb);
@@ -331,6 +360,128 @@ static void finish_dump(struct dump *d)
     d->status = complete ? 0 : usable ? 2 : 1;
 }
 
+/* ---- guest notes ---- */
+
+/* a guest section's note, if it is whole, into x->note; its findings to the log's own */
+static void finish_note(struct fx *x, struct sect *s)
+{
+    struct strm *st = &s->st[FRAME_STREAM_TRACE];
+    struct gnote g;
+    char why[200];
+
+    for (size_t i = 0; i < s->msgs.n; i++) { /* findings without a dump: the log's */
+        GROW(x->global.m, x->global.n, x->global.cap);
+        x->global.m[x->global.n++] = s->msgs.m[i];
+    }
+    s->msgs.n = 0;
+    if (!s->note)
+        return;
+    memset(&g, 0, sizeof(g));
+    g.kind = s->note->kind;
+    g.line0 = s->line0;
+    g.line1 = s->line1;
+    if (g.kind == FRAME_NOTE_COMM) {
+        g.dump = s->note->dump;
+        g.has_pid = s->note->has_pid;
+        g.pid = s->note->pid;
+        memcpy(g.comm, s->note->comm, sizeof(g.comm));
+    } else {
+        if (!s->end || st->missing || st->crc != 1 || st->conflict) {
+            fx_say(&x->global, s->line0, false,
+                   "guest kallsyms note (lines %lu..%lu) incomplete or damaged: not used", s->line0,
+                   s->line1);
+            return;
+        }
+        char *all = fx_xcalloc(st->len + 1, 1);
+        for (size_t k = 0; k < st->nseg; k++) /* whole: the pieces follow each other */
+            memcpy(all + st->seg[k].off, st->seg[k].p, st->seg[k].len);
+        int r =
+            frame_kallsyms_text(all, st->len, &g.text, &g.len, &g.entry, &g.nsym, why, sizeof(why));
+        free(all);
+        if (r) {
+            fx_say(&x->global, s->line0, false, "guest kallsyms note (lines %lu..%lu): %s",
+                   s->line0, s->line1, why);
+            return;
+        }
+    }
+    GROW(x->note, x->nnote, x->capnote);
+    x->note[x->nnote++] = g;
+}
+
+/* log lines between a note and a dump (0: the note is inside the dump's lines) */
+static unsigned long distance(const struct gnote *g, const struct dump *d)
+{
+    if (g->line1 < d->line0)
+        return d->line0 - g->line1;
+    if (g->line0 > d->line1)
+        return g->line0 - d->line1;
+    return 0;
+}
+
+/* a dump of another boot between the note and dump d: the note is not of d's boot */
+static bool other_boot_between(const struct fx *x, const struct gnote *g, const struct dump *d)
+{
+    unsigned long lo = g->line1 < d->line0 ? g->line1 : d->line1,
+                  hi = g->line1 < d->line0 ? d->line0 : g->line0;
+
+    for (size_t j = 0; j < x->nd; j++) {
+        const struct dump *o = &x->d[j];
+        if (o->boot_known && d->boot_known && o->boot != d->boot && o->line0 > lo && o->line1 < hi)
+            return true;
+    }
+    return false;
+}
+
+/*
+ * Which note goes with dump i:
+ *   kallsyms: where the dump carries the guest's LSTAR, a note whose entry_SYSCALL_64 is at
+ *     that address (the same boot, KASLR included); else a note with no dump of another boot
+ *     between it and the dump.  The nearest such note in the log.
+ *   comm: a note naming the dump's id, with no dump of another boot between, the nearest;
+ *     ptvisor-ctl's own comm note before its console line.
+ */
+static void match_notes(struct fx *x, size_t i)
+{
+    struct dump *d = &x->d[i];
+    const struct frame_meta *m = NULL;
+    unsigned long best_k = ~0ul, best_c = ~0ul;
+    bool mismatch = false;
+
+    d->kallsyms = d->comm = -1;
+    for (size_t k = 0; k < d->n && !m; k++)
+        m = d->s[k]->meta;
+    for (size_t j = 0; j < x->nnote; j++) {
+        const struct gnote *g = &x->note[j];
+        unsigned long dist = distance(g, d);
+        if (g->kind == FRAME_NOTE_KALLSYMS) {
+            if (m && m->syscall_entry) {
+                if (g->entry != m->syscall_entry) {
+                    mismatch = mismatch || !other_boot_between(x, g, d);
+                    continue;
+                }
+            } else if (other_boot_between(x, g, d)) {
+                continue;
+            }
+            if (dist < best_k) {
+                best_k = dist;
+                d->kallsyms = (int)j;
+            }
+        } else if (g->kind == FRAME_NOTE_COMM && g->dump == d->id && !other_boot_between(x, g, d)) {
+            /* the structured note wins over the console line at the same distance */
+            if (dist < best_c || (dist == best_c && d->comm >= 0 && x->note[d->comm].from_console &&
+                                  !g->from_console)) {
+                best_c = dist;
+                d->comm = (int)j;
+            }
+        }
+    }
+    if (d->kallsyms < 0 && mismatch)
+        fx_say(&d->msgs, 0, false,
+               "dump %u: the guest's kallsyms in this log name entry_SYSCALL_64 at another "
+               "address than the dump's LSTAR %#llx (another boot): not used",
+               d->id, (unsigned long long)m->syscall_entry);
+}
+
 static int dump_cmp(const void *a, const void *b)
 {
     const struct dump *x = a, *y = b;
@@ -352,7 +503,7 @@ void fx_finish(struct fx *x)
     /* sections whose boot is known first, so that the others join the right dump */
     for (int pass = 0; pass < 2; pass++)
         for (size_t i = 0; i < x->nall; i++)
-            if (x->all[i]->boot_known == (pass == 0))
+            if (!x->all[i]->guest && x->all[i]->boot_known == (pass == 0))
                 dump_add(x, x->all[i]);
     /* dumps in log order (by their first frame line) */
     if (x->nd)
@@ -365,4 +516,9 @@ void fx_finish(struct fx *x)
             assemble(x->all[i], k);
     for (size_t i = 0; i < x->nd; i++)
         finish_dump(&x->d[i]);
+    for (size_t i = 0; i < x->nall; i++)
+        if (x->all[i]->guest)
+            finish_note(x, x->all[i]);
+    for (size_t i = 0; i < x->nd; i++)
+        match_notes(x, i);
 }

@@ -73,6 +73,7 @@ struct seqent {
 };
 
 struct sect {
+    bool guest; /* a guest note's records (types b, d, e), not the VMM's */
     uint32_t dump, cpu;
     struct sect *hnext; /* hash chain of the latest section per key */
     struct sect *older; /* the section this one replaced for its key */
@@ -93,10 +94,28 @@ struct sect {
     uint64_t dup_n, dup_s0, dup_s1;
     /* fx_finish */
     struct frame_meta *meta;
+    struct frame_note *note; /* guest: its BEGIN record */
     struct frame_endrec *end;
     bool boot_known;
     uint32_t boot;
     int dumpidx;
+};
+
+/* what the guest sent beside the VMM's dumps (section 12 of the protocol), or a console line
+ * of ptvisor-ctl naming a dump's program */
+struct gnote {
+    enum frame_note_kind kind;
+    unsigned long line0, line1;
+    /* kallsyms: the symbols as /proc/kallsyms text (malloc'd) */
+    char *text;
+    size_t len;
+    unsigned nsym;
+    uint64_t entry; /* entry_SYSCALL_64's address in it, 0: none */
+    /* comm */
+    uint32_t dump;
+    bool has_pid, from_console;
+    uint64_t pid;
+    char comm[FRAME_COMM_MAX + 1];
 };
 
 struct dump {
@@ -108,6 +127,7 @@ struct dump {
     struct msgs msgs;
     int status;
     bool complete;
+    int kallsyms, comm; /* the gnote each one takes (fx_finish), -1: none */
 };
 
 struct fx {
@@ -120,6 +140,8 @@ struct fx {
     struct msg *orphan; /* bad lines before any valid frame */
     size_t norphan, caporphan;
     struct msgs global;
+    struct gnote *note;
+    size_t nnote, capnote;
     struct frame_line fl;
     unsigned long lines, frame_lines;
 };

@@ -52,14 +52,15 @@ static const struct frame_meta *dump_meta(const struct dump *d)
     return NULL;
 }
 
-void fx_report(const struct fx *x, unsigned i, FILE *out, bool quiet)
+static void report(const struct fx *x, unsigned i, FILE *out, bool quiet, bool global)
 {
     const struct msg **v = NULL;
     size_t n = 0, cap = 0;
     const struct dump *d;
     const struct frame_meta *m;
 
-    collect(&x->global, &v, &n, &cap);
+    if (global)
+        collect(&x->global, &v, &n, &cap);
     if (i < x->nd) {
         d = &x->d[i];
         collect(&d->msgs, &v, &n, &cap);
@@ -109,6 +110,34 @@ void fx_report(const struct fx *x, unsigned i, FILE *out, bool quiet)
                 snaps_ok, s->meta ? s->meta->nsnap : snaps,
                 s->st[FRAME_STREAM_CRASH].used ? ", crash report" : "", s->end ? "" : ", no END");
     }
+    if (d->kallsyms >= 0) {
+        const struct gnote *g = &x->note[d->kallsyms];
+        fprintf(out, "  the guest's kallsyms: %u symbols (lines %lu..%lu)\n", g->nsym, g->line0,
+                g->line1);
+    }
+    if (d->comm >= 0) {
+        const struct gnote *g = &x->note[d->comm];
+        fprintf(out, "  the traced program: %s", g->comm);
+        if (g->has_pid)
+            fprintf(out, ", pid %llu", (unsigned long long)g->pid);
+        fprintf(out, " (line %lu%s)\n", g->line0,
+                g->from_console ? ", ptvisor-ctl's console line" : "");
+    }
+}
+
+void fx_report(const struct fx *x, unsigned i, FILE *out, bool quiet)
+{
+    report(x, i, out, quiet, true);
+}
+
+void fx_report_global(const struct fx *x, FILE *out, bool quiet)
+{
+    report(x, UINT_MAX, out, quiet, true);
+}
+
+void fx_report_dump(const struct fx *x, unsigned i, FILE *out, bool quiet)
+{
+    report(x, i, out, quiet, false);
 }
 
 void fx_list(const struct fx *x, FILE *out)
@@ -129,6 +158,42 @@ void fx_list(const struct fx *x, FILE *out)
                 : d->status == 2 ? "incomplete"
                                  : "unusable");
     }
+}
+
+static const char *reason_of(const struct dump *d)
+{
+    const struct frame_meta *m = dump_meta(d);
+
+    return m ? frame_reason_name(m->reason) : "unknown";
+}
+
+void fx_dump_name(const struct fx *x, unsigned i, char *buf, size_t len)
+{
+    const struct dump *d = &x->d[i];
+    bool clash = false;
+
+    for (size_t j = 0; j < x->nd; j++)
+        clash =
+            clash || (j != i && x->d[j].id == d->id && !strcmp(reason_of(&x->d[j]), reason_of(d)));
+    if (!clash)
+        snprintf(buf, len, "dump-%u-%s", d->id, reason_of(d));
+    else if (d->boot_known)
+        snprintf(buf, len, "dump-%u-%s-b%08x", d->id, reason_of(d), d->boot);
+    else
+        snprintf(buf, len, "dump-%u-%s-n%u", d->id, reason_of(d), i + 1);
+}
+
+void fx_dump_line(const struct fx *x, unsigned i, FILE *out)
+{
+    const struct dump *d = &x->d[i];
+    char name[80];
+
+    fx_dump_name(x, i, name, sizeof(name));
+    fprintf(out, "%s %u %s%08x %s %s\n", name, d->id, d->boot_known ? "0x" : "?", d->boot,
+            reason_of(d),
+            d->complete      ? "complete"
+            : d->status == 2 ? "incomplete"
+                             : "unusable");
 }
 
 bool fx_stream(const struct fx *x, unsigned i, uint32_t cpu, unsigned stream,
@@ -367,10 +432,24 @@ int fx_write(const struct fx *x, unsigned i, const char *dir, char *why, size_t 
                 m->kernel_base, m->ncpus);
     if (m && m->syscall_entry)
         fprintf(f, "syscall_entry 0x%" PRIx64 "\n", m->syscall_entry);
+    if (d->comm >= 0) {
+        fprintf(f, "comm %s\n", x->note[d->comm].comm);
+        if (x->note[d->comm].has_pid)
+            fprintf(f, "pid %llu\n", (unsigned long long)x->note[d->comm].pid);
+    }
     fprintf(f,
             "cpus %zu\ncomplete %s\nframes_ok %" PRIu64 "\nframes_bad %" PRIu64
             "\nframes_missing %" PRIu64 "\n",
             d->n, d->complete ? "yes" : "no", dump_frames(d, 0), dump_frames(d, 1),
             dump_frames(d, 2));
+    if (d->kallsyms >= 0) {
+        const struct gnote *g = &x->note[d->kallsyms];
+        struct fx_seg seg = {0, g->len, (const uint8_t *)g->text};
+        if (wfile(dir, "kallsyms", &seg, 1, NULL, why, whylen) != 0) {
+            fclose(dm.f);
+            free(dm.p);
+            return -1;
+        }
+    }
     return tb_write(&dm, dir, "dump.meta", why, whylen);
 }

@@ -104,7 +104,8 @@ enum {
     O_TITLE,
     O_FOLDED,
     O_WIDTH,
-    O_PROGRESS
+    O_PROGRESS,
+    O_KALLSYMS
 };
 
 int ptt_opts_parse(int argc, char **argv, unsigned accept, const char *help, struct ptt_opts *o)
@@ -112,6 +113,8 @@ int ptt_opts_parse(int argc, char **argv, unsigned accept, const char *help, str
     static const struct option lo[] = {
         {"elf", required_argument, NULL, 'e'},
         {"kernel", required_argument, NULL, 'k'},
+        {"vmlinux", required_argument, NULL, 'k'},
+        {"kallsyms", required_argument, NULL, O_KALLSYMS},
         {"map", required_argument, NULL, 'm'},
         {"output", required_argument, NULL, 'o'},
         {"quiet", no_argument, NULL, 'q'},
@@ -180,10 +183,17 @@ int ptt_opts_parse(int argc, char **argv, unsigned accept, const char *help, str
         }
         case 'k':
             if (o->kernel) {
-                ptt_fail(cmd, "one -k vmlinux only");
+                ptt_fail(cmd, "one -k / --vmlinux only");
                 return -1;
             }
             o->kernel = optarg;
+            break;
+        case O_KALLSYMS:
+            if (o->kallsyms) {
+                ptt_fail(cmd, "one --kallsyms only");
+                return -1;
+            }
+            o->kallsyms = optarg;
             break;
         case 'm':
             if (o->nmap == PTT_MAX_FILES) {
@@ -547,24 +557,96 @@ static void compare_snaps(struct ptt_image *im, const struct ptt_dump *d, uint64
 
 /* ---- the image ---- */
 
+/* kallsyms: the given file, or the dump's own (DIR/kallsyms, from the guest) */
+static int kallsyms_pick(struct ptt_image *im, const struct ptt_dump *d, const struct ptt_opts *o,
+                         char *err, size_t errlen)
+{
+    char *own;
+
+    if (o->kallsyms) {
+        im->kallsyms = o->kallsyms;
+        return 0;
+    }
+    if (asprintf(&own, "%s/kallsyms", d->dir ? d->dir : ".") < 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (d->dir && access(own, F_OK) == 0) {
+        im->kallsyms_path = own;
+        im->kallsyms = own;
+    } else {
+        free(own);
+    }
+    return 0;
+}
+
+/*
+ * The KASLR offset of the link-address kernel files (-k vmlinux, -m System.map), first found:
+ *   --kaslr; the dump's kernel_base minus the start of the kernel's text; the guest's LSTAR
+ *   minus entry_SYSCALL_64; the kallsyms's _text (runtime) minus the file's _text (link),
+ *   or its entry_SYSCALL_64 minus the file's; else 0.
+ * link: the file's dso (its symbols unshifted), text: the start of its text (0: unknown).
+ */
+static bool kaslr_of(const struct ptt_image *im, const struct ptt_dump *d, unsigned link,
+                     uint64_t text, const struct ptt_syms *ks, uint64_t *kaslr, const char **how)
+{
+    uint64_t a, b;
+
+    if (d->kernel_base && text) {
+        *kaslr = d->kernel_base - text;
+        *how = "the dump's kernel_base";
+        return true;
+    }
+    if (d->syscall_entry && ptt_syms_addr_of(&im->syms, link, SYSCALL_ENTRY_SYM, &a) == 0) {
+        *kaslr = d->syscall_entry - a; /* the guest's LSTAR is its entry_SYSCALL_64 */
+        *how = "the guest's LSTAR (entry_SYSCALL_64)";
+        return true;
+    }
+    if (ks && ptt_syms_addr_of(ks, 0, "_text", &b) == 0 &&
+        ptt_syms_addr_of(&im->syms, link, "_text", &a) == 0) {
+        *kaslr = b - a;
+        *how = "the kallsyms' _text";
+        return true;
+    }
+    if (ks && ptt_syms_addr_of(ks, 0, SYSCALL_ENTRY_SYM, &b) == 0 &&
+        ptt_syms_addr_of(&im->syms, link, SYSCALL_ENTRY_SYM, &a) == 0) {
+        *kaslr = b - a;
+        *how = "the kallsyms' entry_SYSCALL_64";
+        return true;
+    }
+    return false;
+}
+
 static int build_elfs(struct ptt_image *im, const struct ptt_dump *d, const struct ptt_opts *o,
                       char *err, size_t errlen)
 {
     struct elf_info info;
+    struct ptt_syms ks;
     uint64_t kaslr = 0;
-    bool have_kaslr = o->has_kaslr;
+    bool have_kaslr = o->has_kaslr, have_ks = false;
+    const char *how = o->has_kaslr ? "--kaslr" : NULL;
     int f, dso;
 
+    memset(&ks, 0, sizeof(ks));
     if (o->has_kaslr)
         kaslr = o->kaslr;
+    if (kallsyms_pick(im, d, o, err, errlen) != 0)
+        return -1;
+    if (im->kallsyms && (o->kernel || o->nmap)) { /* its anchors, for the KASLR offset */
+        if (ptt_syms_add_kallsyms(&ks, im->kallsyms, "[kernel.kallsyms]", err, errlen) < 0) {
+            ptt_syms_free(&ks);
+            return -1;
+        }
+        have_ks = true;
+    }
     for (unsigned i = 0; i < o->nelf; i++) {
         const struct ptt_elf_opt *e = &o->elf[i];
         uint64_t bias = 0;
 
         if ((f = file_map(im, e->path, err, errlen)) < 0)
-            return -1;
+            goto fail;
         if (elf_segs(im, (unsigned)f, false, 0, &info, err, errlen) != 0)
-            return -1;
+            goto fail;
         if (e->has_base)
             bias = e->base - info.low;
         else if (info.type == ET_DYN)
@@ -573,55 +655,50 @@ static int build_elfs(struct ptt_image *im, const struct ptt_dump *d, const stru
                      "addresses (0x%llx)",
                      e->path, (unsigned long long)info.low);
         if (elf_segs(im, (unsigned)f, true, bias, &info, err, errlen) != 0)
-            return -1;
+            goto fail;
         if ((dso = ptt_syms_add_elf(&im->syms, e->path, e->path, err, errlen)) < 0)
-            return -1;
+            goto fail;
         ptt_syms_set_bias(&im->syms, (unsigned)dso, bias);
     }
     if (o->kernel) {
-        uint64_t entry;
         if ((f = file_map(im, o->kernel, err, errlen)) < 0)
-            return -1;
+            goto fail;
         if (elf_segs(im, (unsigned)f, false, 0, &info, err, errlen) != 0)
-            return -1;
+            goto fail;
         if ((dso = ptt_syms_add_elf(&im->syms, o->kernel, o->kernel, err, errlen)) < 0)
-            return -1;
-        if (!have_kaslr && d->kernel_base) {
-            kaslr = d->kernel_base - info.text;
-            have_kaslr = true;
-        } else if (!have_kaslr && d->syscall_entry &&
-                   ptt_syms_addr_of(&im->syms, (unsigned)dso, SYSCALL_ENTRY_SYM, &entry) == 0) {
-            kaslr = d->syscall_entry - entry; /* the guest's LSTAR is its entry_SYSCALL_64 */
-            have_kaslr = true;
-        }
+            goto fail;
+        if (!have_kaslr)
+            have_kaslr =
+                kaslr_of(im, d, (unsigned)dso, info.text, have_ks ? &ks : NULL, &kaslr, &how);
         if (elf_segs(im, (unsigned)f, true, kaslr, &info, err, errlen) != 0)
-            return -1;
+            goto fail;
         ptt_syms_set_bias(&im->syms, (unsigned)dso, kaslr);
     }
     for (unsigned i = 0; i < o->nmap; i++) {
-        uint64_t text;
+        uint64_t text = 0;
 
         if ((dso = ptt_syms_add_map(&im->syms, o->map[i],
                                     o->kernel ? o->kernel : "[kernel.kallsyms]", err, errlen)) < 0)
-            return -1;
-        if (!have_kaslr && !d->kernel_base && d->syscall_entry &&
-            ptt_syms_addr_of(&im->syms, (unsigned)dso, SYSCALL_ENTRY_SYM, &text) == 0) {
-            kaslr = d->syscall_entry - text; /* the guest's LSTAR is its entry_SYSCALL_64 */
-            have_kaslr = true;
-        }
-        if (!have_kaslr && d->kernel_base) {
-            if (ptt_syms_addr_of(&im->syms, (unsigned)dso, "_text", &text) == 0) {
-                kaslr = d->kernel_base - text;
-                have_kaslr = true;
-            } else {
+            goto fail;
+        if (!have_kaslr) {
+            ptt_syms_addr_of(&im->syms, (unsigned)dso, "_text", &text);
+            have_kaslr = kaslr_of(im, d, (unsigned)dso, text, have_ks ? &ks : NULL, &kaslr, &how);
+            if (!have_kaslr && d->kernel_base && !text)
                 ptt_warn(o,
                          "%s has no _text: its addresses are not shifted to the dump's "
                          "kernel_base (give --kaslr)",
                          o->map[i]);
-            }
         }
         ptt_syms_set_bias(&im->syms, (unsigned)dso, kaslr);
     }
+    if (o->kernel || o->nmap)
+        im->kaslr_how = have_kaslr ? how : "none known (0 assumed)";
+    /* the kallsyms last: where it names what a vmlinux names, the vmlinux's symbol (with its
+     * size) is kept */
+    if (im->kallsyms &&
+        ptt_syms_add_kallsyms(&im->syms, im->kallsyms, "[kernel.kallsyms]", err, errlen) < 0)
+        goto fail;
+    ptt_syms_free(&ks);
     im->kaslr = kaslr;
     if (im->nseg)
         qsort(im->seg, im->nseg, sizeof(*im->seg), seg_cmp);
@@ -633,6 +710,9 @@ static int build_elfs(struct ptt_image *im, const struct ptt_dump *d, const stru
             return -1;
         }
     return 0;
+fail:
+    ptt_syms_free(&ks);
+    return -1;
 }
 
 int ptt_image_build(struct ptt_image *im, const struct ptt_dump *d, const struct ptt_opts *o,
@@ -702,6 +782,7 @@ void ptt_image_free(struct ptt_image *im)
         free(im->file[i].path);
     }
     free(im->seg);
+    free(im->kallsyms_path);
     ptt_syms_free(&im->syms);
     memset(im, 0, sizeof(*im));
 }
@@ -751,6 +832,19 @@ int ptt_session_load(struct ptt_session *s, int *exit_status)
         ptt_image_free(&s->im);
         ptt_dump_free(&s->d);
         return -1;
+    }
+    if (s->d.given && !s->o.quiet) {
+        struct stat gs;
+        if (stat(s->d.given, &gs) == 0 && S_ISDIR(gs.st_mode))
+            fprintf(stderr,
+                    "ptvisor-trace: %s: %s holds %u dumps: reading the last, %s (name another "
+                    "one's directory to read it)\n",
+                    s->o.cmd, s->d.given, s->d.ndumps, s->d.dir);
+        else
+            fprintf(stderr,
+                    "ptvisor-trace: %s: %s holds %u dumps: reading the last, dump %u "
+                    "(`ptvisor-trace extract %s -o DIR` writes each to its own directory)\n",
+                    s->o.cmd, s->d.given, s->d.ndumps, s->d.dump_id, s->d.given);
     }
     if (!s->d.complete)
         ptt_warn(&s->o, "%s: the dump is not complete (dump.meta: complete no)", s->d.dir);

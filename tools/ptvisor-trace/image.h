@@ -41,9 +41,10 @@ struct ptt_opts {
     const char *out;   /* -o FILE, or NULL (stdout) */
     struct ptt_elf_opt elf[PTT_MAX_FILES];
     unsigned nelf;
-    const char *kernel; /* -k vmlinux */
+    const char *kernel; /* -k / --vmlinux FILE */
     const char *map[PTT_MAX_FILES];
     unsigned nmap;
+    const char *kallsyms; /* --kallsyms FILE (else the dump's own DIR/kallsyms) */
     bool has_kaslr;
     uint64_t kaslr;     /* --kaslr OFF */
     int cpu;            /* --cpu N, -1: every CPU */
@@ -104,7 +105,11 @@ struct ptt_image {
     struct ptt_file file[PTT_MAX_FILES + 1];
     unsigned nfile;
     struct ptt_syms syms;
-    uint64_t kaslr; /* the shift applied to -k / -m */
+    uint64_t kaslr;        /* the shift applied to -k / -m */
+    const char *kaslr_how; /* where it came from (for messages), NULL: no -k / -m */
+    const char *kallsyms;  /* the kallsyms file used, NULL: none (owned by the options or
+                            * by kallsyms_path) */
+    char *kallsyms_path;   /* DIR/kallsyms, when that is the one */
 };
 
 /* the dump's snapshots + the option's ELF files + symbols; 0, or -1 with a one-line reason */

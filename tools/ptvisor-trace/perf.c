@@ -29,7 +29,8 @@ static const char help[] =
     "\n"
     "SYNOPSIS\n"
     "    ptvisor-trace perf DIR|LOG [-o perf.data] [-k vmlinux] [-m System.map]\n"
-    "                       [-e ELF[@BASE]]... [--kaslr OFF] [--cpu N] [-q]\n"
+    "                       [--kallsyms FILE] [-e ELF[@BASE]]... [--kaslr OFF] [--cpu N]\n"
+    "                       [-q]\n"
     "\n"
     "DESCRIPTION\n"
     "    Writes the PT trace of a dump (a directory from `ptvisor-trace extract`, or a\n"
@@ -45,11 +46,14 @@ static const char help[] =
     "    OUT.code/ where it is, or export again after moving it.  Nothing is looked up in\n"
     "    ~/.debug or on the network: the files have no build-id.\n"
     "\n"
-    "    The guest is one perf process, pid 1000 (\"guest\"), CPU n its thread 1001+n:\n"
-    "    every user address space (CR3) of the dump is mapped into it.  Where two\n"
-    "    snapshots give different bytes for one address, neither is written (a warning\n"
-    "    says where; perf reports a decode error there instead of wrong instructions;\n"
-    "    `ptvisor-trace decode` follows the CR3s).  Kernel code (addresses from 2^63) is\n"
+    "    The guest is one perf process: the traced program, its name and pid, where the\n"
+    "    guest named it (dump.meta's comm and pid, from `ptvisor-ctl trace -d`), else pid\n"
+    "    1000 (\"guest\"); CPU n is its thread 1001+n (a named program traced on one CPU:\n"
+    "    the process itself). Every user address space (CR3) of the dump is mapped into\n"
+    "    it.  Where two snapshots give different bytes for one address, neither is written\n"
+    "    (a warning says where; perf reports a decode error there instead of wrong\n"
+    "    instructions; `ptvisor-trace decode` follows the CR3s).  Kernel code (addresses from "
+    "2^63) is\n"
     "    in perf's kernel maps.  Each piece of a CPU's trace between ranges lost in\n"
     "    transit is its own decoder queue, decoded from its first PSB; perf reports\n"
     "    \"Lost trace data\" for that CPU.  The trace has no timestamps for perf: each\n"
@@ -57,13 +61,16 @@ static const char help[] =
     "\n"
     "OPTIONS\n"
     "    -o, --output FILE   the perf.data to write (default: perf.data)\n"
-    "    -k, --kernel FILE   the guest's vmlinux: kernel symbols (and code where no\n"
-    "                        snapshot covers it)\n"
-    "    -m, --map FILE      a System.map: kernel symbols\n"
+    "    -k, --vmlinux FILE  the guest's vmlinux: kernel symbols (and code where no\n"
+    "                        snapshot covers it), shifted by the KASLR offset\n"
+    "    -m, --map FILE      a System.map: kernel symbols (shifted the same way)\n"
+    "    --kallsyms FILE     the guest's /proc/kallsyms: kernel symbols at their run\n"
+    "                        addresses (default: the dump's own kallsyms, when the\n"
+    "                        guest sent it)\n"
     "    -e, --elf FILE[@BASE]  a user program or library, loaded at BASE (hex): symbols\n"
     "                        (and code where no snapshot covers it)\n"
-    "    --kaslr OFF         the kernel's KASLR offset (default: from the dump's\n"
-    "                        kernel_base and the vmlinux's _text)\n"
+    "    --kaslr OFF         the kernel's KASLR offset (default: as ptvisor-trace --help\n"
+    "                        says under KERNEL SYMBOLS)\n"
     "    --cpu N             only CPU N's trace\n"
     "    -q, --quiet         no warnings, no summary\n"
     "    -h, --help          this text\n"
@@ -271,7 +278,11 @@ static int plan_cpus(struct pd_plan *p, const struct ptt_dump *d, char *err, siz
         snprintf(err, errlen, "%u CPUs in the dump (1 .. %u)", d->ncpu, PTT_MAX_CPUS);
         return -1;
     }
-    p->task[p->ntask++] = (struct pd_task){PD_GUEST_PID, PD_GUEST_PID, "guest"};
+    /* the guest is one process: the traced program where the guest named it (comm, pid in
+     * dump.meta), else "guest" */
+    const char *comm = d->comm[0] ? d->comm : "guest";
+    int32_t pid = d->has_pid && d->pid && d->pid <= INT32_MAX ? (int32_t)d->pid : PD_GUEST_PID;
+    p->task[p->ntask++] = (struct pd_task){pid, pid, comm};
     for (unsigned i = 0; i < d->ncpu; i++) {
         const struct ptt_cpu *c = &d->cpu[i];
         if (c->cpu >= 4096) {
@@ -291,9 +302,12 @@ static int plan_cpus(struct pd_plan *p, const struct ptt_dump *d, char *err, siz
             snprintf(err, errlen, "cpu %u: hole list missing", c->cpu);
             return -1;
         }
-        int32_t tid = PD_GUEST_PID + 1 + (int32_t)c->cpu;
-        p->task[p->ntask++] = (struct pd_task){PD_GUEST_PID, tid, "guest"};
-        p->cpu[p->ncpu++] = (struct pd_cpu){c->cpu, PD_GUEST_PID, tid};
+        /* one thread per CPU; a named process traced on one CPU is its own thread */
+        int32_t tid =
+            pid != PD_GUEST_PID && d->ncpu == 1 ? pid : PD_GUEST_PID + 1 + (int32_t)c->cpu;
+        if (tid != pid)
+            p->task[p->ntask++] = (struct pd_task){pid, tid, comm};
+        p->cpu[p->ncpu++] = (struct pd_cpu){c->cpu, pid, tid};
         for (unsigned j = 0; j < c->ncr3 && c->cr3s; j++) {
             unsigned s;
             for (s = 0; s < nseen && seen[s] != c->cr3s[j]; s++)
@@ -567,9 +581,8 @@ static int export(struct ptt_session *ss, const char *out, int argc, char **argv
             ptt_fail(o->cmd, "%s", err);
             goto out;
         }
-        map[nmap++] = (struct pd_map){PD_GUEST_PID, PD_GUEST_PID, r->kernel,
-                                      r->va,        r->len,       pd_code_elf_offset(r->va),
-                                      paths[i]};
+        map[nmap++] = (struct pd_map){plan.task[0].pid, plan.task[0].pid,          r->kernel, r->va,
+                                      r->len,           pd_code_elf_offset(r->va), paths[i]};
     }
 
     pd_plan_spec(&plan, map, nmap, &spec);

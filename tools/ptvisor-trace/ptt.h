@@ -28,6 +28,10 @@
  *                                          KASLR offset where kernel_base is unknown
  *                        complete yes|no   END seen and every frame accounted for
  *                        frames_ok N, frames_bad N, frames_missing N
+ *                        comm NAME         the traced program's name as the guest kernel
+ *                                          knows it (1..15 printable bytes, no space), when
+ *                                          the guest named it (optional)
+ *                        pid N             its process id in the guest (optional)
  *   DIR/cpuN.pt        the PT bytes of CPU N, oldest first (the VMM starts a wrapped ring's
  *                      dump at a PSB); a range lost in transit is absent, never zero-filled:
  *                      cpuN.meta says which byte ranges are missing
@@ -46,11 +50,18 @@
  *                      resolves inside DIR)
  *   DIR/snap/...       the snapshot files
  *   DIR/crash.txt      the crash report (guest registers, exit ring, LBR), when reason = crash
+ *   DIR/kallsyms       the guest kernel's code symbols in /proc/kallsyms form (runtime
+ *                      addresses), when the guest sent them for the dump's boot (optional)
  *   DIR/console.log    the log with every frame line removed (the guest's console as it was)
+ *
+ * `extract` without --dump / --last writes every dump of a log into TOP/NAME (NAME =
+ * dump-ID-REASON, see fx_dump_name) and lists them in TOP/dumps, one "NAME ID BOOT REASON
+ * STATUS" line per dump in log order; the reading commands given TOP read its last dump.
  */
 #ifndef PTV_TOOLS_PTT_H
 #define PTV_TOOLS_PTT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -85,6 +96,11 @@ struct ptt_dump {
     char reason[16], source[16];
     uint64_t tsc_hz, kernel_base, syscall_entry;
     int complete;
+    char comm[16]; /* "": not named */
+    bool has_pid;
+    uint64_t pid;
+    unsigned ndumps; /* dumps in what was given (a log, or an extract's TOP directory) */
+    char *given;     /* what was given, when it held several dumps (for messages) */
     struct ptt_cpu cpu[PTT_MAX_CPUS];
     unsigned ncpu;
     struct ptt_snap *snap;
@@ -113,7 +129,9 @@ int ptt_cmd_flamegraph(int argc, char **argv);
 int ptt_cmd_summary(int argc, char **argv);
 int ptt_cmd_perf(int argc, char **argv);
 
-/* extract.c, for ptt_dump_load on a log: 0, or -1 with a one-line reason */
-int ptt_extract_log(const char *log, const char *dir, int quiet, char *err, size_t errlen);
+/* extract.c, for ptt_dump_load on a log: its last dump into dir; *ndumps (may be NULL): the
+ * dumps the log holds; 0, or -1 with a one-line reason */
+int ptt_extract_log(const char *log, const char *dir, int quiet, unsigned *ndumps, char *err,
+                    size_t errlen);
 
 #endif

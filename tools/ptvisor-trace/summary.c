@@ -10,6 +10,10 @@
 enum {
     C_BYTES,
     C_INSNS,
+    C_KINSNS,
+    C_KNAMED,
+    C_UINSNS,
+    C_UNAMED,
     C_BRANCHES,
     C_COND_TAKEN,
     C_COND_NOT,
@@ -35,6 +39,10 @@ enum {
 static const char *const label[C_N] = {
     "trace bytes",
     "instructions",
+    "  in kernel code (addresses from 2^63)",
+    "    named by a symbol",
+    "  in user code",
+    "    named by a symbol",
     "branches",
     "  conditional taken",
     "  conditional not taken",
@@ -83,6 +91,13 @@ static int sum_step(const struct ptt_step *s, void *ctx)
         enum ptt_br b = ptt_branch_of(s);
 
         c[C_INSNS]++;
+        if (s->ip >> 63) {
+            c[C_KINSNS]++;
+            c[C_KNAMED] += sym != NULL;
+        } else {
+            c[C_UINSNS]++;
+            c[C_UNAMED] += sym != NULL;
+        }
         x->self[sym ? (size_t)(sym - x->syms->s) : x->nsym]++;
         if (b != PTT_BR_NONE)
             c[C_BRANCHES]++;
@@ -174,9 +189,14 @@ static const char summary_help[] =
     "    overflows == that count.  ranges lost in transit: stream bytes the dump did not\n"
     "    deliver (DIR/cpuN.meta's missing ranges), one gap each.\n"
     "\n"
+    "    Then which share of the kernel's and of user space's instructions a symbol names,\n"
+    "    and where the kernel's symbols came from (the vmlinux or System.map with the KASLR\n"
+    "    offset and how it was found, the kallsyms).\n"
+    "\n"
     "OPTIONS\n"
-    "    -e FILE[@BASE], -k VMLINUX, -m SYSTEM.MAP, --kaslr OFF, --cpu N, -q, --progress\n"
-    "                    as for decode\n"
+    "    -e FILE[@BASE], -k/--vmlinux VMLINUX, -m SYSTEM.MAP, --kallsyms FILE, --kaslr OFF,\n"
+    "    --cpu N, -q, --progress\n"
+    "                    as for decode (ptvisor-trace --help)\n"
     "    --top N         the N busiest functions (default 20)\n"
     "    -o FILE         write to FILE instead of standard output\n";
 
@@ -235,6 +255,35 @@ int ptt_cmd_summary(int argc, char **argv)
             for (unsigned i = 0; i < x->ncpu; i++)
                 fprintf(f, " %12llu", (unsigned long long)x->c[i][k]);
             fprintf(f, " %12llu\n", (unsigned long long)tot[k]);
+        }
+        /* where the symbols came from, and how many instructions they name */
+        fprintf(f, "\nsymbols:");
+        if (tot[C_KINSNS])
+            fprintf(f, " kernel %.2f%% of %llu instructions named",
+                    100.0 * (double)tot[C_KNAMED] / (double)tot[C_KINSNS],
+                    (unsigned long long)tot[C_KINSNS]);
+        if (tot[C_UINSNS])
+            fprintf(f, "%s user %.2f%% of %llu named", tot[C_KINSNS] ? ";" : "",
+                    100.0 * (double)tot[C_UNAMED] / (double)tot[C_UINSNS],
+                    (unsigned long long)tot[C_UINSNS]);
+        fprintf(f, "\n");
+        if (s.o.kernel)
+            fprintf(f, "  kernel: %s, KASLR offset %#llx from %s\n", s.o.kernel,
+                    (unsigned long long)s.im.kaslr, s.im.kaslr_how);
+        for (unsigned i = 0; i < s.o.nmap; i++)
+            fprintf(f, "  kernel: %s, KASLR offset %#llx from %s\n", s.o.map[i],
+                    (unsigned long long)s.im.kaslr, s.im.kaslr_how);
+        if (s.im.kallsyms)
+            fprintf(f, "  kernel: %s (runtime addresses)%s\n", s.im.kallsyms,
+                    s.im.kallsyms_path ? ", the guest's own" : "");
+        if (tot[C_KINSNS] && !s.o.kernel && !s.o.nmap && !s.im.kallsyms)
+            fprintf(f, "  kernel: no symbols (give --vmlinux, --kallsyms or -m, or send the "
+                       "guest's with `ptvisor-ctl kallsyms`)\n");
+        if (s.d.comm[0]) {
+            fprintf(f, "  traced program: %s", s.d.comm);
+            if (s.d.has_pid)
+                fprintf(f, " (pid %llu)", (unsigned long long)s.d.pid);
+            fprintf(f, "\n");
         }
         /* top functions (self) */
         struct top *t = malloc((x->nsym + 1) * sizeof(*t));

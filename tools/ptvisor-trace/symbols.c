@@ -213,7 +213,10 @@ int ptt_syms_add_map_text(struct ptt_syms *y, const char *text, size_t len, cons
             addr = addr << 4 | (uint64_t)ptt_hexdig((unsigned char)p[i++]);
         }
         if (digits == 0 || digits > 16 || i + 3 > n || p[i] != ' ' || p[i + 2] != ' ') {
-            snprintf(err, errlen, "%s:%u: not a System.map line (ADDR TYPE NAME)", name, line);
+            snprintf(err, errlen,
+                     "%s:%u: not a symbol line (ADDR TYPE NAME, as in System.map and "
+                     "/proc/kallsyms)",
+                     name, line);
             return -1;
         }
         int rank = map_rank(p[i + 1]);

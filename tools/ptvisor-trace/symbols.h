@@ -41,6 +41,13 @@ int ptt_syms_add_map(struct ptt_syms *y, const char *path, const char *dso, char
 /* same, from text in memory (the parser; `name` for messages) */
 int ptt_syms_add_map_text(struct ptt_syms *y, const char *text, size_t len, const char *name,
                           const char *dso, char *err, size_t errlen);
+/* kallsyms.c: the code symbols of /proc/kallsyms text (runtime addresses: never shifted);
+ * refused when it holds no code symbol or only zero addresses (read without the right to see
+ * them); dso index or -1 */
+int ptt_syms_add_kallsyms(struct ptt_syms *y, const char *path, const char *dso, char *err,
+                          size_t errlen);
+int ptt_syms_add_kallsyms_text(struct ptt_syms *y, const char *text, size_t len, const char *name,
+                               const char *dso, char *err, size_t errlen);
 /* the raw (unshifted) address of a symbol of one dso by name; 0, or -1 if absent */
 int ptt_syms_addr_of(const struct ptt_syms *y, unsigned dso, const char *name, uint64_t *addr);
 /* every address of dso is shifted by bias (load base, KASLR) at finish */
