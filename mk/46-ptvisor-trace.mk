@@ -48,6 +48,16 @@ $(BUILD)/host/ptt_work: tests/unit/ptt_work.c
 	@mkdir -p $(@D)
 	$(Q)$(HOST_CC) -std=gnu11 -O1 -g -fno-inline -fno-omit-frame-pointer -static -no-pie $(WARN) -o $@ $<
 
+# host:readme-trace: README's "On the host" commands run as they stand (tests/unit/ptt-readme.sh),
+# on a serial log of three dumps with the guest's notes (ptt_mkdump, and the guest's own
+# ptvisor-ctl writing its kallsyms), the sanitized tool as `ptvisor-trace`
+.PHONY: test-ptt-readme
+test-ptt-readme: $(BUILD)/host/ptvisor-trace-san $(BUILD)/host/ptt_mkdump $(BUILD)/host/ptt_work \
+                 $(GUEST_CTL)
+	$(Q)tests/step.sh $(BUILD)/results host:readme-trace tests/unit/ptt-readme.sh README.md \
+	    $(BUILD)/host/ptvisor-trace-san $(BUILD)/host/ptt_mkdump $(BUILD)/host/ptt_work $(GUEST_CTL)
+TEST_TARGETS += test-ptt-readme
+
 FUZZERS += fuzz_ptt_dump
 fuzz_ptt_dump_SRCS := tests/fuzz/fuzz_ptt_dump.c $(PTT_LIB_SRCS)
 fuzz_ptt_dump_CFLAGS := -Itools/ptvisor-trace
