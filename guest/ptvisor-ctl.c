@@ -674,11 +674,11 @@ static int kallsyms(int argc, char **argv)
         return 1;
     }
     free(text);
+    /* stdout is line-buffered (main): each line goes out in one write, never split around
+     * another process's console output */
     const struct frame_out o = {note_line, NULL};
-    setvbuf(stdout, NULL, _IOFBF, 1 << 16); /* whole lines still: each is one fwrite */
     int rc = ptv_note_data(note_id(), "kallsyms", (const uint8_t *)data, dlen, &o);
     fflush(stdout);
-    setvbuf(stdout, NULL, _IOLBF, 0);
     free(data);
     if (rc) {
         fprintf(stderr, "ptvisor-ctl: kallsyms: the note could not be encoded\n");
