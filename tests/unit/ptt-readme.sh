@@ -93,7 +93,7 @@ fi
 # the kernel's boot window: named from the kallsyms the guest sent; the vmlinux shifted by the
 # offset the kallsyms gave
 named() { # summary output -> "named of all" for the kernel
-    awk '/^  in kernel code/ { all = $NF; k = 1; next } k && /^    named by a symbol/ { print $NF, all; exit }' "$1"
+    awk '/^  at kernel addresses/ { all = $NF; k = 1; next } k && /^    named by a symbol/ { print $NF, all; exit }' "$1"
 }
 read -r kn ka < <(named "$dir/out.6")
 [ -n "${ka:-}" ] && [ "$ka" -gt 0 ] && [ $((kn * 100)) -ge $((ka * 99)) ] &&

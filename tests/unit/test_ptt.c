@@ -1220,7 +1220,7 @@ static double kernel_named(const char *dir, const char *opts, char **text_out)
     free(err);
     text = slurp(out, NULL);
     free(out);
-    uint64_t all = summary_value(text, "  in kernel code (addresses from 2^63)");
+    uint64_t all = summary_value(text, "  at kernel addresses (from 2^63)");
     uint64_t named = summary_value(text, "    named by a symbol");
     assert_true(all > 100000);
     if (text_out)

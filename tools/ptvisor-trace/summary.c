@@ -39,9 +39,9 @@ enum {
 static const char *const label[C_N] = {
     "trace bytes",
     "instructions",
-    "  in kernel code (addresses from 2^63)",
+    "  at kernel addresses (from 2^63)",
     "    named by a symbol",
-    "  in user code",
+    "  at user addresses (below 2^63: also boot code, firmware)",
     "    named by a symbol",
     "branches",
     "  conditional taken",
@@ -189,7 +189,7 @@ static const char summary_help[] =
     "    overflows == that count.  ranges lost in transit: stream bytes the dump did not\n"
     "    deliver (DIR/cpuN.meta's missing ranges), one gap each.\n"
     "\n"
-    "    Then which share of the kernel's and of user space's instructions a symbol names,\n"
+    "    Then which share of the instructions at kernel and at user addresses a symbol names,\n"
     "    and where the kernel's symbols came from (the vmlinux or System.map with the KASLR\n"
     "    offset and how it was found, the kallsyms).\n"
     "\n"
@@ -259,11 +259,11 @@ int ptt_cmd_summary(int argc, char **argv)
         /* where the symbols came from, and how many instructions they name */
         fprintf(f, "\nsymbols:");
         if (tot[C_KINSNS])
-            fprintf(f, " kernel %.2f%% of %llu instructions named",
+            fprintf(f, " kernel addresses %.2f%% of %llu instructions named",
                     100.0 * (double)tot[C_KNAMED] / (double)tot[C_KINSNS],
                     (unsigned long long)tot[C_KINSNS]);
         if (tot[C_UINSNS])
-            fprintf(f, "%s user %.2f%% of %llu named", tot[C_KINSNS] ? ";" : "",
+            fprintf(f, "%s user addresses %.2f%% of %llu named", tot[C_KINSNS] ? ";" : "",
                     100.0 * (double)tot[C_UNAMED] / (double)tot[C_UINSNS],
                     (unsigned long long)tot[C_UINSNS]);
         fprintf(f, "\n");
