@@ -282,6 +282,40 @@ static void test_gwalk_modes(void **state)
     /* a table outside RAM */
     put64(0xc000 + 8 * ((lin >> 30) & 511), 0x80000000ull | 3);
     assert_int_equal(gw_translate(&mem, &p, lin, &gpa), GW_E_MEM);
+    /* writes as the guest could make them: 32-bit paging, PDE 2 (R/W, U) -> PTE 3 */
+    p = (struct gw_paging){.cr0 = 0x80010001, .cr3 = 0x4000, .cr4 = 0x10};             /* WP */
+    assert_int_equal(gw_translate_write(&mem, &p, 0x803abc, 3, 0, &gpa), GW_E_RIGHTS); /* PTE S */
+    pte = 0x7000 | 7;
+    memcpy(ram + 0x5000 + 4 * 3, &pte, 4);
+    pde2 = 0x5000 | 7;
+    memcpy(ram + 0x4000 + 8, &pde2, 4);
+    assert_int_equal(gw_translate_write(&mem, &p, 0x803abc, 3, 0, &gpa), 0);
+    assert_true(gpa == 0x7abc);
+    pte = 0x7000 | 5; /* read-only */
+    memcpy(ram + 0x5000 + 4 * 3, &pte, 4);
+    assert_int_equal(gw_translate_write(&mem, &p, 0x803abc, 3, 0, &gpa), GW_E_RIGHTS);
+    assert_int_equal(gw_translate_write(&mem, &p, 0x803abc, 0, 0, &gpa), GW_E_RIGHTS); /* WP */
+    p.cr0 &= ~0x10000ull;
+    assert_int_equal(gw_translate_write(&mem, &p, 0x803abc, 0, 0, &gpa), 0); /* WP = 0 */
+    pte = 0x7000 | 7;
+    memcpy(ram + 0x5000 + 4 * 3, &pte, 4);
+    p.cr4 |= 1ull << 21; /* SMAP: a supervisor write to a user page only with AC */
+    assert_int_equal(gw_translate_write(&mem, &p, 0x803abc, 0, 0, &gpa), GW_E_RIGHTS);
+    assert_int_equal(gw_translate_write(&mem, &p, 0x803abc, 0, 1ull << 18, &gpa), 0);
+    pde2 = 0x5000 | 5; /* a read-only directory entry makes the page read-only */
+    memcpy(ram + 0x4000 + 8, &pde2, 4);
+    assert_int_equal(gw_translate_write(&mem, &p, 0x803abc, 3, 0, &gpa), GW_E_RIGHTS);
+    pde2 = 0x5000 | 3;
+    memcpy(ram + 0x4000 + 8, &pde2, 4);
+    pte = 0x7000 | 3;
+    memcpy(ram + 0x5000 + 4 * 3, &pte, 4);
+    /* 5-level: a supervisor 1 GiB page, read-only in its PML5 entry */
+    p = (struct gw_paging){.cr0 = 0x80010001, .cr3 = 0xa000, .cr4 = 0x20 | 0x1000, .efer = 1 << 10};
+    put64(0xc000 + 8 * ((lin >> 30) & 511), 0x40000000ull | 0x83);
+    assert_int_equal(gw_translate_write(&mem, &p, lin, 0, 0, &gpa), 0);
+    assert_int_equal(gw_translate_write(&mem, &p, lin, 3, 0, &gpa), GW_E_RIGHTS);
+    put64(0xa000 + 8 * ((lin >> 48) & 511), 0xb000 | 1);
+    assert_int_equal(gw_translate_write(&mem, &p, lin, 0, 0, &gpa), GW_E_RIGHTS);
     /* gw_read across a page boundary stops at the unmapped page and says how far it got */
     p = (struct gw_paging){.cr0 = 0x80000001, .cr3 = 0x4000, .cr4 = 0x10};
     uint8_t buf[16];

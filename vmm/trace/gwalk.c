@@ -8,9 +8,14 @@
 #define CR4_LA57 (1ull << 12)
 #define EFER_LMA (1ull << 10)
 
-#define E_P    1ull
-#define E_PS   (1ull << 7)
-#define E_ADDR 0x000ffffffffff000ull
+#define E_P       1ull
+#define E_RW      (1ull << 1)
+#define E_US      (1ull << 2)
+#define E_PS      (1ull << 7)
+#define CR0_WP    (1ull << 16)
+#define CR4_SMAP  (1ull << 21)
+#define RFLAGS_AC (1ull << 18)
+#define E_ADDR    0x000ffffffffff000ull
 
 static int read_entry(const struct gw_mem *m, uint64_t gpa, unsigned size, uint64_t *e)
 {
@@ -22,12 +27,14 @@ static int read_entry(const struct gw_mem *m, uint64_t gpa, unsigned size, uint6
 }
 
 /* 32-bit paging: 2 levels of 4-byte entries, 4 MiB pages with CR4.PSE (Vol. 3A 4.3) */
-static int walk32(const struct gw_mem *m, const struct gw_paging *p, uint32_t lin, uint64_t *gpa)
+static int walk32(const struct gw_mem *m, const struct gw_paging *p, uint32_t lin, uint64_t *gpa,
+                  uint64_t *rights)
 {
     uint64_t pde, pte;
     int rc = read_entry(m, (p->cr3 & 0xfffff000u) + ((lin >> 22) << 2), 4, &pde);
     if (rc)
         return rc;
+    *rights &= pde;
     if ((pde & E_PS) && (p->cr4 & CR4_PSE)) {
         /* PSE-36: PDE bits 20:13 are physical address bits 39:32 (Table 4-4) */
         *gpa = (pde & 0xffc00000u) | ((pde >> 13 & 0xff) << 32) | (lin & 0x3fffff);
@@ -36,12 +43,14 @@ static int walk32(const struct gw_mem *m, const struct gw_paging *p, uint32_t li
     rc = read_entry(m, (pde & 0xfffff000u) + ((lin >> 12 & 0x3ff) << 2), 4, &pte);
     if (rc)
         return rc;
+    *rights &= pte;
     *gpa = (pte & 0xfffff000u) | (lin & 0xfff);
     return 0;
 }
 
 /* PAE, 4-level and 5-level paging: 8-byte entries, 9 bits per level (Vol. 3A 4.4, 4.5) */
-static int walk64(const struct gw_mem *m, const struct gw_paging *p, uint64_t lin, uint64_t *gpa)
+static int walk64(const struct gw_mem *m, const struct gw_paging *p, uint64_t lin, uint64_t *gpa,
+                  uint64_t *rights)
 {
     unsigned levels, shift;
     uint64_t table, e;
@@ -64,6 +73,7 @@ static int walk64(const struct gw_mem *m, const struct gw_paging *p, uint64_t li
         rc = read_entry(m, table + ((lin >> shift & 0x1ff) << 3), 8, &e);
         if (rc)
             return rc;
+        *rights &= e; /* PAE's PDPTEs have no R/W, U/S: they are read above, not here */
         /* 1 GiB (PDPTE of 4/5-level) and 2 MiB (PDE) pages */
         bool leaf = shift == 12 || ((e & E_PS) && (shift == 21 || (shift == 30 && levels >= 4)));
         if (leaf) {
@@ -75,15 +85,44 @@ static int walk64(const struct gw_mem *m, const struct gw_paging *p, uint64_t li
     }
 }
 
-int gw_translate(const struct gw_mem *m, const struct gw_paging *p, uint64_t lin, uint64_t *gpa)
+static int translate(const struct gw_mem *m, const struct gw_paging *p, uint64_t lin, uint64_t *gpa,
+                     uint64_t *rights)
 {
+    *rights = E_RW | E_US;
     if (!(p->cr0 & CR0_PG)) {
         *gpa = lin & 0xffffffffu; /* no paging: linear = physical, 32 bits */
         return 0;
     }
     if (p->cr4 & CR4_PAE)
-        return walk64(m, p, lin, gpa);
-    return walk32(m, p, (uint32_t)lin, gpa);
+        return walk64(m, p, lin, gpa, rights);
+    return walk32(m, p, (uint32_t)lin, gpa, rights);
+}
+
+int gw_translate(const struct gw_mem *m, const struct gw_paging *p, uint64_t lin, uint64_t *gpa)
+{
+    uint64_t rights;
+    return translate(m, p, lin, gpa, &rights);
+}
+
+int gw_translate_write(const struct gw_mem *m, const struct gw_paging *p, uint64_t lin,
+                       unsigned cpl, uint64_t rflags, uint64_t *gpa)
+{
+    uint64_t r;
+    int rc = translate(m, p, lin, gpa, &r);
+    if (rc)
+        return rc;
+    if (!(p->cr0 & CR0_PG))
+        return 0;
+    bool writable = r & E_RW, user = r & E_US;
+    if (cpl == 3) /* a user-mode write: every level user and writable (Vol. 3A 4.6.1) */
+        return user && writable ? 0 : GW_E_RIGHTS;
+    /* a supervisor-mode write: to a read-only page only with CR0.WP = 0; to a user page not
+     * with CR4.SMAP and RFLAGS.AC = 0 */
+    if (!writable && (p->cr0 & CR0_WP))
+        return GW_E_RIGHTS;
+    if (user && (p->cr4 & CR4_SMAP) && !(rflags & RFLAGS_AC))
+        return GW_E_RIGHTS;
+    return 0;
 }
 
 int gw_read(const struct gw_mem *m, const struct gw_paging *p, uint64_t lin, void *buf,

@@ -44,9 +44,18 @@ static inline uint64_t gw_space(const struct gw_paging *p)
 
 #define GW_E_NOTPRESENT (-1) /* a paging entry on the way is not present */
 #define GW_E_MEM        (-2) /* a table or the data is not guest RAM */
+#define GW_E_RIGHTS     (-3) /* the page is there but the access is not allowed */
 
 /* linear -> guest-physical; 0 or GW_E_* */
 int gw_translate(const struct gw_mem *m, const struct gw_paging *p, uint64_t lin, uint64_t *gpa);
+
+/* linear -> guest-physical for a data write the guest itself could make at CPL cpl with these
+ * RFLAGS (AC): every level of the walk present and, as SDM Vol. 3A 4.6.1 has it, writable by
+ * that CPL (user: every level user and R/W; supervisor: R/W unless CR0.WP = 0, and not a user
+ * page under CR4.SMAP with AC = 0).  Protection keys are not looked at (they are the process's
+ * own restriction of its own pages).  0 or GW_E_*. */
+int gw_translate_write(const struct gw_mem *m, const struct gw_paging *p, uint64_t lin,
+                       unsigned cpl, uint64_t rflags, uint64_t *gpa);
 
 /* read len bytes at a linear address (may cross pages); 0 or GW_E_*; on error the
  * number of bytes read before the failing page is in *got (if got != NULL) */

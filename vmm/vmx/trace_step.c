@@ -32,16 +32,19 @@
 uint64_t trace_guest_page(struct vcpu *v, uint64_t gpa, uint64_t len, bool write)
 {
     uint64_t hpa;
-    unsigned level;
+    unsigned level, perms;
     uint32_t type = vm_mem_type(v->handoff, gpa, len);
     /* code may run from firmware-reserved memory; the VMM reads no device and
-     * writes only guest RAM */
+     * writes only guest RAM, and only where EPT lets the guest write (a ToPA table page the PT
+     * engine write-protects is not written behind its back) */
     if (type != PTV_MEM_RAM && (write || (type != PTV_MEM_RESERVED && type != PTV_MEM_ACPI)))
         return 0;
     vm_ept_lock();
-    int rc = ept_translate(v->ept, gpa, &hpa, NULL, NULL, &level);
+    int rc = ept_translate(v->ept, gpa, &hpa, &perms, NULL, &level);
     vm_ept_unlock();
     if (rc || hpa != gpa) /* guest memory is identity-mapped; the sink page is not */
+        return 0;
+    if (write && !(perms & EPT_W))
         return 0;
     return hpa;
 }
@@ -244,6 +247,20 @@ static void tf_write(struct vcpu *v, bool on)
         vmcs_write32(GUEST_INTERRUPTIBILITY_INFO, s.intr);
 }
 
+/* the guest's own TF back on, entry-consistent (emul_policy.c tf_guest_restore) */
+static void tf_guest_write(struct vcpu *v)
+{
+    struct tf_step_state s = {
+        .rflags = vmcs_readl(GUEST_RFLAGS),
+        .pending_dbg = vmcs_readl(GUEST_PENDING_DBG_EXCEPTIONS),
+        .intr = vmcs_read32(GUEST_INTERRUPTIBILITY_INFO),
+        .activity = vmcs_read32(GUEST_ACTIVITY_STATE),
+    };
+    tf_guest_restore(&s);
+    vmcs_writel(GUEST_RFLAGS, s.rflags);
+    vmcs_writel(GUEST_PENDING_DBG_EXCEPTIONS, s.pending_dbg);
+}
+
 static void tf_arm(struct vcpu *v)
 {
     if (!trace_vmx_tf())
@@ -370,8 +387,11 @@ static uint64_t ip_wrap_cs(uint64_t ip, enum x86_code_size cs)
 
 /* the guest's own single step, due after an instruction it began with TF = 1: a #DB with BS,
  * delivered at this entry unless another event is (that one then comes first, as it would) */
-static void guest_step_deliver(void)
+static void guest_step_deliver(struct trace_vcpu *t)
 {
+    /* the handler must not run inside a block (its DR7 and DR0 would be the tracer's): the
+     * next entry steps */
+    t->blk_cool = true;
     if (vmcs_read32(VM_ENTRY_INTR_INFO_FIELD) & INTR_INFO_VALID)
         return;
     write_dr6(db_dr6_deliver(read_dr6(), PENDING_DBG_BS));
@@ -389,8 +409,30 @@ static void guest_step_deliver(void)
  * tracer's back; a frame an event pushed while the guest's TF was 0 is recorded (the tracer's
  * TF in it is how stepping comes back after its handler).
  */
+/* the image a PUSHF just stored at the stack top gets the guest's TF: only if RSP went down by
+ * an operand size (2, 4 or 8) from where it was, and only where the guest could write at its CPL
+ * (page rights, SMAP, EPT), one byte: TF is bit 0 of the image's second byte */
+static void pushf_fix(struct vcpu *v, const struct swtrace_cpu *c, uint64_t rsp_before, bool gtf)
+{
+    uint64_t mask = c->ctx.cs == X86_CODE64                      ? ~0ull
+                    : vmcs_read32(GUEST_SS_AR_BYTES) & VMX_AR_DB ? 0xffffffffull
+                                                                 : 0xffffull;
+    uint64_t down = (rsp_before - c->rsp) & mask;
+    if (down != 2 && down != 4 && down != 8)
+        return;
+    const struct gw_mem m = {.ctx = v, .read = trace_read_gpa};
+    uint64_t gpa, host;
+    if (gw_translate_write(&m, &c->paging, stack_lin(c, c->rsp) + 1, c->ctx.cpl,
+                           vmcs_readl(GUEST_RFLAGS), &gpa) ||
+        !(host = trace_guest_page(v, gpa, 1, true)))
+        return;
+    volatile uint8_t *b = (volatile uint8_t *)(uintptr_t)host;
+    *b = gtf ? *b | RFLAGS_TF >> 8 : *b & ~(RFLAGS_TF >> 8);
+}
+
 static void tf_after_step(struct vcpu *v, struct trace_vcpu *t, const struct x86_insn *prev,
-                          bool prev_valid, uint64_t ip, const struct swtrace_cpu *c, bool ran)
+                          bool prev_valid, uint64_t ip, uint64_t rsp_before, unsigned cpl_before,
+                          const struct swtrace_cpu *c, bool ran)
 {
     const bool gtf = v->trace_gtf;
     const bool event = t->sw.pushed.on;
@@ -416,20 +458,18 @@ static void tf_after_step(struct vcpu *v, struct trace_vcpu *t, const struct x86
         prev_valid && prev->branch != X86_BR_NONE && prev->branch != X86_BR_VMX &&
         !(prev->branch == X86_BR_JCC && c->rip == ip_wrap_cs(ip + prev->len, c->ctx.cs));
     if (gtf && ran && !event && (!v->trace_btf || branch_taken))
-        guest_step_deliver();
+        guest_step_deliver(t);
     if (!prev_valid || !ran)
         return;
-    if (prev->branch == X86_BR_SYSCALL && c->ctx.cpl == 0)
+    /* what was decoded may not be what ran (another vCPU can rewrite the code in between):
+     * each fix-up checks that the vCPU's state is the one that instruction leaves, and writes
+     * only what the guest could write itself */
+    if (prev->branch == X86_BR_SYSCALL && c->ctx.cpl == 0 && c->ctx.cs == X86_CODE64 &&
+        v->regs.gpr[GPR_RCX] == ip + prev->len) /* SYSCALL put its return address in RCX */
         v->regs.gpr[GPR_R11] = (v->regs.gpr[GPR_R11] & ~RFLAGS_TF) | (gtf ? RFLAGS_TF : 0);
-    else if ((prev->flags & X86_F_PUSHF) && tfl_insn_reaches(prev, ip, c->ctx.cs, c->rip)) {
-        const struct gw_mem m = {.ctx = v, .read = trace_read_gpa};
-        uint64_t gpa, host;
-        if (!gw_translate(&m, &c->paging, stack_lin(c, c->rsp) + 1, &gpa) &&
-            (host = trace_guest_page(v, gpa, 1, true))) {
-            volatile uint8_t *b = (volatile uint8_t *)(uintptr_t)host;
-            *b = gtf ? *b | RFLAGS_TF >> 8 : *b & ~(RFLAGS_TF >> 8);
-        }
-    }
+    else if ((prev->flags & X86_F_PUSHF) && tfl_insn_reaches(prev, ip, c->ctx.cs, c->rip) &&
+             c->ctx.cpl == cpl_before)
+        pushf_fix(v, c, rsp_before, gtf);
 }
 
 /* --- block stepping (vmm/trace/swtrace.h): one exit per straight-line block --- */
@@ -540,7 +580,7 @@ void trace_stepping_off(struct vcpu *v)
     if (trace_vmx_tf()) {
         tf_write(v, false);
         if (v->trace_gtf) /* the guest's own TF, as it left it */
-            vmcs_writel(GUEST_RFLAGS, vmcs_readl(GUEST_RFLAGS) | RFLAGS_TF);
+            tf_guest_write(v);
         v->trace_gtf = false;
     }
     trace_vmx_db_update(v); /* #DB exits no more, unless a frame holds the tracer's TF */
@@ -720,11 +760,12 @@ static void step(struct vcpu *v, struct trace_vcpu *t, bool mtf)
     }
     const struct x86_insn prev = t->sw.insn;
     const bool prev_valid = t->sw.valid;
-    const uint64_t prev_ip = t->sw.ip;
+    const uint64_t prev_ip = t->sw.ip, prev_rsp = t->sw.rsp;
+    const unsigned prev_cpl = t->sw.ctx.cpl;
     const uint64_t done = t->sw.st.steps + t->sw.st.rep_iters;
     bool on = swtrace_observe(&t->sw, &m, &c, mtf);
     if (tf_step) /* did an instruction (or a REP iteration) complete: the steps moved */
-        tf_after_step(v, t, &prev, prev_valid, prev_ip, &c,
+        tf_after_step(v, t, &prev, prev_valid, prev_ip, prev_rsp, prev_cpl, &c,
                       t->sw.st.steps + t->sw.st.rep_iters != done);
     if (!on) {
         budget_closed(v, t);
