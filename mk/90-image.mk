@@ -78,8 +78,13 @@ usb: $(USB_IMG)
 	@echo "Write it to a USB stick (all data on the stick is lost; check the device with lsblk):"
 	@echo "  sudo dd if=$(USB_IMG) of=/dev/sdX bs=4M conv=fsync"
 
+# GUEST_CMD / GUEST_FILES given: the user's own command instead of the demo (mk/91-user.mk)
+ifeq ($(strip $(GUEST_CMD)$(GUEST_FILES)),)
 run: $(RUN_IMG) $(PTT_BIN)
 	$(Q)PTT=$(PTT_BIN) WORK_ELF=$(GUEST_WORK) tools/run.sh $(RUN_IMG) auto
+else
+run: user-run
+endif
 
 run-kvm: $(RUN_IMG) $(PTT_BIN)
 	$(Q)PTT=$(PTT_BIN) WORK_ELF=$(GUEST_WORK) tools/run.sh $(RUN_IMG) kvm

@@ -4,7 +4,7 @@
 #   tools/deps.sh list               print the package list
 set -u
 PKGS="build-essential gnu-efi nasm clang libclang-rt-14-dev ovmf bochs bochs-term bochsbios qemu-system-x86
-gpgv debian-archive-keyring patch mtools dosfstools fdisk libipt-dev libzydis-dev liblz4-dev libelf-dev linux-perf busybox-static libcmocka-dev cpio xz-utils zstd valgrind"
+gpgv debian-archive-keyring patch mtools dosfstools fdisk libipt-dev libzydis-dev liblz4-dev libelf-dev linux-perf busybox-static libcmocka-dev cpio xz-utils zstd valgrind tmux"
 missing=()
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

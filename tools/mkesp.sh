@@ -25,7 +25,7 @@ for spec in "$@"; do
     path=""
     for part in $(echo "$d" | tr '/' ' '); do
         path="$path/$part"
-        mmd -i "$img" "::$path" 2>/dev/null || true
+        mmd -D s -i "$img" "::$path" 2>/dev/null || true # -D s: an existing one is no question on a terminal
     done
     mcopy -o -i "$img" "$src" "::$dst"
 done

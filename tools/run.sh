@@ -136,29 +136,12 @@ if ! grep -aq '^@PTV1 \|@PTV1 B ' "$serial"; then
     exit 0
 fi
 # every dump in the log: the boot window (trace_boot, dump_on = boot) and the guest's own
+# (tools/dump-decode.sh; GUEST_MAP: the user's ELF files for symbols, make run GUEST_FILES=...)
 rm -rf "$out"/trace "$out"/trace-*
 last=
 while read -r _ id _ _ reason _; do
     tdir="$out/trace-$id-$reason"
-    "$ptt" extract "$serial" --dump "$id" -o "$tdir" -q 2>"$tdir.extract.txt"
-    xrc=$?
-    [ $xrc = 0 ] || echo "run: dump $id: extract exit $xrc (2: incomplete but usable): $tdir.extract.txt"
-    [ -d "$tdir" ] || continue
-    elf=()
-    [ "$reason" != boot ] && [ -n "${WORK_ELF:-}" ] && [ -f "$WORK_ELF" ] && elf=(-e "$WORK_ELF")
-    # `ptvisor-ctl trace -d` names its program: its ELF next to WORK_ELF gives the symbols
-    prog=$(tr -d '\r' <"$serial" | sed -n "s/^ptvisor-ctl: dump $id of \([A-Za-z0-9._-]*\) going out.*/\1/p" | head -n 1)
-    [ -n "$prog" ] && [ -n "${WORK_ELF:-}" ] && [ -f "$(dirname "$WORK_ELF")/$prog" ] &&
-        elf=(-e "$(dirname "$WORK_ELF")/$prog")
-    echo "run: dump $id ($reason) -> $tdir"
-    "$ptt" summary "${elf[@]}" "$tdir" >"$tdir/summary.txt" 2>&1
-    awk '/^(trace bytes|instructions|branches|gaps) / { print } /^top/ { t = 9 } t && t-- { print }' \
-        "$tdir/summary.txt" | sed 's/^/  /'
-    "$ptt" flamegraph "${elf[@]}" "$tdir" -o "$tdir/flame.svg" 2>/dev/null &&
-        echo "run: flame graph $tdir/flame.svg (open it in a browser); decode: $ptt decode ${elf[*]} $tdir"
-    "$ptt" perf "${elf[@]}" "$tdir" -o "$tdir/perf.data" -q 2>/dev/null &&
-        echo "run: perf.data $tdir/perf.data: perf script -i $tdir/perf.data --itrace=i1i"
-    echo "run: PT streams: $(ls "$tdir"/cpu*.pt 2>/dev/null | tr '\n' ' ')"
-    last=$tdir
+    PTT=$ptt "$here/tools/dump-decode.sh" "$serial" "$id" "$reason" "$tdir" </dev/null
+    [ -d "$tdir" ] && last=$tdir
 done < <("$ptt" extract "$serial" --list 2>/dev/null)
 [ -n "$last" ] && ln -sfn "$(basename "$last")" "$out/trace" && echo "run: $out/trace -> $last"

@@ -39,8 +39,10 @@ echo "bochs.sh: $why, $cpus CPU(s), model $model"
 # SERIAL_SEND_ON=REGEX SERIAL_SEND=BYTES (printf %b escapes): the serial port becomes a socket
 # (Bochs listens, this script reads it into the log) so that BYTES can be sent to the guest
 # once REGEX appears in the log -- a host typing on the serial line.
+# SERIAL_IN=FIFO: the same socket, and what is written into FIFO goes to the guest as typed
+# (make shell: tools/shell.sh writes the user's keys there).
 com="mode=file, dev=$serial"
-if [ -n "${SERIAL_SEND_ON:-}" ]; then
+if [ -n "${SERIAL_SEND_ON:-}${SERIAL_IN:-}" ]; then
     port=$((20000 + $$ % 20000))
     com="mode=socket-server, dev=127.0.0.1:$port"
 fi
@@ -68,7 +70,7 @@ rm -f "$img.lock" "$serial"
 "$bochs" -q -f "$rc" ${dbg:+-rc "$serial.cont"} </dev/null >"$serial.stdout" 2>&1 &
 pid=$!
 sent=
-if [ -n "${SERIAL_SEND_ON:-}" ]; then
+if [ -n "${SERIAL_SEND_ON:-}${SERIAL_IN:-}" ]; then
     for _ in $(seq 1 60); do # Bochs waits for its one client before it runs
         { exec 3<>"/dev/tcp/127.0.0.1/$port"; } 2>/dev/null && break
         sleep 0.5
@@ -80,6 +82,10 @@ if [ -n "${SERIAL_SEND_ON:-}" ]; then
     fi
     cat <&3 >>"$serial" &
     reader=$!
+    if [ -n "${SERIAL_IN:-}" ]; then
+        cat "$SERIAL_IN" >&3 &
+        writer=$!
+    fi
 fi
 deadline=$(( $(date +%s) + timeout ))
 result=124
@@ -100,7 +106,7 @@ fi
 wait $pid 2>/dev/null
 if [ -n "${reader:-}" ]; then
     sleep 0.5
-    kill $reader 2>/dev/null
+    kill $reader ${writer:-} 2>/dev/null
     exec 3>&-
 fi
 rm -f "$img.lock"
