@@ -15,7 +15,7 @@
 # complete, runs tools/dump-decode.sh: SHELL_DIR/trace-ID-REASON/ with summary.txt, flame.svg and
 # perf.data, and a few lines in the terminal. At the end, a dump that never completed is decoded
 # as far as it got. SHELL_DIR/timing.log: per dump, when its first line, its last line and its
-# decode were seen (seconds since the epoch; make bench reads it). SHELL_TIMEOUT: the longest a
+# decode were seen (seconds since the epoch; "-": not seen before the dump was complete). SHELL_TIMEOUT: the longest a
 # session may last (default 86400 s).
 set -u
 img=$1
@@ -58,7 +58,7 @@ now() { date +%s.%N | cut -c1-14; }
 # handle_dumps FINAL: decode each dump that is complete and not decoded yet (FINAL=1: those that
 # never completed too, as far as they got)
 handle_dumps() {
-    local final=$1 line id boot reason st key t what
+    local final=$1 line id boot reason st key t what first last
     # when the VMM's first and last line of each dump came (timing.log)
     while read -r what id; do
         grep -qx "$what $id .*" "$state" || echo "$what $id $(now)" >>"$state"
@@ -75,9 +75,10 @@ handle_dumps() {
         printf '\r\n' # off the prompt's line
         TAG=host PTT=$ptt GUEST_MAP=${GUEST_MAP:-} ELF_BASES_CACHE=$out/.elf-pages "$here/tools/dump-decode.sh" "$serial" "$id" "$reason" \
             "$out/trace-$id-$reason" </dev/null 2>&1 | sed 's/$/\r/'
-        echo "dump $id reason $reason first_line $(sed -n "s/^start $id //p" "$state" | head -n 1)" \
-            "last_line $(sed -n "s/^end $id //p" "$state" | head -n 1) complete_seen $t decoded $(now)" \
-            >>"$out/timing.log"
+        first=$(sed -n "s/^start $id //p" "$state" | head -n 1)
+        last=$(sed -n "s/^end $id //p" "$state" | head -n 1)
+        echo "dump $id reason $reason first_line ${first:--} last_line ${last:--} complete_seen $t" \
+            "decoded $(now)" >>"$out/timing.log"
         printf '\r\n'
     done < <("$ptt" extract "$serial" --list 2>/dev/null)
 }

@@ -54,7 +54,7 @@ tmux -L "$sock" -f "$out/tmux.conf" new-session -d -s "$sess" -x 200 -y 50 \
      echo make-rc=\$?; stty -g >'$out/stty.after'; echo SESSION-OVER; sleep 600" ||
     { echo "shell: tmux could not start a session"; exit 1; }
 start=$(date +%s)
-if ! wait_for '^guest:/root# $' "${SHELL_BOOT_TIMEOUT:-900}"; then
+if ! wait_for '^guest:/root# $' "${SHELL_BOOT_TIMEOUT:-1800}"; then
     bad "no guest prompt after $(($(date +%s) - start)) s"
     pane | tail -n 30 | sed 's/^/    | /'
     exit 1
@@ -131,7 +131,8 @@ n=$(ls -d "$shdir"/trace-*-vmcall 2>/dev/null | wc -l)
 # figure N PROG T_ENTER: the Nth dump of timing.log, typed at T_ENTER
 figure() {
     local id decoded instr t_begin t_end lines
-    read -r _ id _ _ _ _ _ _ _ _ _ decoded <<<"$(sed -n "$1p" "$shdir/timing.log")"
+    id=$(sed -n "$1s/^dump \([0-9]*\) .*/\1/p" "$shdir/timing.log")
+    decoded=$(sed -n "$1s/.* decoded \([0-9.]*\)$/\1/p" "$shdir/timing.log")
     [ -n "$decoded" ] || return 0
     instr=$(awk '$1 == "instructions" { print $2; exit }' "$shdir/trace-$id-vmcall/summary.txt")
     t_begin=$(grep -a -m1 -E "^[0-9.]+ \[cpu[0-9]+ dump\] dump $id \(" "$out/serial.times" | cut -d' ' -f1)

@@ -13,7 +13,7 @@
 #     snapshots is placed at its base, a PIE program at its own, a fixed-address one as it is
 #   - tools/serial-view.c drops frame lines and keeps everything else, prompt included
 set -u
-out=$1 ptt=$2 view=$3
+mkdir -p "$1" && out=$(cd "$1" && pwd) ptt=$2 view=$3
 here=$(cd "$(dirname "$0")/../.." && pwd)
 rm -rf "$out" && mkdir -p "$out"
 fail=0
