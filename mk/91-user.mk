@@ -61,6 +61,8 @@ user-run: $(PTT_BIN)
 	    BOCHS_IPS=$${BOCHS_IPS:-$(USER_BOCHS_IPS)} tools/run.sh $(USER_IMG) auto
 
 shell: $(PTT_BIN) $(SERIAL_VIEW)
+	$(Q)[ -t 0 ] && [ -t 1 ] || { echo "make shell: needs a terminal on stdin and stdout" \
+	    "(for a command without one: make run GUEST_CMD=...)"; exit 1; }
 	$(Q)$(MAKE) --no-print-directory user-image USER_MODE=shell
 	$(Q)PTT=$(PTT_BIN) SERIAL_VIEW=$(SERIAL_VIEW) GUEST_MAP=$(USER_MANIFEST) \
 	    SHELL_DIR=$${SHELL_DIR:-$(BUILD)/shell} BOCHS_IPS=$${BOCHS_IPS:-$(USER_BOCHS_IPS)} \

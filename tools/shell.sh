@@ -127,5 +127,9 @@ trap - EXIT
 echo
 handle_dumps 1 | tr -d '\r'
 rm -f "$disk" "$fifo" "$state"
+if ! grep -aq PTVISOR-GUEST-READY "$serial"; then
+    echo "shell: the guest never reached its shell; the emulator said:"
+    tail -n 5 "$out/bochs.out" "$serial.stdout" 2>/dev/null | sed 's/^/  /'
+fi
 n=$(ls -d "$out"/trace-* 2>/dev/null | grep -vc '\.extract\.txt$')
 echo "shell: session over; $n dump(s) decoded under $out/ (serial log $serial)"
