@@ -421,12 +421,16 @@ static void test_tf_step(void **state)
                 assert_false(s.rflags & RFLAGS_TF);
                 assert_false(s.pending_dbg & PENDING_DBG_BS); /* the tracer's step, never owed */
                 assert_true(dbg_entry_consistent(s.rflags, 0, s.pending_dbg, s.intr, s.activity));
-                tf_guest_restore(&s); /* the guest's own TF back at a window's close */
+                struct tf_step_state off = s;
+                tf_guest_restore(&s, false); /* the guest's own TF back at a window's close */
                 assert_true(s.rflags & RFLAGS_TF);
                 assert_true(dbg_entry_consistent(s.rflags, 0, s.pending_dbg, s.intr, s.activity));
                 assert_int_equal(s.intr, in.intr);
+                s = off; /* and with its DEBUGCTL.BTF */
+                tf_guest_restore(&s, true);
+                assert_true(dbg_entry_consistent(s.rflags, DEBUGCTL_BTF, s.pending_dbg, s.intr,
+                                                 s.activity));
                 assert_int_equal(s.intr, in.intr);
-                assert_true(dbg_entry_consistent(s.rflags, 0, s.pending_dbg, s.intr, s.activity));
             }
 }
 

@@ -205,13 +205,14 @@ static inline void tf_step_disarm(struct tf_step_state *s)
 
 /* a window closes with the guest's own TF set (trace_step.c keeps it apart while the tracer
  * steps): TF back on, with the single-step trap VM entry wants pending where blocking by STI or
- * MOV SS or HLT is saved (27.3.1.5, above) -- the trap the guest's TF owes comes then, as it
- * would have on bare metal after the blocking instruction */
-static inline void tf_guest_restore(struct tf_step_state *s)
+ * MOV SS or HLT is saved and DEBUGCTL.BTF is 0 (27.3.1.5, above) -- the trap the guest's TF
+ * owes comes then, as it would have on bare metal after the blocking instruction */
+static inline void tf_guest_restore(struct tf_step_state *s, bool btf)
 {
     s->rflags |= RFLAGS_TF;
-    if (s->intr & (GUEST_INTR_STATE_STI | GUEST_INTR_STATE_MOV_SS) ||
-        s->activity == GUEST_ACTIVITY_HLT)
+    /* with DEBUGCTL.BTF the trap flag steps on branches: entry then wants BS = 0 */
+    if (!btf && (s->intr & (GUEST_INTR_STATE_STI | GUEST_INTR_STATE_MOV_SS) ||
+                 s->activity == GUEST_ACTIVITY_HLT))
         s->pending_dbg |= PENDING_DBG_BS;
 }
 

@@ -248,7 +248,7 @@ static void tf_write(struct vcpu *v, bool on)
 }
 
 /* the guest's own TF back on, entry-consistent (emul_policy.c tf_guest_restore) */
-static void tf_guest_write(struct vcpu *v)
+static void tf_guest_write(struct vcpu *v, bool btf)
 {
     struct tf_step_state s = {
         .rflags = vmcs_readl(GUEST_RFLAGS),
@@ -256,7 +256,7 @@ static void tf_guest_write(struct vcpu *v)
         .intr = vmcs_read32(GUEST_INTERRUPTIBILITY_INFO),
         .activity = vmcs_read32(GUEST_ACTIVITY_STATE),
     };
-    tf_guest_restore(&s);
+    tf_guest_restore(&s, btf);
     vmcs_writel(GUEST_RFLAGS, s.rflags);
     vmcs_writel(GUEST_PENDING_DBG_EXCEPTIONS, s.pending_dbg);
 }
@@ -432,7 +432,8 @@ static void pushf_fix(struct vcpu *v, const struct swtrace_cpu *c, uint64_t rsp_
 
 static void tf_after_step(struct vcpu *v, struct trace_vcpu *t, const struct x86_insn *prev,
                           bool prev_valid, uint64_t ip, uint64_t rsp_before, unsigned cpl_before,
-                          const struct swtrace_cpu *c, bool ran)
+                          uint64_t cr3_before, uint16_t cs_before, const struct swtrace_cpu *c,
+                          bool ran)
 {
     const bool gtf = v->trace_gtf;
     const bool event = t->sw.pushed.on;
@@ -464,11 +465,13 @@ static void tf_after_step(struct vcpu *v, struct trace_vcpu *t, const struct x86
     /* what was decoded may not be what ran (another vCPU can rewrite the code in between):
      * each fix-up checks that the vCPU's state is the one that instruction leaves, and writes
      * only what the guest could write itself */
+    if (event || ((c->ctx.cr3 ^ cr3_before) & ~0xfffull))
+        return; /* the step ran more than the one instruction, or another context is here */
     if (prev->branch == X86_BR_SYSCALL && c->ctx.cpl == 0 && c->ctx.cs == X86_CODE64 &&
         v->regs.gpr[GPR_RCX] == ip + prev->len) /* SYSCALL put its return address in RCX */
         v->regs.gpr[GPR_R11] = (v->regs.gpr[GPR_R11] & ~RFLAGS_TF) | (gtf ? RFLAGS_TF : 0);
     else if ((prev->flags & X86_F_PUSHF) && tfl_insn_reaches(prev, ip, c->ctx.cs, c->rip) &&
-             c->ctx.cpl == cpl_before)
+             c->ctx.cpl == cpl_before && c->cs_sel == cs_before)
         pushf_fix(v, c, rsp_before, gtf);
 }
 
@@ -577,17 +580,18 @@ void trace_stepping_off(struct vcpu *v)
     block_disarm(v, v->trace);
     v->trace_stepping = false;
     v->trace_tf_step = false;
-    if (trace_vmx_tf()) {
-        tf_write(v, false);
-        if (v->trace_gtf) /* the guest's own TF, as it left it */
-            tf_guest_write(v);
-        v->trace_gtf = false;
-    }
-    trace_vmx_db_update(v); /* #DB exits no more, unless a frame holds the tracer's TF */
-    if (v->trace_btf) {
+    bool btf = v->trace_btf;
+    if (btf) {
         v->trace_btf = false;
         vmcs_write64(GUEST_IA32_DEBUGCTL, vmcs_read64(GUEST_IA32_DEBUGCTL) | DEBUGCTL_BTF);
     }
+    if (trace_vmx_tf()) {
+        tf_write(v, false);
+        if (v->trace_gtf) /* the guest's own TF, as it left it */
+            tf_guest_write(v, btf);
+        v->trace_gtf = false;
+    }
+    trace_vmx_db_update(v); /* #DB exits no more, unless a frame holds the tracer's TF */
     vcpu_mtf_update(v);
 }
 
@@ -762,10 +766,12 @@ static void step(struct vcpu *v, struct trace_vcpu *t, bool mtf)
     const bool prev_valid = t->sw.valid;
     const uint64_t prev_ip = t->sw.ip, prev_rsp = t->sw.rsp;
     const unsigned prev_cpl = t->sw.ctx.cpl;
+    const uint64_t prev_cr3 = t->sw.ctx.cr3;
+    const uint16_t prev_cs = t->sw.cs_sel;
     const uint64_t done = t->sw.st.steps + t->sw.st.rep_iters;
     bool on = swtrace_observe(&t->sw, &m, &c, mtf);
     if (tf_step) /* did an instruction (or a REP iteration) complete: the steps moved */
-        tf_after_step(v, t, &prev, prev_valid, prev_ip, prev_rsp, prev_cpl, &c,
+        tf_after_step(v, t, &prev, prev_valid, prev_ip, prev_rsp, prev_cpl, prev_cr3, prev_cs, &c,
                       t->sw.st.steps + t->sw.st.rep_iters != done);
     if (!on) {
         budget_closed(v, t);
