@@ -113,6 +113,19 @@ static void test_bounded(void **state)
         tfl_take(&l, 0x1234000, 0x33, 0x401003, 0x10000000ull + 10 * 0x100000ull, reach, 0));
 }
 
+/* one frame's answer, as the shim asks it of a frame another vCPU has not recorded yet */
+static void test_explains(void **state)
+{
+    (void)state;
+    ret_is_ret = false;
+    assert_true(tfl_explains(&user, 0x1234000, 0x33, 0x401000, 0x7ffc0000, reach, 0));
+    assert_true(tfl_explains(&user, 0x1234801, 0x33, 0x401003, 0x7ffbfff8, reach, 0));
+    assert_false(tfl_explains(&user, 0x1235000, 0x33, 0x401003, 0x7ffc0000, reach, 0));
+    assert_false(tfl_explains(&user, 0x1234000, 0x2b, 0x401003, 0x7ffc0000, reach, 0));
+    assert_false(tfl_explains(&user, 0x1234000, 0x33, 0x401003, 0x7ff00000, reach, 0));
+    assert_false(tfl_explains(&user, 0x1234000, 0x33, 0x401000, 0x7ffc0008, reach, 0));
+}
+
 static void test_reaches(void **state)
 {
     (void)state;
@@ -132,7 +145,7 @@ int main(void)
         cmocka_unit_test(test_after_return),     cmocka_unit_test(test_at_return),
         cmocka_unit_test(test_branch_at_return), cmocka_unit_test(test_same_frame_once),
         cmocka_unit_test(test_newest_first),     cmocka_unit_test(test_bounded),
-        cmocka_unit_test(test_reaches),
+        cmocka_unit_test(test_reaches),          cmocka_unit_test(test_explains),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

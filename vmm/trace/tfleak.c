@@ -46,20 +46,24 @@ void tfl_record(struct tfl *l, const struct tfl_frame *f)
     l->n++;
 }
 
+bool tfl_explains(const struct tfl_frame *f, uint64_t cr3, uint16_t cs, uint64_t rip, uint64_t rsp,
+                  tfl_reach_fn reach, void *ctx)
+{
+    if ((f->cr3 & ~CR3_PCID) != (cr3 & ~CR3_PCID) || f->cs != cs)
+        return false;
+    if (rip == f->ret && rsp == f->rsp)
+        return true;
+    return rsp - f->rsp + TFL_RSP_SLACK <= 2 * TFL_RSP_SLACK && reach(ctx, f, rip);
+}
+
 bool tfl_take(struct tfl *l, uint64_t cr3, uint16_t cs, uint64_t rip, uint64_t rsp,
               tfl_reach_fn reach, void *ctx)
 {
     int best = -1;
-    cr3 &= ~CR3_PCID;
-    for (unsigned i = 0; i < l->n; i++) {
-        const struct tfl_frame *f = &l->f[i];
-        if (f->cr3 != cr3 || f->cs != cs)
-            continue;
-        bool at_ret = rip == f->ret && rsp == f->rsp;
-        bool after = rsp - f->rsp + TFL_RSP_SLACK <= 2 * TFL_RSP_SLACK && reach(ctx, f, rip);
-        if ((at_ret || after) && (best < 0 || l->seq[i] > l->seq[best]))
+    for (unsigned i = 0; i < l->n; i++)
+        if ((best < 0 || l->seq[i] > l->seq[best]) &&
+            tfl_explains(&l->f[i], cr3, cs, rip, rsp, reach, ctx))
             best = (int)i;
-    }
     if (best < 0)
         return false;
     remove_at(l, (unsigned)best);

@@ -68,6 +68,11 @@ void tfl_record(struct tfl *l, const struct tfl_frame *f);
 bool tfl_take(struct tfl *l, uint64_t cr3, uint16_t cs, uint64_t rip, uint64_t rsp,
               tfl_reach_fn reach, void *ctx);
 
+/* does frame f explain a single step at (cr3, cs, rip, rsp): same context (CR3 without PCID)
+ * and code segment, at its return IP on its stack or one instruction after it nearby */
+bool tfl_explains(const struct tfl_frame *f, uint64_t cr3, uint16_t cs, uint64_t rip, uint64_t rsp,
+                  tfl_reach_fn reach, void *ctx);
+
 /* may the instruction `in` at ip go to `to` in one step (fall-through, its direct target, or
  * anywhere for indirect and far transfers) */
 bool tfl_insn_reaches(const struct x86_insn *in, uint64_t ip, enum x86_code_size cs, uint64_t to);
