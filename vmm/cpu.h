@@ -16,6 +16,7 @@
 #define MSR_IA32_APICBASE        0x0000001b
 #define MSR_IA32_DEBUGCTLMSR     0x000001d9
 #define MSR_IA32_CR_PAT          0x00000277
+#define MSR_IA32_BIOS_SIGN_ID    0x0000008b /* microcode revision in [63:32] */
 #define MSR_EFER                 0xc0000080
 #define MSR_FS_BASE              0xc0000100
 #define MSR_GS_BASE              0xc0000101

@@ -3,7 +3,8 @@
  * Fuzzer: guest-controlled exit data (CPUID leaf/subleaf + host answer + guest
  * CR4, XSETBV operands, MSR indices) through the guest policy.  Invariants:
  * the hypervisor bit is always set and VMX always hidden on leaf 1, OSXSAVE/
- * OSPKE mirror the guest CR4, PT is never visible unless the guest owns it,
+ * OSPKE mirror the guest CR4, TSC deadline is the CPU's unless the VMM hides it,
+ * PT is never visible unless the guest owns it,
  * hypervisor leaves never leak host data, XSETBV accepts only legal XCR0s.
  */
 #include <stdint.h>
@@ -41,6 +42,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(r[2] & (1u << 31));
         CHECK(!(r[2] & (1u << 5)));
         CHECK(!!(r[2] & (1u << 27)) == !!(in.cr4 & (1ull << 18)));
+        /* TSC deadline: the CPU's bit, or hidden where the VMM found the erratum */
+        CHECK(!!(r[2] & (1u << 24)) ==
+              (!(in.feat & GUEST_FEAT_NO_TSC_DEADLINE) && (in.r[2] & (1u << 24))));
     }
     if (in.leaf == 7 && in.sub == 0) {
         CHECK(!(r[1] & CPUID_7_EBX_INTEL_PT));

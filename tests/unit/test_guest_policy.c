@@ -85,6 +85,88 @@ static void test_features_follow_controls(void **state)
     assert_true(k[2] & (1u << 5));
 }
 
+static void test_leaf1_tsc_deadline(void **state)
+{
+    struct pt_decision d = off();
+    uint32_t r[4] = {0, 0, 0xffffffffu, 0};
+    cpuid_policy(&d, ALL, 1, 0, 0, r);
+    assert_true(r[2] & (1u << 24)); /* shown by default: the CPU's own */
+    uint32_t h[4] = {0, 0, 0xffffffffu, 0};
+    cpuid_policy(&d, ALL | GUEST_FEAT_NO_TSC_DEADLINE, 1, 0, 0, h);
+    assert_false(h[2] & (1u << 24));
+    assert_true(h[2] & (1u << 31)); /* nothing else of leaf 1 changes */
+    assert_int_equal(h[2] | (1u << 24), r[2]);
+    uint32_t k[4] = {0, 0xffffffffu, 0xffffffffu, 0};
+    cpuid_policy(&d, ALL | GUEST_FEAT_NO_TSC_DEADLINE, 7, 0, 0, k); /* other leaves untouched */
+    assert_int_equal(k[2] & (1u << 24), 1u << 24);
+}
+
+/* family 6, model, stepping as CPUID.1:EAX encodes them */
+static uint32_t sig6(unsigned model, unsigned step)
+{
+    return (model >> 4 & 0xf) << 16 | 6u << 8 | (model & 0xf) << 4 | step;
+}
+
+static bool erratum(uint32_t sig, uint32_t ucode, uint32_t *fixed)
+{
+    struct tsc_deadline_cpu c = {.intel = true, .has_timer = true, .sig = sig, .ucode = ucode};
+    return tsc_deadline_erratum(&c, fixed);
+}
+
+/* Linux 6.1's deadline_match[]: each entry below its revision, at it, and its neighbours */
+static void test_tsc_deadline_erratum(void **state)
+{
+    uint32_t f;
+    /* Bochs' corei7_skylake_x: 0x50654, microcode 0 (the bench's Linux prints the same) */
+    assert_int_equal(sig6(0x55, 4), 0x50654);
+    assert_true(erratum(0x50654, 0, &f));
+    assert_int_equal(f, 0x02000014);
+    assert_true(erratum(0x50654, 0x02000013, &f));
+    assert_false(erratum(0x50654, 0x02000014, &f));
+    assert_int_equal(f, 0);
+    assert_true(erratum(sig6(0x55, 3), 0x01000135, &f));
+    assert_int_equal(f, 0x01000136);
+    assert_false(erratum(sig6(0x55, 3), 0x01000136, &f));
+    assert_false(erratum(sig6(0x55, 7), 0, &f));   /* Cascade Lake: revision 0 is enough */
+    assert_false(erratum(sig6(0x55, 2), 0, &f));   /* no entry for stepping 2 */
+    assert_true(erratum(sig6(0x3f, 2), 0x39, &f)); /* Haswell-X EP */
+    assert_false(erratum(sig6(0x3f, 2), 0x3a, &f));
+    assert_true(erratum(sig6(0x3f, 4), 0x0e, &f)); /* EX */
+    assert_false(erratum(sig6(0x3f, 3), 0, &f));   /* no entry */
+    assert_true(erratum(sig6(0x4f, 1), 0x0b00001f, &f));
+    assert_false(erratum(sig6(0x4f, 1), 0x0b000020, &f));
+    assert_true(erratum(sig6(0x56, 5), 0x0e000002, &f));
+    assert_int_equal(f, 0x0e000003);
+    assert_false(erratum(sig6(0x56, 6), 0, &f));
+    static const struct {
+        unsigned model;
+        uint32_t rev;
+    } any[] = {{0x3c, 0x22}, {0x45, 0x20}, {0x46, 0x17}, {0x3d, 0x25}, {0x47, 0x17},
+               {0x4e, 0xb2}, {0x5e, 0xb2}, {0x8e, 0x52}, {0x9e, 0x52}};
+    for (unsigned i = 0; i < sizeof(any) / sizeof(any[0]); i++)
+        for (unsigned step = 0; step < 16; step++) {
+            assert_true(erratum(sig6(any[i].model, step), any[i].rev - 1, &f));
+            assert_int_equal(f, any[i].rev);
+            assert_false(erratum(sig6(any[i].model, step), any[i].rev, &f));
+        }
+    assert_false(erratum(sig6(0x6a, 6), 0, &f)); /* Ice Lake-SP: not listed */
+    assert_false(erratum(sig6(0x8f, 8), 0, &f)); /* Sapphire Rapids */
+    /* the same model number in another family is another CPU */
+    assert_false(erratum(0x50654 & ~0xf00u, 0, &f));
+    assert_false(erratum((0x50654 & ~0xf00u) | 0xf00u, 0, &f));
+    /* not Intel, a hypervisor below the VMM (its timer, not the CPU's), no timer at all */
+    struct tsc_deadline_cpu c = {.intel = false, .has_timer = true, .sig = 0x50654};
+    assert_false(tsc_deadline_erratum(&c, &f));
+    c.intel = true;
+    c.hypervisor = true;
+    assert_false(tsc_deadline_erratum(&c, &f));
+    c.hypervisor = false;
+    c.has_timer = false;
+    assert_false(tsc_deadline_erratum(&c, &f));
+    c.has_timer = true;
+    assert_true(tsc_deadline_erratum(&c, &f));
+}
+
 static void test_xsetbv(void **state)
 {
     uint64_t sup = 0x7; /* x87, SSE, AVX */
@@ -118,9 +200,14 @@ static void test_msr(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_signature_and_max_leaf),   cmocka_unit_test(test_leaf1),
-        cmocka_unit_test(test_leaf7_pt_and_ospke),       cmocka_unit_test(test_xsetbv),
-        cmocka_unit_test(test_features_follow_controls), cmocka_unit_test(test_msr),
+        cmocka_unit_test(test_signature_and_max_leaf),
+        cmocka_unit_test(test_leaf1),
+        cmocka_unit_test(test_leaf7_pt_and_ospke),
+        cmocka_unit_test(test_xsetbv),
+        cmocka_unit_test(test_features_follow_controls),
+        cmocka_unit_test(test_msr),
+        cmocka_unit_test(test_leaf1_tsc_deadline),
+        cmocka_unit_test(test_tsc_deadline_erratum),
     };
     return cmocka_run_group_tests_name("guest_policy", tests, NULL, NULL);
 }

@@ -26,12 +26,38 @@ static inline int cpuid_is_hypervisor_leaf(uint32_t leaf)
 #define GUEST_FEAT_INVPCID (1u << 1) /* "enable INVPCID" */
 #define GUEST_FEAT_XSAVES  (1u << 2) /* "enable XSAVES/XRSTORS" */
 #define GUEST_FEAT_WAITPKG (1u << 3) /* "enable user wait and pause": TPAUSE/UMWAIT/UMONITOR */
+/* Not a control: the CPU's TSC-deadline timer, which the guest uses directly, has the erratum
+ * bare-metal Linux checks its microcode for (tsc_deadline_erratum()): CPUID.1:ECX[24] hidden. */
+#define GUEST_FEAT_NO_TSC_DEADLINE (1u << 4)
 
 /* r[] = EAX..EDX: in, what the CPU returned (ignored for hypervisor leaves);
  * out, what the guest sees.  features: GUEST_FEAT_* the VMCS enables;
  * guest_cr4 is the guest's view of CR4. */
 void cpuid_policy(const struct pt_decision *d, uint32_t features, uint32_t leaf, uint32_t subleaf,
                   uint64_t guest_cr4, uint32_t r[4]);
+
+/*
+ * The TSC-deadline timer erratum of Haswell .. Kaby Lake parts with old microcode, by the rule
+ * bare-metal Linux applies (arch/x86/kernel/apic/apic.c: deadline_match[] and
+ * apic_validate_deadline_timer(), Linux 4.14 .. 6.x): an Intel family 6 CPU of a listed model
+ * (and stepping) whose microcode revision is below the listed one does not get the TSC-deadline
+ * timer.  Linux skips the check when CPUID shows a hypervisor, trusting the hypervisor to
+ * emulate the timer; ptvisor does not, the guest programs the CPU's own (IA32_TSC_DEADLINE
+ * passes through), so the VMM makes the check for it and hides CPUID.1:ECX[24] where bare
+ * Linux would not use the timer: the guest then picks the timer it would pick on bare metal.
+ * Where the VMM itself runs under a hypervisor (hypervisor bit on its own CPUID: nested KVM)
+ * that hypervisor's timer is what the guest programs, and the VMM does as Linux does there:
+ * nothing.  Returns true when the timer must be hidden, with the first revision that fixes it
+ * in *fixed_in.
+ */
+struct tsc_deadline_cpu {
+    bool intel;      /* CPUID.0: "GenuineIntel" */
+    bool hypervisor; /* CPUID.1:ECX[31] as the VMM sees it (a hypervisor below the VMM) */
+    bool has_timer;  /* CPUID.1:ECX[24] */
+    uint32_t sig;    /* CPUID.1:EAX: stepping, model, family (with their extended fields) */
+    uint32_t ucode;  /* microcode revision: IA32_BIOS_SIGN_ID[63:32] (SDM Vol. 3A 10.11.7) */
+};
+bool tsc_deadline_erratum(const struct tsc_deadline_cpu *c, uint32_t *fixed_in);
 
 enum xsetbv_verdict {
     XSETBV_OK,

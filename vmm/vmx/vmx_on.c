@@ -6,6 +6,7 @@
 #include "log.h"
 #include "palloc.h"
 #include "vmx/vmx_caps_policy.h"
+#include "vmx/guest_policy.h"
 #include <ptv/handoff.h>
 
 struct vmx_caps vmx_caps;
@@ -85,6 +86,38 @@ int vmx_read_caps(const char **why)
     return st;
 }
 
+/* The CPU's TSC-deadline timer, which the guest programs directly: hidden from the guest's
+ * CPUID where bare-metal Linux would not use it for an erratum (guest_policy.h). */
+static void vmx_tsc_deadline_check(void)
+{
+    struct cpuid_regs v = cpuid_count(0, 0), one;
+    uint64_t rev = 0;
+    uint32_t fixed_in;
+
+    /* SDM Vol. 3A 10.11.7: write 0, CPUID.1 loads the revision, read it back */
+    if (wrmsr_safe(MSR_IA32_BIOS_SIGN_ID, 0) == 0) {
+        one = cpuid_count(1, 0);
+        if (rdmsr_safe(MSR_IA32_BIOS_SIGN_ID, &rev))
+            rev = 0;
+    } else {
+        one = cpuid_count(1, 0);
+    }
+    struct tsc_deadline_cpu c = {
+        .intel = v.ebx == 0x756e6547 && v.edx == 0x49656e69 && v.ecx == 0x6c65746e,
+        .hypervisor = one.ecx >> 31 & 1,
+        .has_timer = one.ecx >> 24 & 1,
+        .sig = one.eax,
+        .ucode = (uint32_t)(rev >> 32),
+    };
+    if (!tsc_deadline_erratum(&c, &fixed_in))
+        return;
+    vmx_ctls.guest_features |= GUEST_FEAT_NO_TSC_DEADLINE;
+    pr_info("vmx",
+            "TSC-deadline timer hidden from the guest: CPU %x, microcode %#x < %#x (its "
+            "erratum; bare-metal Linux would not use it either)",
+            c.sig, c.ucode, fixed_in);
+}
+
 /* Gather the decision's inputs on this CPU; the decision itself is vmx_caps_policy.c. */
 int vmx_choose_controls(const char **why)
 {
@@ -101,6 +134,7 @@ int vmx_choose_controls(const char **why)
         return st;
     }
     vmx_ctls = d.ctls;
+    vmx_tsc_deadline_check();
     return 0;
 }
 
