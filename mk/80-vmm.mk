@@ -7,6 +7,11 @@ VMM_SRCS      := $(VMM_CORE_SRCS) $(EPT_SRCS) $(PT_CORE_SRCS) $(PT_TOPA_SRCS) $(
                  $(LBR_SRCS) $(PMU_SRCS)
 VMM_OBJS      := $(patsubst %,$(BUILD)/vmm-obj/%.o,$(VMM_SRCS))
 VMM_ELF       := $(BUILD)/vmm/vmm.elf
+# vmm.elf goes on the boot volume without its DWARF (1.5 MB -> 0.27 MB): the loader reads and
+# SHA-256s the whole file before anything parses it (boot/vmm_pin.c), ~66 instructions a byte,
+# which was ~100 M Bochs ticks of every boot under the VMM (docs/ARCHITECTURE.md section 2.4, the
+# boot figure).  Its symbol table stays; the same link with DWARF is vmm.debug.elf (gdb, addr2line).
+VMM_DEBUG_ELF := $(BUILD)/vmm/vmm.debug.elf
 
 # the software tracer's per-exit path: no frame pointer (a register and three instructions
 # a call back on the hottest path; nothing in the VMM walks frames)
@@ -21,11 +26,13 @@ $(BUILD)/vmm-obj/%.S.o: %.S
 	@mkdir -p $(@D)
 	$(Q)$(VMM_CC) $(VMM_ASFLAGS) -c $< -o $@
 
-$(VMM_ELF): $(VMM_OBJS) linker.ld
+$(VMM_DEBUG_ELF): $(VMM_OBJS) linker.ld
 	@mkdir -p $(@D)
 	$(Q)$(VMM_LD) -pie --no-dynamic-linker -z text -z max-page-size=4096 -z noexecstack \
 	    -static -nostdlib -T linker.ld -o $@ $(VMM_OBJS)
-	$(Q)tools/check-vmm-elf.sh $@
+
+$(VMM_ELF): $(VMM_DEBUG_ELF) tools/check-vmm-elf.sh
+	$(Q)objcopy --strip-debug $< $@.tmp && tools/check-vmm-elf.sh $@.tmp && mv $@.tmp $@
 
 -include $(VMM_OBJS:.o=.d)
 
