@@ -6,8 +6,9 @@
  *
  *   ptv-probe                  CPUID view: hypervisor bit, 0x40000000 signature, PT, VMX
  *   ptv-probe vmcall-version   PTV_VMCALL_VERSION       (only when ptvisor is present)
- *   ptv-probe exit-stats       PTV_VMCALL_EXIT_STATS    (total and per-reason counts; CPL 3 needs
- *                                                       vmcall_user = stats in ptvisor.cfg)
+ *   ptv-probe exit-stats [CPU] PTV_VMCALL_EXIT_STATS    (total and per-reason counts of one vCPU:
+ *                                                       this one, or CPU's, pinned there; CPL 3
+ *                                                       needs vmcall_user = stats in ptvisor.cfg)
  *   ptv-probe tsc              RDTSC (Bochs: instructions retired since reset)
  *   ptv-probe rip-wrap         CPL 3 CPUID at EIP 0xfffffffe of a 32-bit segment: SIGSEGV at 0
  *   ptv-probe cpuid-loop N [R] N x CPUID(0), R rounds (default 5), smallest RDTSC delta
@@ -187,24 +188,47 @@ static int do_vmcall_version(void)
     return r.rax == PTV_VMCALL_OK ? 0 : 1;
 }
 
-static int do_exit_stats(void)
+/*
+ * exit-stats [CPU]: the VMM's exit counts of the vCPU this runs on (they are per vCPU); with CPU,
+ * pinned there first and every line tagged "cpu=N " (guest/init asks each CPU at the marker)
+ */
+static int do_exit_stats(const char *cpu_s)
 {
     struct vmcall_regs r;
+    char tag[32] = "";
 
+    if (cpu_s != NULL) {
+        char *end;
+        unsigned long cpu = strtoul(cpu_s, &end, 10);
+        cpu_set_t set;
+
+        if (*cpu_s < '0' || *cpu_s > '9' || *end != '\0' || cpu >= CPU_SETSIZE) {
+            fprintf(stderr, "usage: ptv-probe exit-stats [CPU]\n");
+            return 2;
+        }
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+        if (sched_setaffinity(0, sizeof(set), &set) != 0) {
+            printf("ptvisor-guest: exit-stats cpu=%lu error=\"sched_setaffinity: %s\"\n", cpu,
+                   strerror(errno));
+            return 1;
+        }
+        snprintf(tag, sizeof(tag), "cpu=%lu ", cpu);
+    }
     if (!require_ptvisor("exit-stats"))
         return 2;
     fflush(stdout);
     r = vmcall(PTV_VMCALL_EXIT_STATS, 0, 0, 0);
-    printf("ptvisor-guest: exit-stats status=%s(%lld) total_exits=%llu\n", vmcall_status(r.rax),
-           (long long)r.rax, (unsigned long long)r.rbx);
+    printf("ptvisor-guest: exit-stats %sstatus=%s(%lld) total_exits=%llu\n", tag,
+           vmcall_status(r.rax), (long long)r.rax, (unsigned long long)r.rbx);
     if (r.rax != PTV_VMCALL_OK)
         return 1;
     /* per basic exit reason (SDM Vol. 3C appendix C numbers them below 80) */
     for (uint64_t reason = 0; reason < 80; reason++) {
         struct vmcall_regs q = vmcall(PTV_VMCALL_EXIT_STATS, reason, 0, 0);
         if (q.rax == PTV_VMCALL_OK && q.rcx)
-            printf("ptvisor-guest: exit-stats reason=%llu count=%llu\n", (unsigned long long)reason,
-                   (unsigned long long)q.rcx);
+            printf("ptvisor-guest: exit-stats %sreason=%llu count=%llu\n", tag,
+                   (unsigned long long)reason, (unsigned long long)q.rcx);
     }
     return 0;
 }
@@ -645,7 +669,7 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "vmcall-version") == 0)
         return do_vmcall_version();
     if (strcmp(cmd, "exit-stats") == 0)
-        return do_exit_stats();
+        return do_exit_stats(argc > 2 ? argv[2] : NULL);
     if (strcmp(cmd, "tsc") == 0) {
         printf("ptvisor-guest: tsc=%llu\n", (unsigned long long)rdtsc());
         return 0;
@@ -662,7 +686,8 @@ int main(int argc, char **argv)
         return do_trace_user(argc > 2 ? argv[2] : NULL);
     if (strcmp(cmd, "ptrace-step") == 0)
         return do_ptrace_step(argc > 2 ? argv[2] : NULL);
-    fprintf(stderr, "usage: ptv-probe [view|vmcall-version|exit-stats|tsc|rip-wrap|cpuid-loop N "
-                    "[R]|pin CPU [N]|trace-user [refusals]|ptrace-step [N]]\n");
+    fprintf(stderr,
+            "usage: ptv-probe [view|vmcall-version|exit-stats [CPU]|tsc|rip-wrap|cpuid-loop N "
+            "[R]|pin CPU [N]|trace-user [refusals]|ptrace-step [N]]\n");
     return 2;
 }

@@ -13,7 +13,7 @@ if echo "$line" | grep -q 'signature="ptvisor"'; then
     echo "this host runs under ptvisor: the refusal path cannot be checked here"
     exit 77
 fi
-for sub in vmcall-version exit-stats; do
+for sub in vmcall-version exit-stats "exit-stats 0"; do # $sub unquoted: "exit-stats 0" is two words
     out=$("$probe" $sub); rc=$?
     echo "$out"
     [ $rc = 2 ] && echo "$out" | grep -q 'not run, no ptvisor' || { echo "$sub: expected refusal, rc=$rc"; exit 1; }
