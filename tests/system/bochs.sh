@@ -46,12 +46,21 @@ if [ -n "${SERIAL_SEND_ON:-}${SERIAL_IN:-}" ]; then
     port=$((20000 + $$ % 20000))
     com="mode=socket-server, dev=127.0.0.1:$port"
 fi
+# The microcode revision the CPU reports (IA32_BIOS_SIGN_ID[63:32]): Bochs implements no such MSR
+# and reads 0, which Linux takes for pre-2018 microcode and, on bare metal only, disables the
+# TSC-deadline timer of the Skylake-X it emulates (erratum; ptvisor's VMM hides that timer where
+# the same rule holds, vmm/vmx/guest_policy.c).  0x2007006 is a released Skylake-X stepping 4
+# revision, so the guest keeps the timer bare and under the VMM alike (docs/ARCHITECTURE.md
+# section 2.4, the 2-CPU boot figure).  BOCHS_UCODE=0 shows the erratum path.  Writes are ignored
+# (the write of 0 before reading it, SDM Vol. 3A 10.11.7, leaves it).
+printf '0x08b 0 %08x 00000000 00000000 00000000 ffffffff ffffffff\n' "$((${BOCHS_UCODE:-0x2007006}))" \
+    >"$serial.msrs"
 rc="$serial.bochsrc"
 cat >"$rc" <<RC
 megs: ${MEGS:-512}
 romimage: file=$fw, address=0xffe00000
 vgaromimage: file=/usr/share/bochs/VGABIOS-lgpl-latest
-cpu: model=$model, count=$cpus, ips=${BOCHS_IPS:-50000000}, reset_on_triple_fault=0
+cpu: model=$model, count=$cpus, ips=${BOCHS_IPS:-50000000}, reset_on_triple_fault=0, msrs="$serial.msrs"
 pci: enabled=1, chipset=i440fx
 ata0: enabled=1, ioaddr1=0x1f0, ioaddr2=0x3f0, irq=14
 ata0-master: type=disk, path=$img, mode=flat, cylinders=$cyl, heads=16, spt=63
