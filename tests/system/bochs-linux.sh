@@ -320,6 +320,33 @@ elif [ -n "${PTT:-}" ] && [ -n "${EXACT_ELF:-}" ] && ! grep -aq 'ptvisor-guest: 
             echo "  FAIL trace exact: gaps told to its owner ${gaps_ctl:-?}, the dump's overflows ${ovf_meta:-?}, OVF packets decoded ${ovf_dec:-?}: not one count"
             fail=1
         fi
+        # an event inside the user-only window (the first touch of a data page faults, a timer
+        # interrupt) leaves it as hardware PT writes it: FUP + TIP.PGD where the handler is out of
+        # the filter, TIP.PGE back at the same IP; perf's own decoder shows each as "tr end async"
+        # then "tr strt" there, as many as the events the VMM told the owner.  MTF steps see each
+        # event (STEPS_MTF=1); trap-flag steps do not see a native event (ARCHITECTURE section 5)
+        if [ "${STEPS_MTF:-0}" = 1 ] && [ -n "${PERF:-}" ] && command -v "$PERF" >/dev/null; then
+            ev_ctl=$(tr -d '\r' <"$serial" | sed -n '/^ptvisor-guest: trace exact start/,$p' |
+                sed -n 's/^ptvisor-ctl: stopped: .* gaps, \([0-9]*\) events.*/\1/p' | head -n 1)
+            mkdir -p "$out/exact/perf-home"
+            if "$PTT" perf "$out/exact" -o "$out/exact/perf.data" -q &&
+                HOME="$out/exact/perf-home" DEBUGINFOD_URLS= "$PERF" script -i "$out/exact/perf.data" \
+                    --itrace=be -F flags,ip,addr 2>/dev/null >"$out/exact/perf-branches.txt"; then
+                pairs=$(awk '/tr end +async/ { at = ""; for (i = 1; i < NF; i++) if ($(i+1) == "=>") at = $i; next }
+                    /tr strt/ && at != "" { for (i = 1; i <= NF; i++) if ($i == "=>") { if ($(i+1) == at) n++; else bad++ } at = "" }
+                    END { print n + 0, bad + 0 }' "$out/exact/perf-branches.txt")
+                set -- $pairs
+                if [ -n "$ev_ctl" ] && [ "$ev_ctl" -gt 0 ] && [ "$1" = "$ev_ctl" ] && [ "$2" = 0 ]; then
+                    echo "  ok   trace exact: perf shows each of the window's $ev_ctl events as hardware PT writes it (tr end async, then tr strt at the same IP)"
+                else
+                    echo "  FAIL trace exact: events told to the owner ${ev_ctl:-?}, async exits that come back at their IP in perf's decode $1 (others $2): $out/exact/perf-branches.txt"
+                    fail=1
+                fi
+            else
+                echo "  FAIL trace exact: perf.data of the window, or perf script on it, failed ($out/exact)"
+                fail=1
+            fi
+        fi
         if [ -n "$ticks" ] && [ -n "$traced" ] && [ "$traced" -gt 0 ]; then
             echo "  INFO bench ctl_trace_ticks_per_traced_instruction=$((ticks / traced)) (ptvisor-ctl trace -u -- ptt-exact beside ptt-exact hog: $ticks ticks for the $traced instructions the window traced; the kernel's and the hog's ran out of context meanwhile)"
         fi
