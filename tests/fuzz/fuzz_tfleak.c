@@ -51,8 +51,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                               .cs = op.cs & 3};
         unsigned n = l.n;
         if (op.kind & 1) {
+            /* a record that goes for a full table is of the context that holds the most */
+            unsigned most = 0;
+            for (unsigned i = 0; i < l.n; i++) {
+                unsigned c = 0;
+                for (unsigned j = 0; j < l.n; j++)
+                    c += l.f[j].cr3 == l.f[i].cr3;
+                most = c > most ? c : most;
+            }
+            struct tfl before = l;
             tfl_record(&l, &f);
             CHECK(l.n == n || l.n == n + 1);
+            if (l.dropped != before.dropped) { /* which context lost one */
+                for (unsigned i = 0; i < before.n; i++) {
+                    bool kept = false;
+                    for (unsigned j = 0; j < l.n && !kept; j++)
+                        kept = same(&l.f[j], &before.f[i]);
+                    if (!kept) {
+                        unsigned c = 0;
+                        for (unsigned j = 0; j < before.n; j++)
+                            c += before.f[j].cr3 == before.f[i].cr3;
+                        CHECK(c == most);
+                    }
+                }
+            }
         } else {
             struct tfl before = l;
             bool t = tfl_take(&l, f.cr3, f.cs, f.ret, f.rsp, reach, &op.len);

@@ -114,6 +114,29 @@ static void test_bounded(void **state)
 }
 
 /* one frame's answer, as the shim asks it of a frame another vCPU has not recorded yet */
+/* a flood of one context's frames pushes out its own records, never another context's */
+static void test_flood_evicts_its_own(void **state)
+{
+    (void)state;
+    ret_is_ret = false;
+    tfl_init(&l);
+    struct tfl_frame victim = user;
+    victim.cr3 = 0x7777000;
+    tfl_record(&l, &victim); /* the oldest record of all */
+    for (unsigned i = 0; i < 1000; i++) {
+        struct tfl_frame f = user;
+        f.rsp = 0x10000000ull + i * 0x100000ull;
+        tfl_record(&l, &f);
+    }
+    assert_int_equal(l.n, TFL_MAX);
+    assert_int_equal(l.dropped, 1000 - (TFL_MAX - 1));
+    assert_true(tfl_take(&l, victim.cr3, 0x33, 0x401003, victim.rsp, reach, 0));
+    /* the flood kept its newest */
+    assert_true(
+        tfl_take(&l, user.cr3, 0x33, 0x401003, 0x10000000ull + 999 * 0x100000ull, reach, 0));
+    assert_false(tfl_take(&l, user.cr3, 0x33, 0x401003, 0x10000000ull, reach, 0));
+}
+
 static void test_explains(void **state)
 {
     (void)state;
@@ -142,10 +165,15 @@ static void test_reaches(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_after_return),     cmocka_unit_test(test_at_return),
-        cmocka_unit_test(test_branch_at_return), cmocka_unit_test(test_same_frame_once),
-        cmocka_unit_test(test_newest_first),     cmocka_unit_test(test_bounded),
-        cmocka_unit_test(test_reaches),          cmocka_unit_test(test_explains),
+        cmocka_unit_test(test_after_return),
+        cmocka_unit_test(test_at_return),
+        cmocka_unit_test(test_branch_at_return),
+        cmocka_unit_test(test_same_frame_once),
+        cmocka_unit_test(test_newest_first),
+        cmocka_unit_test(test_bounded),
+        cmocka_unit_test(test_reaches),
+        cmocka_unit_test(test_explains),
+        cmocka_unit_test(test_flood_evicts_its_own),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -23,6 +23,27 @@ static void remove_at(struct tfl *l, unsigned i)
     l->seq[i] = l->seq[l->n];
 }
 
+/* the record that goes when the table is full: the oldest of the context (CR3) that holds the
+ * most, so one context's flood of events pushes out its own records before anyone else's */
+static unsigned victim(const struct tfl *l)
+{
+    unsigned best = 0, best_n = 0;
+    for (unsigned i = 0; i < l->n; i++) {
+        unsigned n = 0, oldest = i;
+        for (unsigned j = 0; j < l->n; j++)
+            if (l->f[j].cr3 == l->f[i].cr3) {
+                n++;
+                if (l->seq[j] < l->seq[oldest])
+                    oldest = j;
+            }
+        if (n > best_n || (n == best_n && l->seq[oldest] < l->seq[best])) {
+            best_n = n;
+            best = oldest;
+        }
+    }
+    return best;
+}
+
 void tfl_record(struct tfl *l, const struct tfl_frame *f)
 {
     struct tfl_frame g = *f;
@@ -34,11 +55,7 @@ void tfl_record(struct tfl *l, const struct tfl_frame *f)
             return;
         }
     if (l->n == TFL_MAX) {
-        unsigned old = 0;
-        for (unsigned i = 1; i < l->n; i++)
-            if (l->seq[i] < l->seq[old])
-                old = i;
-        remove_at(l, old);
+        remove_at(l, victim(l));
         l->dropped++;
     }
     l->f[l->n] = g;

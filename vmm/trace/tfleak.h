@@ -22,8 +22,10 @@
  * RFLAGS images the tracer sees being written are cleaned where they are written instead
  * (trace_step.c: PUSHF's image, SYSCALL's R11), so they never need a record.
  *
- * The table is bounded: when full, the oldest record goes (counted, logged once by the shim):
- * its frame, should it ever return, brings the stray single step to the guest.  Pure code, for
+ * The table is bounded: when full, the oldest record of the context that holds the most goes
+ * (counted, logged once by the shim), so a context that floods it with its own events loses its
+ * own records first; a frame whose record went brings, should it ever return, the stray single
+ * step to the guest.  Pure code, for
  * the VMM (one table for all vCPUs: a process interrupted on one CPU may resume on another)
  * and for test_tfleak / fuzz_tfleak.
  */
