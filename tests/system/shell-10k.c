@@ -13,7 +13,7 @@ __attribute__((noreturn)) void _start(void)
 {
     /* 1,430 rounds of a 7-instruction loop (gcc -O1): 10,010 instructions and a few more */
     unsigned long h = shell_10k_work(1430);
-    __asm__ volatile("" ::"r"(h)); /* the work is kept */
+    __asm__ volatile("" ::"r"(h));                 /* the work is kept */
     __asm__ volatile("syscall" ::"a"(60), "D"(0)); /* exit(0) */
     __builtin_unreachable();
 }

@@ -48,39 +48,16 @@ static bool event_frame(struct bcache *bc, const struct gw_mem *m, const struct 
     return false;
 }
 
-/* may the classified instruction `in` at ip send control to `to`? *any: to every IP */
-static bool insn_flows_to(uint64_t ip, const struct x86_insn *in, enum x86_code_size cs,
-                          uint64_t to, bool *any)
-{
-    uint64_t fall = ip_wrap(ip + in->len, cs);
-    *any = false;
-    switch (in->branch) {
-    case X86_BR_NONE:
-    case X86_BR_VMX: /* the VMM emulated it: execution goes on after it */
-        return to == fall;
-    case X86_BR_JCC:
-        return to == fall || to == x86_direct_target(ip, in, cs);
-    case X86_BR_JMP_DIRECT:
-    case X86_BR_CALL_DIRECT:
-        return to == x86_direct_target(ip, in, cs);
-    case X86_BR_UD:
-        return false; /* always #UD: an event */
-    default:          /* indirect, near RET, far transfers */
-        *any = true;
-        return true;
-    }
-}
-
 static bool flows_to(const struct swtrace *t, uint64_t to, bool *any)
 {
-    return insn_flows_to(t->ip, &t->insn, t->ctx.cs, to, any);
+    return x86_flows_to(t->ip, &t->insn, t->ctx.cs, to, any);
 }
 
 static bool insn_self_branch(bool valid, uint64_t ip, const struct x86_insn *in,
                              enum x86_code_size cs)
 {
     bool any;
-    return valid && in->branch != X86_BR_NONE && insn_flows_to(ip, in, cs, ip, &any);
+    return valid && in->branch != X86_BR_NONE && x86_flows_to(ip, in, cs, ip, &any);
 }
 
 static bool self_branch(const struct swtrace *t)
@@ -143,7 +120,7 @@ static bool left_resumes(struct swtrace *t, const struct gw_mem *m, const struct
         return false;
     /* a branch to itself could have run any number of times */
     return !insn_self_branch(true, t->left.ip, in, c->ctx.cs) &&
-           insn_flows_to(t->left.ip, in, c->ctx.cs, c->rip, &any) && !any;
+           x86_flows_to(t->left.ip, in, c->ctx.cs, c->rip, &any) && !any;
 }
 
 /*

@@ -9,7 +9,7 @@
 /* ip after it wrapped at the code size */
 static inline uint64_t ip_wrap(uint64_t ip, enum x86_code_size cs)
 {
-    return cs == X86_CODE64 ? ip : cs == X86_CODE32 ? (ip & 0xffffffffu) : (ip & 0xffffu);
+    return x86_ip_wrap(ip, cs);
 }
 
 /* the linear address of ip in c's code segment */

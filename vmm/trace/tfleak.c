@@ -90,23 +90,6 @@ bool tfl_take(struct tfl *l, uint64_t cr3, uint16_t cs, uint64_t rip, uint64_t r
 
 bool tfl_insn_reaches(const struct x86_insn *in, uint64_t ip, enum x86_code_size cs, uint64_t to)
 {
-    uint64_t fall = ip + in->len;
-    if (cs == X86_CODE32)
-        fall &= 0xffffffffull;
-    else if (cs == X86_CODE16)
-        fall &= 0xffffull;
-    switch (in->branch) {
-    case X86_BR_NONE:
-    case X86_BR_VMX:
-        return to == fall;
-    case X86_BR_JCC:
-        return to == fall || to == x86_direct_target(ip, in, cs);
-    case X86_BR_JMP_DIRECT:
-    case X86_BR_CALL_DIRECT:
-        return to == x86_direct_target(ip, in, cs);
-    case X86_BR_UD:
-        return false;
-    default: /* indirect, near RET, far transfers */
-        return true;
-    }
+    bool any;
+    return x86_flows_to(ip, in, cs, to, &any);
 }

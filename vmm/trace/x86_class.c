@@ -600,3 +600,25 @@ const char *x86_branch_name(unsigned branch)
     };
     return branch < X86_BR_COUNT ? names[branch] : "?";
 }
+
+bool x86_flows_to(uint64_t ip, const struct x86_insn *in, enum x86_code_size cs, uint64_t to,
+                  bool *any)
+{
+    uint64_t fall = x86_ip_wrap(ip + in->len, cs);
+    *any = false;
+    switch (in->branch) {
+    case X86_BR_NONE:
+    case X86_BR_VMX: /* the VMM emulated it: execution goes on after it */
+        return to == fall;
+    case X86_BR_JCC:
+        return to == fall || to == x86_direct_target(ip, in, cs);
+    case X86_BR_JMP_DIRECT:
+    case X86_BR_CALL_DIRECT:
+        return to == x86_direct_target(ip, in, cs);
+    case X86_BR_UD:
+        return false; /* always #UD: an event */
+    default:          /* indirect, near RET, far transfers */
+        *any = true;
+        return true;
+    }
+}

@@ -103,6 +103,17 @@ int x86_classify(const uint8_t *code, size_t avail, enum x86_code_size cs, struc
  * operand size as the CPU does (SDM Vol. 2 JMP/CALL/Jcc operation: 16-bit EIP wraps) */
 uint64_t x86_direct_target(uint64_t ip, const struct x86_insn *in, enum x86_code_size cs);
 
+/* ip after it wrapped at the code size (64-bit: none; 32-bit: 4 GiB; 16-bit: 64 KiB) */
+static inline uint64_t x86_ip_wrap(uint64_t ip, enum x86_code_size cs)
+{
+    return cs == X86_CODE64 ? ip : cs == X86_CODE32 ? (ip & 0xffffffffu) : (ip & 0xffffu);
+}
+
+/* may the classified instruction `in` at ip send control to `to` in one step: its fall-through,
+ * its direct target; *any: indirect, near RET and far transfers go anywhere (true) */
+bool x86_flows_to(uint64_t ip, const struct x86_insn *in, enum x86_code_size cs, uint64_t to,
+                  bool *any);
+
 /* does the Jcc `in` (X86_F_JCC_CC set) jump with these RFLAGS (SDM Vol. 2A Jcc, Table B-1) */
 bool x86_jcc_taken(const struct x86_insn *in, uint64_t rflags);
 

@@ -177,11 +177,6 @@ static uint64_t stack_lin(const struct swtrace_cpu *c, uint64_t rsp)
     return (vmcs_readl(GUEST_SS_BASE) + sp) & 0xffffffffu;
 }
 
-static uint64_t ip_wrap_cs(uint64_t ip, enum x86_code_size cs)
-{
-    return cs == X86_CODE64 ? ip : cs == X86_CODE32 ? (ip & 0xffffffffu) : (ip & 0xffffu);
-}
-
 /* the guest's own single step, due after an instruction it began with TF = 1: a #DB with BS,
  * delivered at this entry unless another event is (that one then comes first, as it would) */
 static void guest_step_deliver(struct trace_vcpu *t)
@@ -254,7 +249,7 @@ void trace_tf_after_step(struct vcpu *v, struct trace_vcpu *t, const struct x86_
      * branches only (SDM Vol. 3B 18.4.3) */
     bool branch_taken =
         prev_valid && prev->branch != X86_BR_NONE && prev->branch != X86_BR_VMX &&
-        !(prev->branch == X86_BR_JCC && c->rip == ip_wrap_cs(ip + prev->len, c->ctx.cs));
+        !(prev->branch == X86_BR_JCC && c->rip == x86_ip_wrap(ip + prev->len, c->ctx.cs));
     if (gtf && ran && !event && (!v->trace_btf || branch_taken))
         guest_step_deliver(t);
     if (!prev_valid || !ran)
