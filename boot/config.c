@@ -38,6 +38,7 @@ void ptv_config_defaults(struct ptv_config *cfg)
     cfg->vmcall_user = PTV_VMCALL_USER_NONE;
     cfg->trace_sw = PTV_SW_TRACE_AUTO;
     cfg->trace_wrap = 1;
+    cfg->trace_free = 1;
     cfg->psb_period = 4096;
     memcpy(cfg->guest_path, DEFAULT_GUEST, sizeof(DEFAULT_GUEST));
     memcpy(cfg->cmdline, DEFAULT_CMDLINE, sizeof(DEFAULT_CMDLINE));
@@ -346,6 +347,15 @@ static bool set_trace_wrap(struct ptv_config *cfg, const char *v, size_t n, stru
     return true;
 }
 
+static bool set_trace_free(struct ptv_config *cfg, const char *v, size_t n, struct ptv_fmt *err)
+{
+    int k = lookup(v, n, on_off_names, COUNT(on_off_names));
+    if (k < 0)
+        return fail(err, "expected on (run free outside the window's CR3) or off (step all)", v, n);
+    cfg->trace_free = (uint32_t)k;
+    return true;
+}
+
 static bool set_psb_period(struct ptv_config *cfg, const char *v, size_t n, struct ptv_fmt *err)
 {
     uint64_t x;
@@ -443,9 +453,10 @@ static const struct key {
     {"on_crash", set_on_crash, false},       {"vmm", set_vmm, false},
     {"vmcall_user", set_vmcall_user, false}, {"guest", set_guest, false},
     {"cmdline", set_cmdline, true},          {"sw_trace", set_sw_trace, false},
-    {"trace_wrap", set_trace_wrap, false},   {"psb_period", set_psb_period, false},
-    {"trace_boot", set_trace_boot, false},   {"dump_window", set_dump_window, false},
-    {"dump_stall", set_dump_stall, false},   {"pt_range", set_pt_range, false},
+    {"trace_wrap", set_trace_wrap, false},   {"trace_free", set_trace_free, false},
+    {"psb_period", set_psb_period, false},   {"trace_boot", set_trace_boot, false},
+    {"dump_window", set_dump_window, false}, {"dump_stall", set_dump_stall, false},
+    {"pt_range", set_pt_range, false},
 };
 #define NR_KEYS COUNT(keys)
 

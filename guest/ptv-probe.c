@@ -19,6 +19,10 @@
  *                              "refusals": the refused calls only, no window of its own
  *   ptv-probe trace-own CPU    pinned to CPU, its own window around 200 getpid calls: its
  *                              figures (guest/init runs one on each CPU at once)
+ *   ptv-probe spin-child N     a child process on this CPU spins N rounds of a busy loop and
+ *                              prints the TSC ticks they took; the parent waits for it (under
+ *                              `ptvisor-ctl trace`: another process's speed while a window is
+ *                              open, issue 29)
  *
  * VMCALL outside VMX non-root operation raises #UD, so the VMCALL subcommands
  * first check CPUID.1:ECX[31] and the 0x40000000 signature and refuse (exit 2)
@@ -659,6 +663,32 @@ static int do_ptrace_step(const char *arg)
     return steps == N ? 0 : 1;
 }
 
+/* a child on this CPU spins n rounds; its ticks, printed by the child; the parent only waits */
+static int do_spin_child(const char *arg)
+{
+    const unsigned long n = arg ? strtoul(arg, NULL, 0) : 1000000;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(sched_getcpu(), &set);
+    sched_setaffinity(0, sizeof(set), &set);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0)
+        return 1;
+    if (pid == 0) {
+        volatile unsigned long acc = 0;
+        uint64_t t0 = rdtsc();
+        for (unsigned long i = 0; i < n; i++)
+            acc += i;
+        uint64_t t1 = rdtsc();
+        printf("ptvisor-guest: spin-child rounds=%lu ticks=%llu cpu=%d\n", n,
+               (unsigned long long)(t1 - t0), sched_getcpu());
+        _exit(acc == 0 && n > 1);
+    }
+    int st;
+    return waitpid(pid, &st, 0) == pid && WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+}
+
 int main(int argc, char **argv)
 {
     const char *cmd = argc > 1 ? argv[1] : "view";
@@ -686,8 +716,10 @@ int main(int argc, char **argv)
         return do_trace_user(argc > 2 ? argv[2] : NULL);
     if (strcmp(cmd, "ptrace-step") == 0)
         return do_ptrace_step(argc > 2 ? argv[2] : NULL);
+    if (strcmp(cmd, "spin-child") == 0)
+        return do_spin_child(argc > 2 ? argv[2] : NULL);
     fprintf(stderr,
             "usage: ptv-probe [view|vmcall-version|exit-stats [CPU]|tsc|rip-wrap|cpuid-loop N "
-            "[R]|pin CPU [N]|trace-user [refusals]|ptrace-step [N]]\n");
+            "[R]|pin CPU [N]|trace-user [refusals]|ptrace-step [N]|spin-child N]\n");
     return 2;
 }

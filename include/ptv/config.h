@@ -115,7 +115,9 @@ struct ptv_config {
     /* trace delivery (issue 10) */
     uint64_t dump_window;   /* dump_window = 64K: newest trace bytes a dump sends (0 = the ring) */
     uint32_t dump_stall_us; /* dump_stall = 20ms: longest the guest is held per dump slice */
-    uint32_t _pad1;
+    /* trace_free = on: a software-tracer window with a CR3 filter lets the vCPU run unstepped
+     * outside that CR3 (every MOV to CR3 then exits); off: every instruction is stepped */
+    uint32_t trace_free;
     char guest_path[PTV_CFG_PATH_MAX]; /* guest = \ptvisor\vmlinuz.efi */
     char cmdline[PTV_CFG_CMDLINE_MAX]; /* cmdline = initrd=... console=ttyS0,115200 */
 };

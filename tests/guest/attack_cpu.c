@@ -17,6 +17,7 @@ HIDDEN void atk_compat_cpuid(uint64_t sel32, void *farptr);
 HIDDEN void atk_tf_cpuid(void);
 HIDDEN void atk_rf_cpuid(void);
 HIDDEN void atk_bp_nop(void);
+HIDDEN void atk_cr3_run(uint64_t cr3_in, uint64_t cr3_back, uint64_t n);
 
 #define CR0_NE (1ull << 5)
 #define CR0_NW (1ull << 29)
@@ -311,7 +312,61 @@ static void atk_tf_after_windows(void)
            v, atk_fault.rip == (uint64_t)atk_tf_after ? "at next insn" : "elsewhere", dr6);
 }
 
+/*
+ * Free running (issue 29, trace_step.c): a window on another CR3 lets the vCPU run unstepped,
+ * every MOV to CR3 exiting for the VMM to complete.  Attacked: the MOV keeps its rules there
+ * (bit 63 without CR4.PCIDE and an address beyond MAXPHYADDR #GP, CR3 kept), and the way into
+ * the window's CR3 is seen: a stretch under it (a copy of this PML4, so the same mappings) is
+ * stepped instruction for instruction -- the window counts exactly those -- while the 200,000
+ * instructions of a loop under this CR3 before it are not stepped at all.
+ */
+static uint64_t atk_pml4_copy[512] __attribute__((aligned(4096)));
+
+static void atk_cr3_free(void)
+{
+    const uint64_t n = 1000, spin = 100000;
+    uint64_t cr3 = read_cr3(), maxphy = cpuid(0x80000008, 0).eax & 0xff;
+    if (read_cr4() & (1ull << 17)) {
+        report_skip("MOV CR3 while running free: the firmware runs with CR4.PCIDE");
+        return;
+    }
+    const uint64_t *pml4 = (const uint64_t *)(cr3 & 0x000ffffffffff000ull);
+    for (unsigned i = 0; i < 512; i++)
+        atk_pml4_copy[i] = pml4[i];
+    uint64_t in = (uint64_t)atk_pml4_copy | (cr3 & 0x18); /* PWT, PCD as this CR3 */
+    struct vmcall6 start = {.rax = PTV_VMCALL_TRACE_START,
+                            .rbx = PTV_TRACE_F_KERNEL | PTV_TRACE_F_USER | PTV_TRACE_F_CR3,
+                            .rcx = in}; /* R8 = 0: no budget */
+    vmcall6(&start);
+    int64_t rc = (int64_t)start.rax;
+    if (rc != PTV_VMCALL_OK) {
+        report_skip("MOV CR3 while running free: no window (rax %lld)", (long long)rc);
+        return;
+    }
+    for (volatile uint64_t i = 0; i < spin; i++)
+        ;
+    int v63 = write_cr3_trap(cr3 | 1ull << 63);
+    int vphy = maxphy < 52 ? write_cr3_trap(cr3 | 1ull << maxphy) : TRAP_GP;
+    uint64_t kept = read_cr3();
+    struct vmcall6 mid = {.rax = PTV_VMCALL_TRACE_STATUS};
+    vmcall6(&mid); /* RSI: stepped so far, none if the spin and the #GPs ran free; the call
+                    * itself is one more, an instruction the VMM completes */
+    atk_cr3_run(in, cr3, n);
+    uint64_t back = read_cr3();
+    struct vmcall6 stop = {.rax = PTV_VMCALL_TRACE_STOP};
+    vmcall6(&stop);
+    uint64_t stepped = stop.rcx, gaps = stop.rsi;
+    report_info("free: %lu stepped before, %lu in all (want %lu), %lu gaps", mid.rsi, stepped,
+                2 * n + 3 + 1, gaps);
+    report_info("free: MOV CR3 bit 63: vector %d, bit %lu: vector %d, CR3 %s", v63, maxphy, vphy,
+                kept == cr3 && back == cr3 ? "kept" : "CHANGED");
+    report(v63 == TRAP_GP && vphy == TRAP_GP && kept == cr3 && back == cr3 &&
+               stepped == 2 * n + 3 + 1 && gaps == 0,
+           "MOV CR3 free: #GP, CR3 kept, %lu stepped", stepped);
+}
+
 const struct attack attacks_cpu_late[] = {
+    {"MOV CR3 while the tracer runs the vCPU free: rules kept, the way in seen", atk_cr3_free},
     {"DR0 breakpoint after trace windows: DR6 as on bare metal", atk_db_after_windows},
     {"TF single step after trace windows: the guest's own", atk_tf_after_windows},
     {"DR0 data breakpoint inside a trace window: the guest's alone", atk_db_data_in_window},

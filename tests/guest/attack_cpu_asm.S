@@ -107,6 +107,25 @@ atk_bp_target:
     nop
     ret
 
+/*
+ * void atk_cr3_run(uint64_t cr3_in, uint64_t cr3_back, uint64_t n): with IF = 0, MOV CR3 cr3_in,
+ * then 1 + 2n instructions there (MOV, then n times DEC / JNZ), then MOV CR3 cr3_back (the last
+ * instruction under cr3_in): 2n + 3 instructions a window on cr3_in alone sees, with the first
+ * MOV
+ */
+    .globl atk_cr3_run
+    .hidden atk_cr3_run
+atk_cr3_run:
+    pushfq
+    cli
+    movq %rdi, %cr3
+    movq %rdx, %rcx
+1:  decq %rcx
+    jnz 1b
+    movq %rsi, %cr3
+    popfq
+    ret
+
     .section .data
     .balign 8
     .globl atk_compat_regs

@@ -174,6 +174,20 @@ static inline uint64_t read_cr4(void)
     return v;
 }
 
+static inline uint64_t read_cr3(void)
+{
+    uint64_t v;
+    __asm__ volatile("mov %%cr3, %0" : "=r"(v));
+    return v;
+}
+
+static inline int write_cr3_trap(uint64_t v)
+{
+    trap_arm();
+    __asm__ volatile(TRAP_INSN("movq %%rax, %%cr3")::"a"(v) : "memory");
+    return trap_disarm();
+}
+
 static inline int write_cr4_trap(uint64_t v)
 {
     trap_arm();

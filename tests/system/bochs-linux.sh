@@ -350,6 +350,13 @@ elif [ -n "${PTT:-}" ] && [ -n "${EXACT_ELF:-}" ] && ! grep -aq 'ptvisor-guest: 
         if [ -n "$ticks" ] && [ -n "$traced" ] && [ "$traced" -gt 0 ]; then
             echo "  INFO bench ctl_trace_ticks_per_traced_instruction=$((ticks / traced)) (ptvisor-ctl trace -u -- ptt-exact beside ptt-exact hog: $ticks ticks for the $traced instructions the window traced; the kernel's and the hog's ran out of context meanwhile)"
         fi
+        # another process's busy loop while a window is open (it runs free outside the window's
+        # CR3: issue 29), against the same loop with no window: a figure, not a check
+        spin_w=$(tr -d '\r' <"$serial" | sed -n 's/^ptvisor-guest: spin-child window rounds=[0-9]* ticks=\([0-9]*\).*/\1/p' | head -n 1)
+        spin_a=$(tr -d '\r' <"$serial" | sed -n 's/^ptvisor-guest: spin-child alone rounds=[0-9]* ticks=\([0-9]*\).*/\1/p' | head -n 1)
+        if [ -n "$spin_w" ] && [ -n "$spin_a" ] && [ "$spin_w" -gt 0 ]; then
+            echo "  INFO bench busy_loop_speed_in_window=$(awk -v a="$spin_a" -v w="$spin_w" 'BEGIN { printf "%.3f", a / w }') (1,000,000 rounds of a child of the traced process: $spin_w ticks while the window is open, $spin_a alone; 1.000 = as fast)"
+        fi
         if [ -n "${NATIVE_STEPS:-}" ] &&
             same_as_native "$out/exact" "trace exact" "ptvisor-ctl trace's window == ptt-exact stepped natively, entry to exit, @N@ instructions in order (the other process and the kernel filtered out)" -e "$EXACT_ELF"; then
             # what the VMM told the window's owner is about the window alone (issue 27 defect 2)

@@ -91,7 +91,6 @@ static void test_default_file(void **state)
     ptv_config_parse(&cfg, text, len, "ptvisor.cfg", collect, &m);
     assert_int_equal(m.n, 0);
     cfg._pad0 = 0;
-    cfg._pad1 = 0;
     memset(cfg.guest_path + strlen(cfg.guest_path), 0,
            sizeof(cfg.guest_path) - strlen(cfg.guest_path));
     memset(cfg.cmdline + strlen(cfg.cmdline), 0, sizeof(cfg.cmdline) - strlen(cfg.cmdline));
@@ -119,6 +118,7 @@ static void test_every_key(void **state)
                        "cmdline = console=ttyS0 quiet\n"
                        "sw_trace = on\n"
                        "trace_wrap = off\n"
+                       "trace_free = off\n"
                        "psb_period = 64K\n"
                        "trace_boot = 100000\n"
                        "pt_range = 0x1000-0x1fff, 0xffffffff81000000-0xffffffff82000000\n"
@@ -138,6 +138,7 @@ static void test_every_key(void **state)
     assert_int_equal(cfg.start_vmm, 0);
     assert_int_equal(cfg.trace_sw, PTV_SW_TRACE_ON);
     assert_int_equal(cfg.trace_wrap, 0);
+    assert_int_equal(cfg.trace_free, 0);
     assert_int_equal(cfg.psb_period, 64 << 10);
     assert_int_equal(cfg.trace_boot, 100000);
     assert_int_equal(cfg.trace_nranges, 2);

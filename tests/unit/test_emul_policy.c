@@ -186,6 +186,47 @@ static void test_cr4(void **state)
     assert_null(cr4_write_check(&legacy, 0));                    /* PAE off: legal here */
 }
 
+/* MOV to CR3: operand size, PCID no-flush, reserved bits, PDPTE loads (cr3_write_check) */
+static void test_cr3(void **state)
+{
+    (void)state;
+    struct cr_ctx c = LONG_CTX;
+    struct cr3_write w;
+    c.cr4 &= ~CR4_PCIDE;
+    assert_null(cr3_write_check(&c, 0x123456018ull, 46, &w)); /* PWT/PCD and ignored bits kept */
+    assert_int_equal(w.cr3, 0x123456018ull);
+    assert_true(w.flush);
+    assert_false(w.pdptes);
+    assert_non_null(cr3_write_check(&c, 1ull << 63 | 0x1000, 46, &w)); /* bit 63 without PCIDs */
+    assert_non_null(cr3_write_check(&c, 1ull << 46 | 0x1000, 46, &w)); /* beyond MAXPHYADDR */
+    assert_null(cr3_write_check(&c, (1ull << 46) - 0x1000, 46, &w));
+    c.cr4 |= CR4_PCIDE;
+    assert_null(cr3_write_check(&c, 1ull << 63 | 0x5000 | 0x801, 46, &w)); /* no-flush */
+    assert_int_equal(w.cr3, 0x5801);
+    assert_false(w.flush);
+    assert_null(cr3_write_check(&c, 0x5801, 46, &w));
+    assert_true(w.flush);
+    assert_non_null(cr3_write_check(&c, 1ull << 63 | 1ull << 50, 46, &w)); /* bit 63 goes first */
+    assert_null(cr3_write_check(&c, 1ull << 63 | 1ull << 50, 52, &w));
+    /* compatibility mode: a 32-bit operand, CR3[63:32] cleared, no bit 63 to ask for no flush */
+    c.code64 = false;
+    assert_null(cr3_write_check(&c, 0xffffffff00003000ull | 1ull << 63, 46, &w));
+    assert_int_equal(w.cr3, 0x3000);
+    assert_true(w.flush);
+    /* outside IA-32e mode: PAE paging loads the PDPTEs, 32-bit paging and no paging do not */
+    struct cr_ctx pae = {.cr0 = 0x80000011, .cr4 = 0x20};
+    assert_null(cr3_write_check(&pae, 0xabcd00000001f000ull, 36, &w));
+    assert_int_equal(w.cr3, 0x1f000);
+    assert_true(w.pdptes);
+    struct cr_ctx legacy = {.cr0 = 0x80000011};
+    assert_null(cr3_write_check(&legacy, 0x2000, 36, &w));
+    assert_false(w.pdptes);
+    legacy.cr0 = 0x11;
+    pae.cr0 = 0x11;
+    assert_null(cr3_write_check(&pae, 0x2000, 36, &w));
+    assert_false(w.pdptes);
+}
+
 static void test_pdptes(void **state)
 {
     (void)state;
@@ -518,23 +559,15 @@ static void test_nmi(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_retire),
-        cmocka_unit_test(test_fault_class),
-        cmocka_unit_test(test_cr0),
-        cmocka_unit_test(test_cr4),
-        cmocka_unit_test(test_pdptes),
-        cmocka_unit_test(test_apic_base),
-        cmocka_unit_test(test_mtrr),
-        cmocka_unit_test(test_nmi),
-        cmocka_unit_test(test_dr6_deliver),
-        cmocka_unit_test(test_pf_cr2),
-        cmocka_unit_test(test_db_guest_part),
-        cmocka_unit_test(test_db_step),
-        cmocka_unit_test(test_blk_exit),
-        cmocka_unit_test(test_blk_entry),
-        cmocka_unit_test(test_blk_lead),
-        cmocka_unit_test(test_tf_step),
-        cmocka_unit_test(test_apic_base_view),
+        cmocka_unit_test(test_retire),    cmocka_unit_test(test_fault_class),
+        cmocka_unit_test(test_cr0),       cmocka_unit_test(test_cr4),
+        cmocka_unit_test(test_cr3),       cmocka_unit_test(test_pdptes),
+        cmocka_unit_test(test_apic_base), cmocka_unit_test(test_mtrr),
+        cmocka_unit_test(test_nmi),       cmocka_unit_test(test_dr6_deliver),
+        cmocka_unit_test(test_pf_cr2),    cmocka_unit_test(test_db_guest_part),
+        cmocka_unit_test(test_db_step),   cmocka_unit_test(test_blk_exit),
+        cmocka_unit_test(test_blk_entry), cmocka_unit_test(test_blk_lead),
+        cmocka_unit_test(test_tf_step),   cmocka_unit_test(test_apic_base_view),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -488,6 +488,45 @@ static void replay_blocks(const struct run *r, unsigned every, struct replay *o,
     swtrace_stop(&o->t);
 }
 
+/*
+ * The run as free running traces it (trace_step.c, issue 29): wherever the tracer stands under
+ * a CR3 the window leaves out, the vCPU runs on unstepped and the next look is at an exit --
+ * the MOV to CR3 that brings the window's CR3 back (the last state under the other CR3), or,
+ * one time in `every`, an exit on the way (an interrupt, a CPUID) -- where the tracer is put by
+ * swtrace_resync; then it steps on.  The packets must be those of stepping every instruction.
+ */
+static void replay_free(const struct run *r, unsigned every, struct replay *o)
+{
+    uint64_t seed = 0x2545f4914f6cdd1dull;
+    struct swtrace_cpu c = replay_open(r, false, true, &mem_mapped, o), k = c;
+    for (unsigned i = 1; i < r->n; i++) {
+        if (swpt_cr3_off(&o->t.pt, o->t.ctx.cr3)) {
+            unsigned j = i - 1; /* where the tracer let the vCPU go */
+            for (;;) {
+                if (j + 1 >= r->n)
+                    break;
+                at_step(r, j + 1, &k);
+                if (!swpt_cr3_off(&o->t.pt, k.ctx.cr3))
+                    break; /* step j + 1 is under the window's CR3: j was the exit */
+                j++;
+                seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+                if (every && seed % every == 0) {
+                    at_step(r, j, &c);
+                    swtrace_resync(&o->t, &mem_mapped, &c);
+                }
+            }
+            at_step(r, j, &c);
+            swtrace_resync(&o->t, &mem_mapped, &c);
+            i = j + 1;
+            if (i >= r->n)
+                break;
+        }
+        at_step(r, i, &c);
+        swtrace_observe(&o->t, &mem_mapped, &c, true);
+    }
+    swtrace_stop(&o->t);
+}
+
 /* block stepping as the VMM runs it, measured by callgrind (mk/48-swtrace-bench.mk) */
 __attribute__((noinline)) void replay_blocks_bench(const struct run *r, struct replay *o,
                                                    struct block_stats *bs);
@@ -623,6 +662,30 @@ static void check_program(char *const argv[])
         replay_cached_big(&r, &one);
         if (window == W_CR3 || window == W_CPL)
             assert_true(one.t.st.departures > 0); /* its system calls leave the process */
+        for (unsigned every = 0; window != W_CPL && every <= 8; every += 8) {
+            /* free running: the other CR3's spans unstepped, the very packets of stepping */
+            struct replay fr;
+            replay_init(&fr);
+            replay_free(&r, every, &fr);
+            if (fr.ring.head != one.ring.head || memcmp(fr.ring.buf, one.ring.buf, one.ring.head))
+                fail_msg("%s: %s window, free running (an exit in %u) wrote other packets (%lu "
+                         "bytes, stepping %lu)",
+                         argv[0], wname[window], every, (unsigned long)fr.ring.head,
+                         (unsigned long)one.ring.head);
+            assert_int_equal(fr.t.pt.traced, one.t.pt.traced);
+            assert_int_equal(fr.t.pt.win_events, one.t.pt.win_events);
+            assert_int_equal(fr.t.st.departures, one.t.st.departures);
+            assert_int_equal(swtrace_gaps(&fr.t), swtrace_gaps(&one.t));
+            assert_true(fr.t.st.free_runs >= spans);
+            assert_true(fr.t.st.steps < one.t.st.steps);
+            print_message(
+                "%-22s %s window, free running (an exit in %u): %lu steps for %lu traced "
+                "(%.3f per traced; stepping all: %.3f), %lu free runs\n",
+                argv[0], wname[window], every, (unsigned long)fr.t.st.steps,
+                (unsigned long)fr.t.pt.traced, (double)fr.t.st.steps / (double)fr.t.pt.traced,
+                (double)one.t.st.steps / (double)one.t.pt.traced, (unsigned long)fr.t.st.free_runs);
+            free(fr.ring.buf);
+        }
         for (unsigned every = 0; every <= 4; every += 4) {
             struct replay blk;
             struct block_stats bs;

@@ -478,6 +478,12 @@ bool swpt_admits(const struct swpt *t, const struct swpt_ctx *ctx, uint64_t ip)
     return t->on && packet_en(t, ctx, ip);
 }
 
+bool swpt_cr3_off(const struct swpt *t, uint64_t cr3)
+{
+    const struct swpt_filter *f = &t->cfg.filter;
+    return t->on && f->cr3_match && ((cr3 ^ f->cr3) & ~f->cr3_ignore);
+}
+
 bool swpt_context_off(const struct swpt *t, const struct swpt_ctx *ctx)
 {
     return t->on && !context_match(t, ctx);

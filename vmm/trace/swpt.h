@@ -156,6 +156,9 @@ void swpt_leave(struct swpt *t, uint64_t at_ip, const struct swpt_ctx *ctx);
 void swpt_resume(struct swpt *t, uint64_t ip, const struct swpt_ctx *ctx, uint64_t tsc);
 void swpt_overflow(struct swpt *t);
 
+/* no instruction under CR3 cr3 is in context, at any CPL: the window has a CR3 filter and cr3
+ * is not its (a vCPU there traces nothing until a MOV to CR3) */
+bool swpt_cr3_off(const struct swpt *t, uint64_t cr3);
 /* the filter leaves context *ctx out (its CPL, or its CR3): PacketEn is 0 at every IP of it,
  * whatever the IP ranges or a start trigger say (the trigger fires only in context) */
 bool swpt_context_off(const struct swpt *t, const struct swpt_ctx *ctx);

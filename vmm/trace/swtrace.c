@@ -134,7 +134,6 @@ static bool left_resumes(struct swtrace *t, const struct gw_mem *m, const struct
 static void unexplained(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c)
 {
     bc_flush(&t->bc); /* whatever happened unseen may have changed paging too */
-    t->st.unexplained++;
     bool admitted = swpt_admits(&t->pt, &c->ctx, c->rip);
     if (!admitted && (t->left.on || t->pt.pkt_en)) {
         /* traced code left by a way not seen; with a departure pending, a stretch of untraced
@@ -204,6 +203,7 @@ static void account(struct swtrace *t, const struct gw_mem *m, const struct swtr
         t->pushed.cs_sel = t->cs_sel;
     }
     if (how == UNEXPLAINED) {
+        t->st.unexplained++;
         unexplained(t, m, c);
         return;
     }
@@ -311,6 +311,19 @@ bool swtrace_observe(struct swtrace *t, const struct gw_mem *m, const struct swt
             bc_retired(&t->bc, &t->insn); /* MOV CR3, INVLPG...: translations are stale */
     }
     return swtrace_fetch_within_budget(t, m, c);
+}
+
+void swtrace_resync(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c)
+{
+    if (!t->on)
+        return;
+    if (c->rip == t->ip && c->cs_sel == t->cs_sel && c->rsp == t->rsp && same_ctx(&c->ctx, &t->ctx))
+        return; /* where it was let go: nothing to learn (a loop back here changed nothing) */
+    t->st.free_runs++;
+    /* judged as a step nothing explains, from outside the window: nothing is written unless c
+     * is in it, which the caller's rule excludes (and which would then be a loss, as it is) */
+    unexplained(t, m, c);
+    fetch(t, m, c);
 }
 
 void swtrace_cache_mem(struct swtrace *t, void *mem, uint64_t bytes)

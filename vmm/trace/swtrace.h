@@ -57,6 +57,7 @@ struct swtrace_stats {
     uint64_t rep_iters;     /* steps that stayed on a REP string instruction */
     uint64_t departures;    /* traced code left unseen for untraced code (swtrace.c) */
     uint64_t next_hits;     /* blocks after a lead found in the successor table (swblock.c) */
+    uint64_t free_runs;     /* stretches run unstepped outside the window (swtrace_resync) */
 };
 
 struct swtrace {
@@ -124,6 +125,16 @@ void swtrace_start(struct swtrace *t, const struct swpt_cfg *cfg, struct swpt_ri
  */
 bool swtrace_observe(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c,
                      bool mtf);
+
+/*
+ * Free running (issue 29): the vCPU ran unstepped from the last observation to c, with a CR3 the
+ * window's CR3 filter leaves out (swpt_cr3_off) all along -- the caller lets it run so only
+ * while every MOV to CR3 exits -- so nothing it ran was in the window.  The tracer is at c as
+ * after a step it could not explain: no packet (PacketEn was 0 at both ends), a departure from
+ * traced code stays pending, translations cached before are dropped.  The next observation is
+ * judged from c as usual (the MOV to CR3 the VMM completes there, say).
+ */
+void swtrace_resync(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c);
 
 /*
  * Block stepping: fewer VM exits than instructions.  A block is the straight line of plain

@@ -169,6 +169,28 @@ bool cr_write_loads_pdptes(const struct cr_ctx *c, uint64_t new_cr0, uint64_t ne
     return pae_paging && changed;
 }
 
+const char *cr3_write_check(const struct cr_ctx *c, uint64_t val, unsigned maxphyaddr,
+                            struct cr3_write *out)
+{
+    const bool pcide = c->cr4 & CR4_PCIDE; /* only ever set in IA-32e mode (cr4_write_check) */
+    bool noflush = false;
+    if (!c->code64)
+        val &= 0xffffffffull; /* a 32-bit operand outside 64-bit mode */
+    else if (pcide) {
+        noflush = val >> 63;
+        val &= ~(1ull << 63);
+    }
+    if (c->efer & EFER_LMA_) {
+        uint64_t rsvd = maxphyaddr < 64 ? ~0ull << maxphyaddr : 0;
+        if (val & rsvd)
+            return val >> 63 ? "CR3 bit 63 set without CR4.PCIDE" : "CR3 bits beyond MAXPHYADDR";
+    }
+    out->cr3 = val;
+    out->flush = !noflush;
+    out->pdptes = (c->cr0 & CR0_PG) && (c->cr4 & CR4_PAE) && !(c->efer & EFER_LMA_);
+    return 0;
+}
+
 const char *pdptes_check(const uint64_t pdpte[4], unsigned maxphyaddr)
 {
     uint64_t rsvd = 0x1e6ull; /* bits 2:1 and 8:5 (table 4-8) */

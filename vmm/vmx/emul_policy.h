@@ -80,6 +80,22 @@ const char *cr4_write_check(const struct cr_ctx *c, uint64_t val);
  * loaded from CR3 (SDM Vol. 3A 4.4.1: MOV to CR0/CR4 changing PG, CD, NW, PAE, PGE, PSE,
  * SMEP) */
 bool cr_write_loads_pdptes(const struct cr_ctx *c, uint64_t new_cr0, uint64_t new_cr4);
+/*
+ * MOV to CR3 (SDM Vol. 2B "MOV--Move to/from Control Registers", Vol. 3A 4.5, 4.10.4.1), as the
+ * VMM completes it while CR3-load exiting is on (the software tracer's free running, vmx/
+ * trace_step.c): the operand is 64 bits in 64-bit mode, else 32 (compatibility mode clears
+ * CR3[63:32]); with CR4.PCIDE bit 63 asks not to flush and is not stored; bits from MAXPHYADDR
+ * up are reserved (#GP).  *out: the new CR3, whether the TLBs of the new PCID (of all, without
+ * PCIDs) lose their non-global entries, and whether PAE paging outside IA-32e mode loads the four
+ * PDPTEs from it (which pdptes_check then judges).  NULL, or why the MOV #GPs.
+ */
+struct cr3_write {
+    uint64_t cr3;
+    bool flush;
+    bool pdptes;
+};
+const char *cr3_write_check(const struct cr_ctx *c, uint64_t val, unsigned maxphyaddr,
+                            struct cr3_write *out);
 /* present PDPTEs with reserved bits #GP the MOV (SDM Vol. 3A 4.4.1, table 4-8) */
 const char *pdptes_check(const uint64_t pdpte[4], unsigned maxphyaddr);
 

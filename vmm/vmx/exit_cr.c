@@ -2,7 +2,8 @@
 /*
  * Control-register exits.  Only MOV to CR0/CR4 that changes a bit VMX fixes
  * (CR0.NE, CR4.VMXE, ...) exits (guest/host masks); the guest reads its own
- * value through the read shadows.  SDM Vol. 3C 28.2.1 table 28-3.
+ * value through the read shadows.  MOV to CR3 exits only while the software
+ * tracer runs the vCPU free outside its window (vmx/trace_step.c).  SDM Vol. 3C 28.2.1 table 28-3.
  */
 #include "vmx/vcpu.h"
 #include "vmx/exits.h"
@@ -110,9 +111,28 @@ static enum exit_action guest_write_cr0(struct vcpu *v, uint64_t val)
     return EXIT_RESUME_SKIP_INSN;
 }
 
+/* MOV to CR3: it exits only while CR3-load exiting is on (the software tracer runs the vCPU free
+ * outside its window's CR3: vmx/trace_step.c); the rule is emul_policy.c's cr3_write_check */
+static enum exit_action guest_write_cr3(struct vcpu *v, uint64_t val)
+{
+    struct cr_ctx c = cr_context(v);
+    struct cr3_write w;
+    const char *why = cr3_write_check(&c, val, vmx_caps.maxphyaddr, &w);
+    if (why)
+        return refuse(v, "MOV to CR3", why);
+    if (w.pdptes && !load_pdptes(v, w.cr3))
+        return refuse(v, "MOV to CR3", "PDPTE with reserved bits set");
+    vmcs_writel(GUEST_CR3, w.cr3);
+    if (w.flush)
+        vmx_flush_guest_linear();
+    return EXIT_RESUME_SKIP_INSN;
+}
+
 enum exit_action handle_cr_access(struct vcpu *v, const struct vmexit *e)
 {
     unsigned cr = CR_QUAL_NUM(e->qual), type = CR_QUAL_TYPE(e->qual);
+    if (type == 0 && cr == 3)
+        return guest_write_cr3(v, gpr_read(v, CR_QUAL_GPR(e->qual)));
     if (type == 0 && cr == 0)
         return guest_write_cr0(v, gpr_read(v, CR_QUAL_GPR(e->qual)));
     if (type == 0 && cr == 4) {

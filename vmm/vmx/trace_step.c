@@ -325,6 +325,8 @@ static void block_disarm(struct vcpu *v, struct trace_vcpu *t)
 void trace_stepping_off(struct vcpu *v)
 {
     block_disarm(v, v->trace);
+    v->trace_free = false;
+    vcpu_cr3_exiting(v, false);
     v->trace_stepping = false;
     v->trace_tf_step = false;
     bool btf = v->trace_btf;
@@ -444,6 +446,57 @@ static void budget_closed(struct vcpu *v, struct trace_vcpu *t)
     }
 }
 
+/* --- free running (issue 29): no step and no exit outside the window's CR3 --- */
+
+/*
+ * A window with a CR3 filter traces nothing while another CR3 is loaded, at any CPL, and CR3
+ * changes only by MOV to CR3 (a task switch, INIT and SIPI exit anyway).  So where the vCPU is
+ * about to run under a CR3 the filter leaves out, it runs unstepped -- no MTF, no TF, no block,
+ * no exit -- with CR3-load exiting on; at whichever exit comes next the tracer is put where the
+ * vCPU is (swtrace_resync: nothing it ran was in the window) and the exit is handled as ever; a
+ * MOV to CR3 the VMM completes (exit_cr.c) is then traced as the step it is, and stepping goes
+ * on from the first state under the window's CR3.  Not with an instruction budget (it counts
+ * every instruction), the guest's own TF kept apart (trap-flag stepping keeps it in the
+ * tracer's books), the MTF probe, the guest's own hardware trace on (its PIP at a MOV to CR3
+ * the VMM completed would be missing), or trace_free = off.
+ */
+static bool free_ok(const struct vcpu *v, const struct trace_vcpu *t, const struct swtrace_cpu *c)
+{
+    return vmm_cfg->trace_free && !t->sw.budget && !v->mtf_probe && !v->pt.active &&
+           !(trace_vmx_tf() && v->trace_gtf) &&
+           (vmx_caps.proc >> 32 & CPU_BASED_CR3_LOAD_EXITING) &&
+           swpt_cr3_off(&t->sw.pt, c->ctx.cr3);
+}
+
+static void free_enter(struct vcpu *v, struct trace_vcpu *t)
+{
+    block_disarm(v, t);
+    if (trace_vmx_tf())
+        trace_tf_write(v, false);
+    v->trace_free = true;
+    vcpu_cr3_exiting(v, true);
+    vcpu_mtf_update(v);
+}
+
+/* stepping again: the guest's TF was its own while free, and is kept apart from here on */
+static void free_leave(struct vcpu *v)
+{
+    v->trace_free = false;
+    vcpu_cr3_exiting(v, false);
+    if (trace_vmx_tf())
+        v->trace_gtf = vmcs_readl(GUEST_RFLAGS) & RFLAGS_TF;
+    vcpu_mtf_update(v);
+}
+
+void trace_vmx_free_exit(struct vcpu *v)
+{
+    struct trace_vcpu *t = v->trace;
+    struct gw_mem m = step_mem(v);
+    struct swtrace_cpu c;
+    trace_observe(&c);
+    swtrace_resync(&t->sw, &m, &c);
+}
+
 /* what ran since the last look goes into the trace; the vCPU is then armed for the next step */
 static void step(struct vcpu *v, struct trace_vcpu *t, bool mtf)
 {
@@ -453,13 +506,18 @@ static void step(struct vcpu *v, struct trace_vcpu *t, bool mtf)
     trace_observe(&c);
     bool tf_step = v->trace_tf_step;
     v->trace_tf_step = false;
+    if (v->trace_free)
+        mtf = false; /* an MTF exit while free is an owed NMI's (vmx_run.c), no step of ours */
     if (t->pending_start) {
         t->pending_start = false;
         swtrace_start(&t->sw, &t->cfg, &t->ring, &m, &c, t->budget);
         note_code(v, t, &c); /* the page the window opens on, traced or not */
         if (trace_vmx_tf())  /* the guest's own TF, kept apart from the tracer's */
             v->trace_gtf = vmcs_readl(GUEST_RFLAGS) & RFLAGS_TF;
-        trace_tf_arm(v);
+        if (free_ok(v, t, &c))
+            free_enter(v, t);
+        else
+            trace_tf_arm(v);
         return;
     }
     const struct x86_insn prev = t->sw.insn;
@@ -477,6 +535,13 @@ static void step(struct vcpu *v, struct trace_vcpu *t, bool mtf)
         budget_closed(v, t);
         return;
     }
+    if (free_ok(v, t, &c)) {
+        if (!v->trace_free)
+            free_enter(v, t);
+        return;
+    }
+    if (v->trace_free)
+        free_leave(v);
     if (t->sw.pt.pkt_en) /* only pages the trace will need to be decoded */
         note_code(v, t, &c);
     if (block_entry_ok(v, t) && swtrace_block_plan(&t->sw, &m, &c, &t->blk)) {
@@ -508,8 +573,8 @@ void trace_vmx_before_entry(struct vcpu *v)
 bool trace_vmx_step_exit(struct vcpu *v, uint32_t intr_info)
 {
     struct trace_vcpu *t = v->trace;
-    if (!v->trace_tf_used || v->mtf_probe || v->trace_mtf_seen || t->pending_start ||
-        !trace_vmx_tf() ||
+    if (!v->trace_tf_used || v->trace_free || v->mtf_probe || v->trace_mtf_seen ||
+        t->pending_start || !trace_vmx_tf() ||
         !db_exit_plain_step(intr_info, vmcs_readl(EXIT_QUALIFICATION),
                             vmcs_read32(IDT_VECTORING_INFO_FIELD)))
         return false;
@@ -527,7 +592,7 @@ bool trace_vmx_step_exit(struct vcpu *v, uint32_t intr_info)
 bool trace_vmx_mtf_exit(struct vcpu *v)
 {
     struct trace_vcpu *t = v->trace;
-    if (v->mtf_probe || v->trace_mtf_seen || t->pending_start || trace_vmx_tf())
+    if (v->trace_free || v->mtf_probe || v->trace_mtf_seen || t->pending_start || trace_vmx_tf())
         return false;
     step(v, t, true);
     return true;

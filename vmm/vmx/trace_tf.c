@@ -272,7 +272,7 @@ bool trace_vmx_db_exit(struct vcpu *v, uint64_t qual, uint64_t *guest_qual)
     *guest_qual = qual;
     if (!(qual & PENDING_DBG_BS))
         return false; /* no single step: the guest's breakpoint */
-    if (v->trace_stepping && trace_vmx_tf()) {
+    if (v->trace_stepping && trace_vmx_tf() && !v->trace_free) {
         v->trace_mtf_seen = true; /* one instruction ran: as an MTF exit */
     } else {
         /* outside a window: a TF a frame of the tracer's brought back (tfleak.h), else the

@@ -90,6 +90,9 @@ int trace_vmx_block_exit(struct vcpu *v, uint32_t reason, uint32_t intr_info);
 /* an event is delivered at this entry: no block, the vCPU steps with TF */
 void trace_vmx_block_cancel(struct vcpu *v);
 
+/* at every exit while the vCPU runs free outside its window's CR3 (v->trace_free), before the
+ * exit is handled: the tracer is put where the vCPU is (trace_step.c) */
+void trace_vmx_free_exit(struct vcpu *v);
 /* right before each VM entry while the tracer steps this vCPU (vmx_run.c) */
 void trace_vmx_before_entry(struct vcpu *v);
 

@@ -98,6 +98,8 @@ struct vcpu {
     uint64_t tf_frames_gen;   /* trace_step.c's frame table as this vCPU's #DB intercept knows it */
     bool trace_btf;           /* the guest's DEBUGCTL.BTF, held off while the trap flag steps */
     bool trace_blk;           /* a block is out: DR0 is the tracer's, events exit (trace_step.c) */
+    bool trace_free;          /* runs unstepped outside its window's CR3 (trace_step.c) */
+    bool cr3_exiting;         /* CR3-load exiting on (trace_step.c: while a window may run free) */
     struct trace_vcpu *trace; /* this vCPU's trace ring and tracer (NULL until used) */
     bool dumping;             /* a paced serial dump runs on this CPU (trace_dump.c) */
     bool mtf_probe;           /* MTF armed to learn whether this CPU delivers it (trace_step.c) */
@@ -181,6 +183,8 @@ bool vcpu_code64(void);
 void vcpu_mtf_update(struct vcpu *v);
 /* NMI-window exiting on or off for an NMI owed from root (vmx_run.c) */
 void vcpu_nmi_window(struct vcpu *v, bool on);
+/* CR3-load exiting on or off (every MOV to CR3 exits: exit_cr.c completes it) */
+void vcpu_cr3_exiting(struct vcpu *v, bool on);
 
 int vmx_run(struct vcpu *v, struct vmexit *e);
 enum exit_action vmx_handle_exit(struct vcpu *v, const struct vmexit *e);

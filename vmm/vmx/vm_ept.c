@@ -138,6 +138,32 @@ int vm_ept_setup(const struct ptv_handoff *h)
 }
 
 /* INVEPT on this CPU; no VMCS needed (the NMI path runs it anywhere in root) */
+void vmx_flush_guest_linear(void)
+{
+    /* without VPIDs every VM entry and exit drops them already (SDM Vol. 3C, VPIDs and TLB
+     * management) */
+    if (!(vmx_ctls.proc2 & SECONDARY_EXEC_ENABLE_VPID))
+        return;
+    uint64_t cap = vmx_caps.ept_vpid, type;
+    if (cap & VMX_VPID_EXTENT_SINGLE_NONGLOBAL)
+        type = 3;
+    else if (cap & VMX_VPID_EXTENT_SINGLE_BIT)
+        type = 1;
+    else if (cap & VMX_VPID_EXTENT_ALL_BIT)
+        type = 2;
+    else {
+        vmx_invept_all(); /* combined mappings of every VPID */
+        return;
+    }
+    struct {
+        uint64_t vpid, lin;
+    } desc = {1, 0}; /* the guest's VPID (vmcs_setup.c) */
+    uint8_t fail;
+    asm volatile("invvpid %2, %1; setna %0" : "=r"(fail) : "r"(type), "m"(desc) : "cc", "memory");
+    if (fail)
+        vmx_invept_all();
+}
+
 void vmx_invept_all(void)
 {
     struct {

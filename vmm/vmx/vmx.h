@@ -87,6 +87,9 @@
 #define VMX_EPT_EXTENT_SINGLE_CONTEXT_BIT (1ull << 25)
 #define VMX_EPT_EXTENT_GLOBAL_BIT         (1ull << 26)
 #define VMX_VPID_INVVPID_BIT              (1ull << 32)
+#define VMX_VPID_EXTENT_SINGLE_BIT        (1ull << 41)
+#define VMX_VPID_EXTENT_ALL_BIT           (1ull << 42)
+#define VMX_VPID_EXTENT_SINGLE_NONGLOBAL  (1ull << 43)
 
 /* exit reasons (SDM Vol. 3D appendix C) */
 #define EXIT_REASON_EXCEPTION_NMI       0

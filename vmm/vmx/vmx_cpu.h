@@ -33,6 +33,9 @@ void vmx_msr_state_setup(struct vcpu *v);
 /* the guest's one EPT (struct vm, vcpu.h), built once by the BSP */
 int vm_ept_setup(const struct ptv_handoff *h) __attribute__((warn_unused_result));
 void vmx_invept_all(void);
+/* the guest's TLB entries for its linear addresses (VPID-tagged), as a MOV to CR3 that flushes
+ * drops them: the non-global ones, or more where the CPU cannot be that precise */
+void vmx_flush_guest_linear(void);
 /* INVEPT if an EPT change since the last sync requires it (ept_flush_needed) */
 /* -1 when some CPU did not answer the shootdown: the narrowing is not in force there */
 int vmx_ept_sync(struct ept *e);

@@ -71,8 +71,9 @@ void vcpu_mtf_update(struct vcpu *v)
 {
     /* sw_trace = tf steps with #DB exits instead, and a block runs unstepped to its
      * breakpoint (trace_step.c) */
-    bool on =
-        v->nmi_stepping || (v->trace_stepping && !trace_vmx_tf() && !v->trace_blk) || v->mtf_probe;
+    bool on = v->nmi_stepping ||
+              (v->trace_stepping && !trace_vmx_tf() && !v->trace_blk && !v->trace_free) ||
+              v->mtf_probe;
     uint32_t proc = vmcs_read32(CPU_BASED_VM_EXEC_CONTROL);
     uint32_t want = on ? proc | CPU_BASED_MONITOR_TRAP_FLAG : proc & ~CPU_BASED_MONITOR_TRAP_FLAG;
     if (want != proc)
@@ -103,6 +104,16 @@ void vcpu_nmi_window(struct vcpu *v, bool on)
     uint32_t proc = vmcs_read32(CPU_BASED_VM_EXEC_CONTROL);
     vmcs_write32(CPU_BASED_VM_EXEC_CONTROL,
                  on ? proc | CPU_BASED_NMI_WINDOW_EXITING : proc & ~CPU_BASED_NMI_WINDOW_EXITING);
+}
+
+void vcpu_cr3_exiting(struct vcpu *v, bool on)
+{
+    if (v->cr3_exiting == on)
+        return;
+    v->cr3_exiting = on;
+    uint32_t proc = vmcs_read32(CPU_BASED_VM_EXEC_CONTROL);
+    vmcs_write32(CPU_BASED_VM_EXEC_CONTROL,
+                 on ? proc | CPU_BASED_CR3_LOAD_EXITING : proc & ~CPU_BASED_CR3_LOAD_EXITING);
 }
 
 /* the CPU offers the monitor trap flag (the fallback for an owed NMI) */
@@ -229,6 +240,8 @@ int vmx_run(struct vcpu *v, struct vmexit *e)
         e->intr_info = e->intr_error = e->idt_vec_info = e->idt_vec_error = 0;
         if (e->reason == EXIT_REASON_EXCEPTION_NMI)
             e->intr_info = vmcs_read32(VM_EXIT_INTR_INFO);
+        if (v->trace_free) /* ran unstepped outside the window: the tracer is where it stopped */
+            trace_vmx_free_exit(v);
         if (v->trace_blk) { /* a block was out (trace_step.c) */
             int b = trace_vmx_block_exit(v, e->raw_reason, e->intr_info);
             if (b >= 0) {
