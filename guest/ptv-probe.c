@@ -677,6 +677,9 @@ static int do_spin_child(const char *arg)
         return 1;
     if (pid == 0) {
         volatile unsigned long acc = 0;
+        /* the parent blocks in waitpid first: its own way there (under `ptvisor-ctl trace`, the
+         * window's stepped code) is not the loop's time */
+        usleep(100000);
         uint64_t t0 = rdtsc();
         for (unsigned long i = 0; i < n; i++)
             acc += i;
