@@ -58,6 +58,9 @@ bench-trace: $(TEST_TF_IMG) $(TEST_IMG) $(PTT_BIN) $(NATIVE_STEPS)
 	    $(BUILD)/bench-trace.log | tail -n 1
 	$(Q)sed -n 's/.*INFO bench tracer_ticks_per_instruction=\([0-9]*\) \(.*\)/software tracer, MTF: \1 guest ticks per traced instruction \2/p' \
 	    $(BUILD)/bench-trace-mtf.log | tail -n 1
+	$(Q)for f in $(BUILD)/bench-trace.log $(BUILD)/bench-trace-mtf.log; do \
+	    sed -n 's/.*INFO bench \(ctl_trace_[a-z_]*\|busy_loop_speed_in_window\)=\([0-9.]*\) \(.*\)/one process traced ('"$$(basename $$f .log)"'): \1 = \2 \3/p' "$$f"; \
+	done
 	$(Q)grep -a 'window closed\|dump [0-9]* done' $(BUILD)/bench/trace/serial.log | sed 's/^/  /' || true
 
 BENCH_TARGETS += bench-trace

@@ -350,6 +350,14 @@ elif [ -n "${PTT:-}" ] && [ -n "${EXACT_ELF:-}" ] && ! grep -aq 'ptvisor-guest: 
         if [ -n "$ticks" ] && [ -n "$traced" ] && [ "$traced" -gt 0 ]; then
             echo "  INFO bench ctl_trace_ticks_per_traced_instruction=$((ticks / traced)) (ptvisor-ctl trace -u -- ptt-exact beside ptt-exact hog: $ticks ticks for the $traced instructions the window traced; the kernel's and the hog's ran out of context meanwhile)"
         fi
+        # the instructions the VMM stepped for that window (its `window closed` line, the last one
+        # before ptvisor-ctl's `stopped`): the traced ones and what it could not run free
+        stepped=$(tr -d '\r' <"$serial" | sed -n '/^ptvisor-guest: trace exact start/,$p' |
+            awk '/\[cpu[0-9]* trace\] window closed: [0-9]* instructions/ { for (i = 1; i < NF; i++) if ($i == "closed:") n = $(i+1) }
+                 /^ptvisor-ctl: stopped: / { print n; exit }')
+        if [ -n "$stepped" ] && [ -n "$traced" ] && [ "$traced" -gt 0 ]; then
+            echo "  INFO bench ctl_trace_steps_per_traced_instruction=$(awk -v s="$stepped" -v t="$traced" 'BEGIN { printf "%.3f", s / t }') ($stepped instructions stepped for the $traced the window traced)"
+        fi
         # another process's busy loop while a window is open (it runs free outside the window's
         # CR3: issue 29), against the same loop with no window: a figure, not a check
         spin_w=$(tr -d '\r' <"$serial" | sed -n 's/^ptvisor-guest: spin-child window rounds=[0-9]* ticks=\([0-9]*\).*/\1/p' | head -n 1)
