@@ -324,8 +324,9 @@ elif [ -n "${PTT:-}" ] && [ -n "${EXACT_ELF:-}" ] && ! grep -aq 'ptvisor-guest: 
         # interrupt) leaves it as hardware PT writes it: FUP + TIP.PGD where the handler is out of
         # the filter, TIP.PGE back at the same IP; perf's own decoder shows each as "tr end async"
         # then "tr strt" there, as many as the events the VMM told the owner.  MTF steps see each
-        # event (STEPS_MTF=1); trap-flag steps do not see a native event (ARCHITECTURE section 5)
-        if [ "${STEPS_MTF:-0}" = 1 ] && [ -n "${PERF:-}" ] && command -v "$PERF" >/dev/null; then
+        # event at its handler; trap-flag steps see it at the handler's first MOV to CR3 (KPTI),
+        # which exits in a one-process window (ARCHITECTURE section 5, "Free running")
+        if [ -n "${PERF:-}" ] && command -v "$PERF" >/dev/null; then
             ev_ctl=$(tr -d '\r' <"$serial" | sed -n '/^ptvisor-guest: trace exact start/,$p' |
                 sed -n 's/^ptvisor-ctl: stopped: .* gaps, \([0-9]*\) events.*/\1/p' | head -n 1)
             mkdir -p "$out/exact/perf-home"

@@ -505,6 +505,10 @@ void swpt_leave(struct swpt *t, uint64_t at_ip, const struct swpt_ctx *ctx)
 {
     if (!t->on)
         return;
+    if (t->pkt_en && !t->armed) { /* the stream shows an asynchronous exit of traced code */
+        t->events++;
+        t->win_events++;
+    }
     disable_at(t, at_ip);
     if (ctx->cr3 != t->ctx.cr3 && pip_ok(t, ctx))
         pip(t, ctx->cr3);

@@ -146,7 +146,8 @@ void swpt_gap(struct swpt *t, uint64_t at_ip, uint64_t resume_ip, const struct s
 /*
  * The software tracer's departures (swtrace.c): control left the traced code before at_ip
  * for untraced code by a way the tracer did not see (an event the CPU delivered without a VM
- * exit).  swpt_leave: FUP(at_ip) + TIP.PGD as an asynchronous disable, no OVF yet, the context
+ * exit).  swpt_leave: FUP(at_ip) + TIP.PGD as an asynchronous disable (an event of the window,
+ * as the stream shows it: events, win_events), no OVF yet, the context
  * becomes *ctx.  swpt_resume: the traced code goes on at `ip` in *ctx with nothing lost
  * (TIP.PGE where the filter admits it, a PIP where OS = 1 needs one).  swpt_overflow: what
  * happened in between is not known after all: OVF (both only while PacketEn = 0).

@@ -460,12 +460,29 @@ static void budget_closed(struct vcpu *v, struct trace_vcpu *t)
  * tracer's books), the MTF probe, the guest's own hardware trace on (its PIP at a MOV to CR3
  * the VMM completed would be missing), or trace_free = off.
  */
+static bool free_window(const struct vcpu *v, const struct trace_vcpu *t)
+{
+    return vmm_cfg->trace_free && t->sw.on && t->sw.pt.cfg.filter.cr3_match && !t->sw.budget &&
+           !v->mtf_probe && !v->pt.active && (vmx_caps.proc >> 32 & CPU_BASED_CR3_LOAD_EXITING);
+}
+
 static bool free_ok(const struct vcpu *v, const struct trace_vcpu *t, const struct swtrace_cpu *c)
 {
-    return vmm_cfg->trace_free && !t->sw.budget && !v->mtf_probe && !v->pt.active &&
-           !(trace_vmx_tf() && v->trace_gtf) &&
-           (vmx_caps.proc >> 32 & CPU_BASED_CR3_LOAD_EXITING) &&
+    return free_window(v, t) && !(trace_vmx_tf() && v->trace_gtf) &&
            swpt_cr3_off(&t->sw.pt, c->ctx.cr3);
+}
+
+/*
+ * In such a window CR3-load exiting stays on while the vCPU steps too: the way out of the
+ * traced process is a MOV to CR3 as well (under KPTI, the kernel's entry switches to its own
+ * CR3 first thing), so an interrupt or fault whose handler the trap flag does not step is seen
+ * at that exit -- FUP + TIP.PGD where traced code was left, as hardware PT writes them for the
+ * event -- and the handler's return at the MOV back, not only at the next VM exit of any kind
+ * (ARCHITECTURE section 5).
+ */
+static void free_exiting(struct vcpu *v, const struct trace_vcpu *t)
+{
+    vcpu_cr3_exiting(v, free_window(v, t));
 }
 
 static void free_enter(struct vcpu *v, struct trace_vcpu *t)
@@ -474,7 +491,6 @@ static void free_enter(struct vcpu *v, struct trace_vcpu *t)
     if (trace_vmx_tf())
         trace_tf_write(v, false);
     v->trace_free = true;
-    vcpu_cr3_exiting(v, true);
     vcpu_mtf_update(v);
 }
 
@@ -482,7 +498,6 @@ static void free_enter(struct vcpu *v, struct trace_vcpu *t)
 static void free_leave(struct vcpu *v)
 {
     v->trace_free = false;
-    vcpu_cr3_exiting(v, false);
     if (trace_vmx_tf())
         v->trace_gtf = vmcs_readl(GUEST_RFLAGS) & RFLAGS_TF;
     vcpu_mtf_update(v);
@@ -514,6 +529,7 @@ static void step(struct vcpu *v, struct trace_vcpu *t, bool mtf)
         note_code(v, t, &c); /* the page the window opens on, traced or not */
         if (trace_vmx_tf())  /* the guest's own TF, kept apart from the tracer's */
             v->trace_gtf = vmcs_readl(GUEST_RFLAGS) & RFLAGS_TF;
+        free_exiting(v, t);
         if (free_ok(v, t, &c))
             free_enter(v, t);
         else
@@ -535,6 +551,7 @@ static void step(struct vcpu *v, struct trace_vcpu *t, bool mtf)
         budget_closed(v, t);
         return;
     }
+    free_exiting(v, t); /* the guest's own PT may have come or gone */
     if (free_ok(v, t, &c)) {
         if (!v->trace_free)
             free_enter(v, t);
