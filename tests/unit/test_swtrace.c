@@ -589,6 +589,58 @@ static void test_loss_outside_window(void **state)
 }
 
 /*
+ * An event from traced code into code the filter leaves out (a user-only window: a page fault
+ * or an interrupt whose handler is the kernel's), as hardware PT writes it: FUP at the
+ * instruction it came before + TIP.PGD, then TIP.PGE at the same IP when the handler returns
+ * there.  Seen two ways by the tracer, the same packets either way:
+ *   - MTF steps: the handler's first instruction, its frame on the stack (saved RIP);
+ *   - trap-flag steps: the handler runs unstepped (the CPU cleared TF) and is first seen at
+ *     its KPTI MOV to CR3, with no frame at RSP (vmx/trace_step.c: CR3-load exiting is on in a
+ *     one-process window); from its MOV back the way out is stepped, the IRET too.
+ * Both count it as one event of the window (what its owner is told), and libipt decodes the
+ * stream as one asynchronous disable at that instruction.
+ */
+static void test_event_two_ways(void **state)
+{
+    static struct swtrace t, ref;
+    struct swpt_ring ring, ring_ref;
+    struct seq s;
+    (void)state;
+    build_tables();
+    load_program();
+    ram[0x1202] = 0xcc; /* int3: the handler's way to its IRET, any step is explained */
+    /* the fault frame before A's NOP at 0x1035: RIP, CS, RFLAGS, RSP, SS */
+    put64(0x8200, L(0x1035));
+    put64(0x8208, 0x33);
+    put64(0x8210, 0x202);
+    put64(0x8218, L(0x9000));
+    put64(0x8220, 0x2b);
+    const struct swpt_cfg cfg = own_cfg(0, 0);
+    static const struct ob mtf[] = {{0x1034, IN_A, 0}, {0x1035, IN_A, 0}, {0x1200, IN_K, 0x8200},
+                                    {0x1201, IN_K, 0}, {0x1202, IN_K, 0}, {0x1100, IN_K, 0},
+                                    {0x1035, IN_A, 0}, {0x1036, IN_A, 0}};
+    static const struct ob tf[] = {{0x1034, IN_A, 0}, {0x1035, IN_A, 0}, {0x1201, IN_K, 0},
+                                   {0x1202, IN_K, 0}, {0x1100, IN_K, 0}, {0x1035, IN_A, 0},
+                                   {0x1036, IN_A, 0}};
+    run_own(&cfg, mtf, sizeof(mtf) / sizeof(mtf[0]), &ref, &ring_ref, 1);
+    run_own(&cfg, tf, sizeof(tf) / sizeof(tf[0]), &t, &ring, 0);
+    assert_int_equal(ref.pt.win_events, 1);
+    assert_int_equal(t.pt.win_events, 1);
+    assert_int_equal(ring.head, ring_ref.head);
+    assert_memory_equal(own_buf[0], own_buf[1], ring.head);
+    assert_int_equal(gaps_agree(&t, &ring, &s), 0);
+    assert_seq(&s, (const uint64_t[]){0x1034, 0x1035}, 2); /* 0x1035 once: after the event */
+    struct swpt_dec_stats st;
+    char err[200] = "";
+    assert_int_equal(swpt_decode(ring.buf, ring.head, read_code, on_insn, &(struct seq){0}, &st,
+                                 err, sizeof(err)),
+                     0);
+    assert_int_equal(st.async_disabled, 2); /* the event, and the window closing at 0x1036 */
+    assert_int_equal(st.first_async_disabled_at, L(0x1035));
+    assert_int_equal(st.overflow, 0);
+}
+
+/*
  * A window with a start trigger (ptvisor-ctl trace: silent until the program's entry point)
  * that the tracer could not follow while it was armed: nothing was traced then, so nothing was
  * lost; every report says 0 gaps, as the stream and its decode do.  A loss after the trigger
@@ -780,6 +832,7 @@ int main(void)
         cmocka_unit_test(test_gwalk_modes),
         cmocka_unit_test(test_departure),
         cmocka_unit_test(test_loss_outside_window),
+        cmocka_unit_test(test_event_two_ways),
         cmocka_unit_test(test_gaps_armed_window),
         cmocka_unit_test(test_block_out_of_context),
         cmocka_unit_test(test_block_keep_decodes_long_run),
