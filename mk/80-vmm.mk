@@ -4,7 +4,7 @@
 
 VMM_CORE_SRCS := $(wildcard vmm/*.c vmm/lib/*.c vmm/vmx/*.c vmm/smp/*.c vmm/trace/*.c) $(wildcard vmm/*.S vmm/vmx/*.S)
 VMM_SRCS      := $(VMM_CORE_SRCS) $(EPT_SRCS) $(PT_CORE_SRCS) $(PT_TOPA_SRCS) $(PT_CTRL_SRCS) $(UART_SRCS) \
-                 $(LBR_SRCS) $(PMU_SRCS)
+                 $(LBR_SRCS) $(PMU_SRCS) $(IOMMU_SRCS)
 VMM_OBJS      := $(patsubst %,$(BUILD)/vmm-obj/%.o,$(VMM_SRCS))
 VMM_ELF       := $(BUILD)/vmm/vmm.elf
 # vmm.elf goes on the boot volume without its DWARF (1.5 MB -> 0.27 MB): the loader reads and

@@ -23,6 +23,7 @@
 #include "vmx/vmx_cpu.h"
 #include "smp/smp.h"
 #include "vmx/vmx_caps_policy.h"
+#include "iommu/iommu_vmm.h"
 #include <ptv/vmcall.h>
 
 #define VMM_STACK_PAGES 8
@@ -124,6 +125,8 @@ static uint64_t vcpu_loop(void *arg)
         }
         if (v->mtf_probe)
             trace_vmx_probe(v, e.reason, e.rip);
+        if (this_cpu()->bsp && v->exits_total % IOMMU_POLL_EXITS == 0)
+            iommu_poll_faults();
     }
 }
 
@@ -221,6 +224,8 @@ static int vmm_cpu_vmx(struct ptv_handoff *h, struct caller_state *cs, bool bsp)
         vmx_off();
         return PTV_ENTRY_VMX_FAILED;
     }
+    if (bsp) /* the last step before the launch: only a failing VMLAUNCH comes after it */
+        iommu_setup(h, &vm.ept);
     pr_info("vmm", "pool: %lu KiB used, %lu KiB free", (h->pool_size - palloc_free_bytes()) >> 10,
             palloc_free_bytes() >> 10);
     pr_info("vmx", "launching the caller as guest at RIP %#lx", cs->rip);

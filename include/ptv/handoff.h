@@ -12,7 +12,7 @@
 #include "config.h"
 
 #define PTV_HANDOFF_MAGIC   0x314646484f565450ull /* "PTVOHFF1" little-endian */
-#define PTV_HANDOFF_VERSION 3
+#define PTV_HANDOFF_VERSION 4
 #define PTV_HANDOFF_MAX_MEM 256
 #define PTV_MAX_CPUS        64 /* CPUs the VMM runs on; AP numbers beyond are refused */
 
@@ -43,6 +43,8 @@ struct ptv_handoff {
     uint64_t pool_base; /* VMM page pool (4 KiB aligned) */
     uint64_t pool_size;
     uint64_t acpi_rsdp; /* 0 if the firmware has none */
+    uint64_t acpi_dmar; /* (4) the firmware's DMAR table, 0 if none: the VMM's VT-d units.  The
+                         * loader hides it from the guest once the VMM runs (vmm/iommu/) */
     uint64_t tsc_at_handoff;
 
     uint32_t nr_mem; /* entries used in mem[] (sorted, non-overlapping) */
