@@ -5,7 +5,8 @@
 #
 # Serial goes to SERIAL_LOG; QEMU is stopped when STOP_REGEX appears or after
 # TIMEOUT_S.  Exit 0 if STOP_REGEX was seen (or none given), 124 on timeout.
-# ACCEL=kvm CPU=host runs nested (the VMM then really gets VMX).
+# ACCEL=kvm CPU=host runs nested (the VMM then really gets VMX).  QEMU_ARGS: more arguments
+# (e.g. devices: "-device intel-iommu,intremap=off -device edu").
 set -u
 . "$(dirname "$0")/emu-slot.sh"
 img=$1 serial=$2 timeout=$3 stop=${4:-}
@@ -14,7 +15,8 @@ dir=$(dirname "$serial"); mkdir -p "$dir"
 vars="$serial.vars.fd"
 cp /usr/share/OVMF/OVMF_VARS_4M.fd "$vars"
 : >"$serial"
-qemu-system-x86_64 -machine q35,accel=$accel -cpu $cpu -m 512 -nodefaults -display none \
+# shellcheck disable=SC2086 # QEMU_ARGS is a list of words
+qemu-system-x86_64 -machine q35,accel=$accel -cpu $cpu -m 512 -nodefaults -display none ${QEMU_ARGS:-} \
     -serial file:"$serial" -no-reboot -device isa-debug-exit,iobase=0xf4,iosize=0x04 \
     -drive if=pflash,format=raw,readonly=on,file=/usr/share/OVMF/OVMF_CODE_4M.fd \
     -drive if=pflash,format=raw,file="$vars" -drive file="$img",format=raw,snapshot=on \

@@ -162,20 +162,17 @@ static bool rmrr(const uint8_t *p, unsigned len, struct dmar_info *d, char *err,
     return true;
 }
 
-/* every segment that has a unit has one that takes all its unlisted devices */
-static bool covered(const struct dmar_info *d, char *err, size_t cap)
+/* a segment with units but none for all its devices: only the listed devices are remapped */
+static bool listed_only(const struct dmar_info *d)
 {
     for (unsigned i = 0; i < d->n_units; i++) {
         bool all = false;
         for (unsigned j = 0; j < d->n_units; j++)
             all |= d->units[j].segment == d->units[i].segment && d->units[j].include_all;
         if (!all)
-            return fail(err, cap,
-                        "PCI segment %u has no INCLUDE_PCI_ALL unit: devices outside the listed "
-                        "scopes would not be remapped",
-                        d->units[i].segment);
+            return true;
     }
-    return true;
+    return false;
 }
 
 bool dmar_parse(const uint8_t *t, size_t len, struct dmar_info *d, char *err, size_t cap)
@@ -224,5 +221,6 @@ bool dmar_parse(const uint8_t *t, size_t len, struct dmar_info *d, char *err, si
     }
     if (d->n_units == 0)
         return fail(err, cap, "no DRHD (remapping unit)");
-    return covered(d, err, cap);
+    d->listed_only = listed_only(d);
+    return true;
 }

@@ -49,6 +49,10 @@ struct dmar_info {
     unsigned n_rmrr;
     struct dmar_rmrr rmrr[DMAR_MAX_RMRR];
     unsigned n_other; /* ATSR, RHSA, ANDD, SATC, ...: length-checked and skipped */
+    /* some segment has no INCLUDE_PCI_ALL unit: its devices are remapped as far as the scopes
+     * list them (VT-d 8.3: the firmware then lists them all; QEMU 7.2 does), and a device they
+     * do not name -- one hot-plugged later -- is behind no unit */
+    bool listed_only;
 };
 
 /*
@@ -56,8 +60,8 @@ struct dmar_info {
  * in it).  Checks the signature, length, checksum, host address width, every structure's length
  * and every device scope's, each DRHD's register set (4 KiB aligned, below 2^HAW, no two
  * overlapping, at most one INCLUDE_PCI_ALL unit per segment) and each RMRR (aligned, non-empty,
- * below 2^HAW); and that every segment with a unit has an INCLUDE_PCI_ALL unit, so no device on
- * it is left out of remapping.  False with a one-line reason in err on the first problem.
+ * below 2^HAW); notes a segment whose devices are only listed (listed_only).  False with a
+ * one-line reason in err on the first problem.
  */
 bool dmar_parse(const uint8_t *t, size_t len, struct dmar_info *out, char *err, size_t cap)
     __attribute__((warn_unused_result));

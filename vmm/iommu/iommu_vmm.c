@@ -209,6 +209,9 @@ bool iommu_setup(const struct ptv_handoff *h, struct ept *ept)
                 prog.te_was_on ? " (the firmware had it translating: root replaced)" : "");
     }
     iommu.n_on = n;
+    if (iommu.dmar.listed_only)
+        pr_warn("iommu", "a PCI segment has no INCLUDE_PCI_ALL unit: its devices are remapped as "
+                         "the DMAR lists them; one it does not list (hot-plugged) is not");
     pr_info("iommu",
             "DMA isolated: %u unit%s remap [0, %#lx) 1:1 minus VMM [%#lx, %#lx) and their "
             "registers; %lu table pages (%lu x 1G, %lu x 2M, %lu x 4K), %u-level walk; "

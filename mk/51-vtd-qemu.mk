@@ -1,0 +1,25 @@
+# The VMM's VT-d code against QEMU's intel-iommu and edu device (issue 31): vtd-dma.efi links
+# vmm/iommu/{dmar,vtd_tables,vtd}.c unchanged (GNU-EFI flags) and is booted bare in QEMU TCG
+# (tests/system/qemu-vtd.sh).  No VMX needed.
+
+VTD_DMA_EFI := $(GUEST_OUT)/vtd-dma.efi
+vtd-dma_GUEST_OBJS := $(GUEST_OUT)/vtd_dma.o $(patsubst vmm/iommu/%.c,$(GUEST_OUT)/iommu_%.o,$(IOMMU_PURE_SRCS)) \
+                      $(GUEST_OUT)/lib_string.o
+
+$(GUEST_OUT)/iommu_%.o: vmm/iommu/%.c
+	@mkdir -p $(@D)
+	$(Q)$(EFI_CC) $(EFI_CFLAGS) -Ivmm -c -o $@ $<
+
+# memcpy/memset also come from libefi: ours are weak (as in the loader, mk/10-boot.mk)
+$(GUEST_OUT)/lib_string.o: vmm/lib/string.c
+	@mkdir -p $(@D)
+	$(Q)$(EFI_CC) $(EFI_CFLAGS) -Ivmm -c -o $@ $<
+	$(Q)objcopy --weaken $@
+
+ALL_TARGETS  += $(VTD_DMA_EFI)
+TEST_TARGETS += test-qemu-vtd
+
+.PHONY: test-qemu-vtd
+test-qemu-vtd: $(VTD_DMA_EFI) tests/system/qemu-vtd.sh tests/system/qemu.sh
+	$(Q)tests/step.sh $(BUILD)/results qemu:vtd-dma tests/system/qemu-vtd.sh $(BUILD)
+.PRECIOUS: $(GUEST_OUT)/iommu_%.o

@@ -1,0 +1,316 @@
+// SPDX-License-Identifier: MIT
+/*
+ * vtd-dma.efi: the VMM's own VT-d code (vmm/iommu/dmar.c, vtd_tables.c, vtd.c, linked in
+ * unchanged) drives QEMU's intel-iommu from a bare EFI program, and QEMU's edu device proves
+ * what it does to DMA (make test-qemu-vtd, tests/system/qemu-vtd.sh; QEMU TCG, q35,
+ * -device intel-iommu,intremap=off -device edu).
+ *
+ *   control   translation off: edu writes a "VMM" page P -- the device really reaches it, so
+ *             the blocked checks below can fail
+ *   enable    the firmware's DMAR parsed, the unit probed, tables built with P as the VMM's
+ *             memory (PTV_MEM_VMM), the unit switched on by the VMM's sequence
+ *   allowed   edu reads a source page and writes an allowed page: the bytes land
+ *   blocked   edu writes P: P is unchanged and the unit recorded the fault (edu's requester
+ *             ID, P's address, a write); edu reads P: the bytes never reach the device, a read
+ *             fault is recorded
+ *
+ * edu (QEMU docs/specs/edu.rst): BAR0 registers 0x80 source, 0x88 destination, 0x90 count,
+ * 0x98 command (bit 0 start, bit 1 direction: 1 = edu -> RAM); its buffer is at device address
+ * 0x40000; DMA addresses are masked to 28 bits, so every page here is below 256 MiB.
+ */
+#include "libtest.h"
+#include "lib/ptv_string.h"
+#include "lib/fmt.h"
+#include "iommu/dmar.h"
+#include "iommu/vtd.h"
+#include "iommu/vtd_tables.h"
+
+#include <efilib.h>
+
+#define EDU_VENDOR     0x1234
+#define EDU_DEVICE     0x11e8
+#define EDU_DMA_SRC    0x80
+#define EDU_DMA_DST    0x88
+#define EDU_DMA_CNT    0x90
+#define EDU_DMA_CMD    0x98
+#define EDU_DMA_RUN    1u
+#define EDU_DMA_TO_RAM 2u
+#define EDU_BUF        0x40000u
+#define DMA_BELOW      0x0ffff000ull /* edu's 28-bit DMA mask */
+#define LEN            64
+#define P_FILL         0x5a
+
+#define PCI_CMD_MEM    (1u << 1)
+#define PCI_CMD_MASTER (1u << 2)
+
+static inline void outl(uint16_t port, uint32_t v)
+{
+    asm volatile("outl %0, %1" ::"a"(v), "Nd"(port));
+}
+
+static inline uint32_t inl(uint16_t port)
+{
+    uint32_t v;
+    asm volatile("inl %1, %0" : "=a"(v) : "Nd"(port));
+    return v;
+}
+
+static uint32_t pci_read(unsigned dev, unsigned fn, unsigned off)
+{
+    outl(0xcf8, 0x80000000u | dev << 11 | fn << 8 | (off & 0xfc));
+    return inl(0xcfc);
+}
+
+static void pci_write(unsigned dev, unsigned fn, unsigned off, uint32_t v)
+{
+    outl(0xcf8, 0x80000000u | dev << 11 | fn << 8 | (off & 0xfc));
+    outl(0xcfc, v);
+}
+
+/* ---- the unit's registers, as the VMM reaches them: plain MMIO ---- */
+static uint32_t mmio_rd32(void *ctx, unsigned off)
+{
+    return *(volatile uint32_t *)((uintptr_t)ctx + off);
+}
+static uint64_t mmio_rd64(void *ctx, unsigned off)
+{
+    return *(volatile uint64_t *)((uintptr_t)ctx + off);
+}
+static void mmio_wr32(void *ctx, unsigned off, uint32_t v)
+{
+    *(volatile uint32_t *)((uintptr_t)ctx + off) = v;
+}
+static void mmio_wr64(void *ctx, unsigned off, uint64_t v)
+{
+    *(volatile uint64_t *)((uintptr_t)ctx + off) = v;
+}
+
+static uint8_t *page_below(uint64_t max)
+{
+    EFI_PHYSICAL_ADDRESS a = max;
+    if (uefi_call_wrapper(BS->AllocatePages, 4, AllocateMaxAddress, EfiBootServicesData, 1, &a))
+        return NULL;
+    return (uint8_t *)(uintptr_t)a;
+}
+
+static void *table_page(void *ctx, uint64_t *pa)
+{
+    uint8_t *p = page_below(0xffffffffull);
+    *pa = (uint64_t)(uintptr_t)p;
+    return p;
+}
+
+/* the DMAR from the ACPI 2.0 RSDP's XSDT (the firmware here is QEMU's, trusted) */
+static const uint8_t *find_dmar(void)
+{
+    static EFI_GUID acpi20 = ACPI_20_TABLE_GUID;
+    void *rsdp = NULL;
+    if (LibGetSystemConfigurationTable(&acpi20, &rsdp) || !rsdp)
+        return NULL;
+    const uint8_t *r = rsdp, *x = (const uint8_t *)(uintptr_t) * (const uint64_t *)(r + 24);
+    if (!x || x[0] != 'X')
+        return NULL;
+    uint32_t len = *(const uint32_t *)(x + 4);
+    for (uint32_t off = 36; off + 8 <= len; off += 8) {
+        const uint8_t *t = (const uint8_t *)(uintptr_t) * (const uint64_t *)(x + off);
+        if (t && t[0] == 'D' && t[1] == 'M' && t[2] == 'A' && t[3] == 'R')
+            return t;
+    }
+    return NULL;
+}
+
+struct edu {
+    volatile uint8_t *bar;
+    unsigned dev;
+};
+
+static void edu_w(struct edu *e, unsigned off, uint64_t v)
+{
+    *(volatile uint64_t *)(e->bar + off) = v;
+}
+
+static uint64_t edu_r(struct edu *e, unsigned off)
+{
+    return *(volatile uint64_t *)(e->bar + off);
+}
+
+/* one DMA; false if the device never finished it (5 s) */
+static bool edu_dma(struct edu *e, uint64_t src, uint64_t dst, bool to_ram)
+{
+    edu_w(e, EDU_DMA_SRC, src);
+    edu_w(e, EDU_DMA_DST, dst);
+    edu_w(e, EDU_DMA_CNT, LEN);
+    edu_w(e, EDU_DMA_CMD, EDU_DMA_RUN | (to_ram ? EDU_DMA_TO_RAM : 0));
+    for (unsigned i = 0; i < 500; i++) {
+        if (!(edu_r(e, EDU_DMA_CMD) & EDU_DMA_RUN))
+            return true;
+        test_stall_us(10000);
+    }
+    return false;
+}
+
+/* RAM page -> edu buffer -> RAM page */
+static bool copy(struct edu *e, const uint8_t *from, uint8_t *to)
+{
+    return edu_dma(e, (uintptr_t)from, EDU_BUF, false) && edu_dma(e, EDU_BUF, (uintptr_t)to, true);
+}
+
+static bool all(const uint8_t *p, uint8_t v)
+{
+    for (unsigned i = 0; i < 4096; i++)
+        if (p[i] != v)
+            return false;
+    return true;
+}
+
+static bool find_edu(struct edu *e)
+{
+    for (unsigned dev = 0; dev < 32; dev++) {
+        uint32_t id = pci_read(dev, 0, 0);
+        if ((id & 0xffff) != EDU_VENDOR || id >> 16 != EDU_DEVICE)
+            continue;
+        uint32_t bar = pci_read(dev, 0, 0x10);
+        if (bar & 1 || !(bar & ~0xfu))
+            return false;
+        pci_write(dev, 0, 0x04, (pci_read(dev, 0, 0x04) & 0xffff) | PCI_CMD_MEM | PCI_CMD_MASTER);
+        e->bar = (volatile uint8_t *)(uintptr_t)(bar & ~0xfu);
+        e->dev = dev;
+        return true;
+    }
+    return false;
+}
+
+static struct vtd_fault faults[8];
+
+/* the faults the unit recorded now; true if one is edu's at page, of that kind */
+static bool fault_seen(const struct vtd_regs *r, const struct vtd_caps *c, struct edu *e,
+                       const uint8_t *page, bool write, unsigned *n)
+{
+    bool ovf, seen = false;
+    *n = vtd_faults_poll(r, c, faults, 8, &ovf);
+    for (unsigned i = 0; i < *n && i < 8; i++) {
+        report_info("fault: %s by %02x:%02x.%u at %#lx, reason %#x",
+                    faults[i].write ? "write" : "read", faults[i].sid >> 8,
+                    (faults[i].sid >> 3) & 0x1f, faults[i].sid & 7, faults[i].addr,
+                    faults[i].reason);
+        seen |= faults[i].addr == (uintptr_t)page && faults[i].sid == e->dev << 3 &&
+                faults[i].write == write;
+    }
+    return seen;
+}
+
+EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
+{
+    static struct dmar_info d;
+    static char err[DMAR_ERR_MAX];
+    static struct vtd_caps caps;
+    static struct vtd_prog prog;
+    struct edu e;
+    uint8_t *p, *a, *a2, *s;
+    const uint8_t *t;
+    unsigned n;
+
+    test_init(image, systab);
+    t = find_dmar();
+    if (!t) {
+        report_skip("no DMAR table: QEMU without -device intel-iommu");
+        report_summary();
+        return EFI_SUCCESS;
+    }
+    if (!find_edu(&e)) {
+        report_skip("no edu device with a memory BAR");
+        report_summary();
+        return EFI_SUCCESS;
+    }
+    p = page_below(DMA_BELOW);
+    a = page_below(DMA_BELOW);
+    a2 = page_below(DMA_BELOW);
+    s = page_below(DMA_BELOW);
+    if (!report(p && a && a2 && s, "four pages below 256 MiB for edu"))
+        goto out;
+    for (unsigned i = 0; i < 4096; i++)
+        s[i] = (uint8_t)(0xc0 + i % 61);
+    memset(p, P_FILL, 4096);
+    memset(a, 0, 4096);
+    memset(a2, 0, 4096);
+
+    /* the control: without translation the device writes P */
+    bool landed = copy(&e, s, p) && !memcmp(p, s, LEN);
+    report(landed, "control, translation off: edu DMA lands in page %#lx", (uintptr_t)p);
+    memset(p, P_FILL, 4096);
+
+    /* (each call before its report: argument evaluation order is unspecified) */
+    bool ok = dmar_parse(t, *(const uint32_t *)(t + 4), &d, err, sizeof(err));
+    if (!report(ok, "the firmware's DMAR parses (%s)", err[0] ? err : "ok")) {
+        uint32_t tl = *(const uint32_t *)(t + 4);
+        for (uint32_t i = 0; i < tl && i < 512; i += 16) {
+            char hex[64];
+            unsigned k = 0;
+            for (uint32_t j = i; j < i + 16 && j < tl; j++)
+                k += (unsigned)ptv_snprintf(hex + k, sizeof(hex) - k, "%02x", t[j]);
+            report_info("DMAR +%03x %s", i, hex);
+        }
+        goto out;
+    }
+    report_info("DMAR: %u unit(s), first at %#lx, host width %u", d.n_units, d.units[0].reg_base,
+                d.haw);
+    struct vtd_regs r = {mmio_rd32, mmio_rd64, mmio_wr32, mmio_wr64,
+                         (void *)(uintptr_t)d.units[0].reg_base};
+    ok = vtd_probe(&r, d.units[0].reg_size, &caps, err, sizeof(err));
+    if (!report(ok, "unit probed: CAP %#lx ECAP %#lx (%s)", caps.cap, caps.ecap,
+                err[0] ? err : "ok"))
+        goto out;
+
+    /* the memory map as the VMM gets it, P as the VMM's memory */
+    uint64_t pb = (uintptr_t)p;
+    struct ptv_mem_range mem[3] = {{0, pb, PTV_MEM_RAM, 0},
+                                   {pb, 4096, PTV_MEM_VMM, 0},
+                                   {pb + 4096, (512ull << 20) - pb - 4096, PTV_MEM_RAM, 0}};
+    struct vtd_range hole = {d.units[0].reg_base, d.units[0].reg_size};
+    struct vtd_map_in in = {mem, 3, &hole, 1, 3, false, false};
+    struct vtd_tables tab;
+    uint64_t top;
+    bool m2, g1;
+    ok = vtd_tables_pages(&in, &top, err, sizeof(err)) &&
+         vtd_choose(&caps, 1, top, &in.levels, &m2, &g1, err, sizeof(err));
+    if (!report(ok, "a walk for [0, %#lx): %u levels, 2M %d, 1G %d (%s)", top, in.levels, m2, g1,
+                err[0] ? err : "ok"))
+        goto out;
+    in.has_2m = m2;
+    in.has_1g = g1;
+    struct vtd_page_ops ops = {table_page, NULL, NULL};
+    ok = vtd_tables_build(&in, &ops, &tab, err, sizeof(err));
+    if (!report(ok, "remapping tables built: %lu pages, leaves 1G %lu 2M %lu 4K %lu", tab.pages,
+                tab.leaves[2], tab.leaves[1], tab.leaves[0]))
+        goto out;
+    vtd_prog_init(&prog, &caps, tab.root_pa);
+    enum vtd_step_result res = vtd_enable(&prog, &r);
+    uint32_t gsts = mmio_rd32(r.ctx, VTD_REG_GSTS);
+    if (!report(res == VTD_DONE && (gsts & VTD_GSTS_TES), "unit translating (GSTS %#x) %s", gsts,
+                prog.err))
+        goto out;
+    fault_seen(&r, &caps, &e, p, true, &n);
+    report(n == 0, "no fault recorded before the DMA checks (%u)", n);
+
+    ok = copy(&e, s, a) && !memcmp(a, s, LEN);
+    report(ok, "allowed: edu reads a RAM page and writes another, the bytes land");
+    fault_seen(&r, &caps, &e, p, true, &n);
+    report(n == 0, "allowed: no fault recorded (%u)", n);
+
+    bool done = edu_dma(&e, EDU_BUF, (uintptr_t)p, true);
+    report(done && all(p, P_FILL), "blocked: edu's write to the VMM page leaves it unchanged");
+    ok = fault_seen(&r, &caps, &e, p, true, &n);
+    report(ok, "blocked: the unit recorded edu's write fault at %#lx (%u faults)", (uintptr_t)p, n);
+
+    memset(p, P_FILL, 4096); /* the CPU's own write: whatever the blocked DMA did, P holds P_FILL */
+    done = copy(&e, p, a2);
+    bool leaked = false;
+    for (unsigned i = 0; i < LEN; i++)
+        leaked |= a2[i] == P_FILL;
+    report(done && !leaked, "blocked: edu's read of the VMM page never sees its bytes");
+    ok = fault_seen(&r, &caps, &e, p, false, &n);
+    report(ok, "blocked: the unit recorded edu's read fault at %#lx (%u faults)", (uintptr_t)p, n);
+out:
+    report_summary();
+    return EFI_SUCCESS;
+}
