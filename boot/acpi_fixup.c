@@ -220,3 +220,55 @@ void acpi_add_madt_if_missing(void)
     sayf(L"firmware has no MADT: added one for %d CPUs (test-vehicle aid): %a, RSDP at 0x%lx%a",
          in.n_cpus, err, (UINT64)(UINTN)newp, rsdp ? "" : ", no ACPI tables before");
 }
+
+/*
+ * The firmware's DMAR table for the VMM (handoff acpi_dmar, issue 31).  Only found here: the
+ * VMM checks it itself before it uses any field (vmm/iommu/dmar.c).
+ */
+uint64_t acpi_find_dmar(void)
+{
+    static struct acpi_scan scan;
+    struct phys_view pv = {0};
+    struct acpi_view view = {read_phys, &pv};
+    char err[ACPI_ERR_MAX];
+    bool had_v1;
+    uint64_t rsdp = firmware_rsdp(&had_v1), dmar = 0;
+    UINTN key;
+    UINT32 dver;
+    bool ok;
+
+    pv.map = LibMemoryMap(&pv.nr, &key, &pv.dsize, &dver);
+    if (!pv.map) {
+        say("ACPI: GetMemoryMap failed: no DMAR table for the VMM");
+        return 0;
+    }
+    ok = acpi_scan(&view, rsdp, &scan, err, sizeof(err));
+    if (ok)
+        dmar = acpi_find_table(&view, &scan, "DMAR");
+    FreePool(pv.map);
+    if (!ok)
+        sayf(L"ACPI: firmware tables not understood (%a): no DMAR table for the VMM", err);
+    else if (dmar) /* none: the VMM says "DMA not isolated" */
+        sayf(L"ACPI: DMAR table at 0x%lx: the VMM owns the DMA-remapping units", dmar);
+    return dmar;
+}
+
+/*
+ * Once the VMM runs (the loader is its guest now, and ACPI memory is guest memory): rename the
+ * DMAR so the guest OS finds none and runs without an IOMMU of its own; the units are the VMM's
+ * (their registers are read-only to the guest).  The table is renamed in place, checksum kept:
+ * the XSDT/RSDT still list it, under a signature no OS knows.  Not when the VMM did not start:
+ * a native boot keeps its IOMMU.
+ */
+void acpi_hide_dmar(uint64_t dmar)
+{
+    uint8_t *h = (uint8_t *)(UINTN)dmar;
+    if (!dmar)
+        return;
+    if (memcmp(h, "DMAR", 4) != 0) {
+        say("ACPI: the DMAR table changed under the loader: not hidden");
+        return;
+    }
+    acpi_resign(h, ACPI_DMAR_HIDDEN_SIG);
+    sayf(L"ACPI: DMAR table renamed %a: the guest sees no IOMMU", ACPI_DMAR_HIDDEN_SIG);
+}

@@ -324,6 +324,28 @@ bool acpi_scan(const struct acpi_view *m, uint64_t rsdp, struct acpi_scan *s, ch
     return !s->rsdt || check_entries(m, "RSDT", tmp, s->rsdt_n, avoid, 3, s, err, cap);
 }
 
+uint64_t acpi_find_table(const struct acpi_view *m, const struct acpi_scan *s, const char *sig)
+{
+    uint8_t h[4];
+    for (uint32_t i = 0; i < s->xsdt_n; i++)
+        if (s->xsdt_entries[i] && rd(m, s->xsdt_entries[i], h, 4) && !memcmp(h, sig, 4))
+            return s->xsdt_entries[i];
+    for (uint32_t i = 0; i < s->rsdt_n; i++)
+        if (s->rsdt_entries[i] && rd(m, s->rsdt_entries[i], h, 4) && !memcmp(h, sig, 4))
+            return s->rsdt_entries[i];
+    return 0;
+}
+
+void acpi_resign(uint8_t *hdr, const char *sig)
+{
+    uint8_t delta = 0;
+    for (int i = 0; i < 4; i++) {
+        delta = (uint8_t)(delta + hdr[i] - (uint8_t)sig[i]);
+        hdr[i] = (uint8_t)sig[i];
+    }
+    hdr[HDR_OFF_CSUM] = (uint8_t)(hdr[HDR_OFF_CSUM] + delta);
+}
+
 /* ---- building ---- */
 
 static size_t align16(size_t n)

@@ -111,6 +111,25 @@ bool acpi_madt_build(const struct acpi_scan *s, const struct acpi_madt_in *in, u
  */
 void acpi_add_madt_if_missing(void);
 
+/*
+ * The DMAR table for the VMM (issue 31).  acpi_find_table: the first table with signature sig
+ * the scanned roots list (XSDT first), 0 if none.  acpi_resign: give the table whose header
+ * starts at hdr (its first 10 bytes: signature, length, revision, checksum) signature sig,
+ * keeping its checksum right -- how the loader hides the DMAR from the guest once the VMM owns
+ * the remapping units (ACPI_DMAR_HIDDEN_SIG; an OS skips a table it does not know).
+ */
+#define ACPI_DMAR_HIDDEN_SIG "PTVD"
+uint64_t acpi_find_table(const struct acpi_view *mem, const struct acpi_scan *s, const char *sig);
+void acpi_resign(uint8_t *hdr, const char *sig);
+
+/*
+ * The loader side (boot/acpi_fixup.c): the firmware's DMAR table, 0 if none or if the tables
+ * are not understood (one console line either way); and, once the VMM runs, hiding it
+ * (one line).
+ */
+uint64_t acpi_find_dmar(void);
+void acpi_hide_dmar(uint64_t dmar);
+
 /* sum of n bytes, mod 256: 0 for a table with a right checksum */
 uint8_t acpi_sum(const uint8_t *p, size_t n);
 

@@ -16,6 +16,7 @@
 #include "memmap.h"
 #include "mp_services.h"
 #include "vmm_pin.h"
+#include "acpi_madt.h"
 #include <ptv/vmcall.h>
 #include "lib/ptv_string.h"
 
@@ -393,13 +394,17 @@ bool start_vmm(EFI_LOADED_IMAGE *li, const struct ptv_config *cfg)
     h->pool_base = m.base + img.span + HANDOFF_PAGES * PAGE_SIZE;
     h->pool_size = cfg->pool_size;
     h->acpi_rsdp = find_rsdp();
+    h->acpi_dmar = acpi_find_dmar();
     h->cfg = *cfg;
 
     tss_page = tss_prepare(); /* before the memory map: it allocates */
     ptv_entry_fn entry = (ptv_entry_fn)(UINTN)(m.base + img.entry);
+    uint64_t dmar = h->acpi_dmar; /* h is VMM memory once the VMM runs: not readable then */
     ok = fill_memmap(h, &m) && call_vmm(h, entry, &tss_page);
-    if (ok)
+    if (ok) {
+        acpi_hide_dmar(dmar);
         start_aps(h, entry);
+    }
     if (!ok) /* the VMM is not running (it left VMX off): give the memory back */
         BS->FreePages(m.base, m.pages);
     if (tss_page) /* never loaded into TR */

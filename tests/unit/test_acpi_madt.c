@@ -356,6 +356,34 @@ static void test_madt_present(void **state)
     assert_true(s.has_madt);
 }
 
+/* the DMAR for the VMM: found through either root, renamed with its checksum kept, then not
+ * found under its old name (issue 31) */
+static void test_dmar_find_and_hide(void **state)
+{
+    const uint64_t e[] = {FADT_AT, MADT_AT, HPET_AT};
+    struct acpi_scan s;
+    firmware_v2();
+    table(MADT_AT, "DMAR", 80);
+    root(XSDT_AT, "XSDT", e, 3);
+    scan_ok(RSDP_AT, &s);
+    assert_int_equal(acpi_find_table(&view, &s, "DMAR"), MADT_AT);
+    assert_int_equal(acpi_find_table(&view, &s, "SRAT"), 0);
+    acpi_resign(at(MADT_AT), ACPI_DMAR_HIDDEN_SIG);
+    assert_memory_equal(at(MADT_AT), "PTVD", 4);
+    assert_int_equal(acpi_sum(at(MADT_AT), 80), 0);
+    assert_int_equal(get32(at(MADT_AT) + 4), 80);
+    scan_ok(RSDP_AT, &s); /* the roots still check out */
+    assert_int_equal(acpi_find_table(&view, &s, "DMAR"), 0);
+    assert_int_equal(acpi_find_table(&view, &s, ACPI_DMAR_HIDDEN_SIG), MADT_AT);
+    /* an ACPI 1.0 firmware: RSDT only */
+    firmware_v2();
+    table(MADT_AT, "DMAR", 48);
+    root(RSDT_AT, "RSDT", e, 3);
+    rsdp(0, (uint32_t)RSDT_AT, 0);
+    scan_ok(RSDP_AT, &s);
+    assert_int_equal(acpi_find_table(&view, &s, "DMAR"), MADT_AT);
+}
+
 static void test_acpi1_firmware(void **state)
 {
     const uint64_t e[] = {FADT_AT};
@@ -603,6 +631,7 @@ int main(void)
         cmocka_unit_test(test_acpi2_firmware_keeps_its_tables),
         cmocka_unit_test(test_madt_present),
         cmocka_unit_test(test_acpi1_firmware),
+        cmocka_unit_test(test_dmar_find_and_hide),
         cmocka_unit_test(test_no_ioapic_and_many_cpus),
         cmocka_unit_test(test_build_refusals),
         cmocka_unit_test(test_hostile_rsdp),

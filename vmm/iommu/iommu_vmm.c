@@ -77,7 +77,7 @@ static const uint8_t *dmar_bytes(const struct ptv_handoff *h, size_t *len, const
     uint32_t tlen;
 
     if (pa == 0) {
-        *why = "the firmware has no DMAR table (no VT-d)";
+        *why = "the loader found no DMAR table (no VT-d, or ACPI tables it could not read)";
         return NULL;
     }
     for (p = pa; p < pa + DMAR_HEADER_LEN; p = end) {
