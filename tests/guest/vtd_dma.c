@@ -271,7 +271,7 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
     struct vtd_tables tab;
     uint64_t top;
     bool m2, g1;
-    ok = vtd_tables_pages(&in, &top, err, sizeof(err)) &&
+    ok = vtd_tables_span(&in, &top, err, sizeof(err)) &&
          vtd_choose(&caps, 1, top, &in.levels, &m2, &g1, err, sizeof(err));
     if (!report(ok, "a walk for [0, %#lx): %u levels, 2M %d, 1G %d (%s)", top, in.levels, m2, g1,
                 err[0] ? err : "ok"))

@@ -151,8 +151,8 @@ bool iommu_setup(const struct ptv_handoff *h, struct ept *ept)
     holes[n] = (struct vtd_range){vmm_span.base, vmm_span.size};
     struct vtd_map_in in = {
         .mem = h->mem, .n = h->nr_mem, .hole = holes, .n_hole = n + 1, .levels = 3};
-    unsigned long pages = vtd_tables_pages(&in, &top, err, sizeof(err));
-    if (!pages)
+    unsigned long pages;
+    if (!vtd_tables_span(&in, &top, err, sizeof(err)))
         return not_isolated(err);
     for (unsigned i = 0; i < n; i++)
         if (iommu.dmar.units[i].reg_base + iommu.dmar.units[i].reg_size > top) {
@@ -167,9 +167,15 @@ bool iommu_setup(const struct ptv_handoff *h, struct ept *ept)
     in.levels = levels;
     in.has_2m = has_2m;
     in.has_1g = has_1g;
+    /* at most a quarter of what is free: the APs, trace rings and EPT maps come later (units
+     * without 2 MiB pages need ~3,000 pages per 4 GiB; with them a handful) */
     pages = vtd_tables_pages(&in, &top, err, sizeof(err));
-    if (pages * 4096 > palloc_free_bytes()) {
-        pr_warn("iommu", "DMA not isolated: the remapping tables need %lu pages, the pool has %lu",
+    if (!pages)
+        return not_isolated(err);
+    if (pages * 4096 > palloc_free_bytes() / 4) {
+        pr_warn("iommu",
+                "DMA not isolated: the remapping tables need %lu pages, more than a quarter of "
+                "the pool's %lu free (vmm_pool)",
                 pages, palloc_free_bytes() / 4096);
         return false;
     }

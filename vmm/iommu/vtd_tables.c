@@ -165,6 +165,18 @@ static bool check(const struct vtd_map_in *in, uint64_t *top, char *err, size_t 
     return true;
 }
 
+bool vtd_tables_span(const struct vtd_map_in *in, uint64_t *top, char *err, size_t cap)
+{
+    struct vtd_map_in any;
+    if (err && cap)
+        err[0] = 0;
+    if (!in)
+        return fail(err, cap, "no memory map");
+    any = *in;
+    any.levels = 5;
+    return check(&any, top, err, cap);
+}
+
 unsigned long vtd_tables_pages(const struct vtd_map_in *in, uint64_t *top, char *err, size_t cap)
 {
     struct build b = {.in = in};

@@ -69,6 +69,11 @@ struct vtd_tables {
     unsigned long leaves[3]; /* 4 KiB, 2 MiB, 1 GiB */
 };
 
+/* the span [0, *top) in would map (false and err set if in is malformed); in->levels may be any
+ * walk here (5 checks the most): what a caller needs before it chooses one */
+bool vtd_tables_span(const struct vtd_map_in *in, uint64_t *top, char *err, size_t cap)
+    __attribute__((warn_unused_result));
+
 /* the span and the pages vtd_tables_build() would take for in (0 and err set if refused) */
 unsigned long vtd_tables_pages(const struct vtd_map_in *in, uint64_t *top, char *err, size_t cap);
 
