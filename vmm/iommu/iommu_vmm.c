@@ -27,7 +27,8 @@
 static struct {
     struct dmar_info dmar;
     struct vtd_caps caps[DMAR_MAX_UNITS];
-    unsigned n_on; /* units translating, caps[0..n_on) */
+    unsigned n_on;        /* units translating, caps[0..n_on) */
+    unsigned n_protected; /* units whose registers are read-only in EPT, units[0..n) */
     unsigned long faults;
 } iommu;
 
@@ -101,6 +102,19 @@ static const uint8_t *dmar_bytes(const struct ptv_handoff *h, size_t *len, const
     }
     *len = tlen;
     return (const uint8_t *)(uintptr_t)pa;
+}
+
+/* RMRRs: memory some device keeps using (USB legacy, graphics); the tables map it 1:1 like any
+ * guest memory unless it is the VMM's or beyond the map, which is only worth a warning: that
+ * device's DMA there faults, nothing else changes */
+static void rmrr_check(uint64_t top)
+{
+    for (unsigned i = 0; i < iommu.dmar.n_rmrr; i++) {
+        const struct dmar_rmrr *r = &iommu.dmar.rmrr[i];
+        if (r->end > top || (r->base < vmm_span.base + vmm_span.size && vmm_span.base < r->end))
+            pr_warn("iommu", "RMRR %u [%#lx, %#lx) is %s: its device's DMA there is blocked", i,
+                    r->base, r->end, r->end > top ? "beyond the map" : "in VMM memory");
+    }
 }
 
 static bool not_isolated(const char *why)
@@ -198,6 +212,8 @@ bool iommu_setup(const struct ptv_handoff *h, struct ept *ept)
     }
     vm_ept_unlock();
     vmx_ept_sync(ept);
+    iommu.n_protected = n;
+    rmrr_check(top);
 
     for (unsigned i = 0; i < n; i++) {
         struct vtd_regs r = unit_regs(i);
@@ -245,6 +261,14 @@ void iommu_poll_faults(void)
         if (overflow)
             pr_warn_rl("iommu", "unit %u: fault records overflowed (more faults than logged)", i);
     }
+}
+
+bool iommu_owns(uint64_t gpa)
+{
+    for (unsigned i = 0; i < iommu.n_protected; i++)
+        if (gpa - iommu.dmar.units[i].reg_base < iommu.dmar.units[i].reg_size)
+            return true;
+    return false;
 }
 
 unsigned long iommu_faults_seen(void)

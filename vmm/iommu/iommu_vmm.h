@@ -21,6 +21,9 @@ bool iommu_setup(const struct ptv_handoff *h, struct ept *ept);
 /* the faults the units recorded since the last call: counted and logged, rate-limited (BSP) */
 void iommu_poll_faults(void);
 
+/* gpa lies in a remapping unit's registers the VMM owns (read-only to the guest) */
+bool iommu_owns(uint64_t gpa);
+
 /* DMA faults seen so far (all units) */
 unsigned long iommu_faults_seen(void);
 

@@ -21,6 +21,7 @@
 #include "vmx/pt_vmx.h"
 #include "percpu.h"
 #include "smp/smp.h"
+#include "iommu/iommu_vmm.h"
 
 /* consecutive exits that are EPT violations on pages EPT already allows */
 #define EPT_STALE_MAX 8u
@@ -195,6 +196,16 @@ static enum exit_action ept_violation_locked(struct vcpu *v, const struct vmexit
                    "protection lifted",
                    e->gpa);
         return EXIT_RESUME;
+    }
+    /* a DMA-remapping unit's registers (read-only: the unit is the VMM's, vmm/iommu/) */
+    if (iommu_owns(e->gpa)) {
+        v->ept_blocked++;
+        pr_warn_rl("iommu",
+                   "guest write to the DMA-remapping registers at GPA %#lx (RIP %#lx) "
+                   "blocked: #GP(0)",
+                   e->gpa, e->rip);
+        vcpu_inject_gp(v);
+        return EXIT_INJECT;
     }
     /* a page the VMM maps with fewer rights than the access needs and nobody
      * claimed (e.g. a fetch from a device window): it faults, as a fetch from
