@@ -125,8 +125,8 @@ static uint64_t vcpu_loop(void *arg)
         }
         if (v->mtf_probe)
             trace_vmx_probe(v, e.reason, e.rip);
-        if (this_cpu()->bsp && v->exits_total % IOMMU_POLL_EXITS == 0)
-            iommu_poll_faults();
+        if (v->exits_total % IOMMU_POLL_EXITS == 0 && this_cpu()->bsp)
+            iommu_poll_faults(); /* DMA faults the units recorded (nothing without VT-d) */
     }
 }
 
