@@ -1,10 +1,17 @@
 # The VMM's VT-d code against QEMU's intel-iommu and edu device (issue 31): vtd-dma.efi links
-# vmm/iommu/{dmar,vtd_tables,vtd}.c unchanged (GNU-EFI flags) and is booted bare in QEMU TCG
+# vmm/iommu/{iommu_boot,dmar,vtd_tables,vtd}.c and boot/memmap.c unchanged (GNU-EFI flags) and
+# is booted bare in QEMU TCG
 # (tests/system/qemu-vtd.sh).  No VMX needed.
 
 VTD_DMA_EFI := $(GUEST_OUT)/vtd-dma.efi
-vtd-dma_GUEST_OBJS := $(GUEST_OUT)/vtd_dma.o $(patsubst vmm/iommu/%.c,$(GUEST_OUT)/iommu_%.o,$(IOMMU_PURE_SRCS)) \
-                      $(GUEST_OUT)/lib_string.o
+vtd-dma_GUEST_OBJS := $(GUEST_OUT)/vtd_dma.o \
+                      $(patsubst vmm/iommu/%.c,$(GUEST_OUT)/iommu_%.o,$(IOMMU_PURE_SRCS) vmm/iommu/iommu_boot.c) \
+                      $(GUEST_OUT)/boot_memmap.o $(GUEST_OUT)/boot_fmt.o $(GUEST_OUT)/lib_string.o
+
+# the loader's map builder, as the loader compiles it (mk/10-boot.mk)
+$(GUEST_OUT)/boot_%.o: boot/%.c
+	@mkdir -p $(@D)
+	$(Q)$(EFI_CC) $(EFI_CFLAGS) -Ivmm -c -o $@ $<
 
 $(GUEST_OUT)/iommu_%.o: vmm/iommu/%.c
 	@mkdir -p $(@D)
@@ -22,4 +29,4 @@ TEST_TARGETS += test-qemu-vtd
 .PHONY: test-qemu-vtd
 test-qemu-vtd: $(VTD_DMA_EFI) tests/system/qemu-vtd.sh tests/system/qemu.sh
 	$(Q)tests/step.sh $(BUILD)/results qemu:vtd-dma tests/system/qemu-vtd.sh $(BUILD)
-.PRECIOUS: $(GUEST_OUT)/iommu_%.o
+.PRECIOUS: $(GUEST_OUT)/iommu_%.o $(GUEST_OUT)/boot_%.o

@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: MIT
 /*
- * vtd-dma.efi: the VMM's own VT-d code (vmm/iommu/dmar.c, vtd_tables.c, vtd.c, linked in
- * unchanged) drives QEMU's intel-iommu from a bare EFI program, and QEMU's edu device proves
+ * vtd-dma.efi: the VMM's own VT-d set-up (vmm/iommu/iommu_boot.c with dmar.c, vtd_tables.c
+ * and vtd.c, linked in unchanged; the handoff map from boot/memmap.c) drives QEMU's
+ * intel-iommu from a bare EFI program, and QEMU's edu device proves
  * what it does to DMA (make test-qemu-vtd, tests/system/qemu-vtd.sh; QEMU TCG, q35,
  * -device intel-iommu,intremap=off -device edu).
  *
  *   control   translation off: edu writes a "VMM" page P -- the device really reaches it, so
  *             the blocked checks below can fail
- *   enable    the firmware's DMAR parsed, the unit probed, tables built with P as the VMM's
- *             memory (PTV_MEM_VMM), the unit switched on by the VMM's sequence
+ *   enable    the firmware's memory map made into the handoff map with P as the VMM's
+ *             memory; iommu_boot_tables (DMAR, units, walk, tables) and iommu_boot_enable
+ *             exactly as the VMM runs them, minus EPT
  *   allowed   edu reads a source page and writes an allowed page: the bytes land
  *   blocked   edu writes P: P is unchanged and the unit recorded the fault (edu's requester
  *             ID, P's address, a write); edu reads P: the bytes never reach the device, a read
@@ -21,9 +23,8 @@
 #include "libtest.h"
 #include "lib/ptv_string.h"
 #include "lib/fmt.h"
-#include "iommu/dmar.h"
-#include "iommu/vtd.h"
-#include "iommu/vtd_tables.h"
+#include "iommu/iommu_boot.h"
+#include "../../boot/memmap.h"
 
 #include <efilib.h>
 
@@ -180,6 +181,60 @@ static bool find_edu(struct edu *e)
     return false;
 }
 
+static struct vtd_regs unit_regs(void *ctx, uint64_t base)
+{
+    return (struct vtd_regs){mmio_rd32, mmio_rd64, mmio_wr32, mmio_wr64, (void *)(uintptr_t)base};
+}
+
+static const uint8_t *phys(void *ctx, uint64_t pa, size_t n)
+{
+    return (const uint8_t *)(uintptr_t)pa; /* UEFI: identity mapped */
+}
+
+static struct ptv_mem_range mem[PTV_HANDOFF_MAX_MEM];
+static struct iommu_boot b;
+static char err[PTV_MEMMAP_ERR_MAX];
+
+/* EFI memory types as the loader classifies them (boot/vmm_load.c classify()) */
+static uint32_t classify(UINT32 t)
+{
+    switch (t) {
+    case EfiConventionalMemory:
+    case EfiLoaderCode:
+    case EfiLoaderData:
+    case EfiBootServicesCode:
+    case EfiBootServicesData:
+        return PTV_MEM_RAM;
+    case EfiACPIReclaimMemory:
+    case EfiACPIMemoryNVS:
+        return PTV_MEM_ACPI;
+    case EfiMemoryMappedIO:
+    case EfiMemoryMappedIOPortSpace:
+        return PTV_MEM_MMIO;
+    default:
+        return PTV_MEM_RESERVED;
+    }
+}
+
+/* the firmware's map, as the loader hands it over, with [vmm, vmm + 4 KiB) as the VMM's */
+static bool memory_map(uint64_t vmm, unsigned *n)
+{
+    UINTN nr, key, dsize;
+    UINT32 dver;
+    EFI_MEMORY_DESCRIPTOR *map = LibMemoryMap(&nr, &key, &dsize, &dver);
+    static struct ptv_mem_range in[512];
+    if (!map || nr > 512)
+        return false;
+    for (UINTN i = 0; i < nr; i++) {
+        EFI_MEMORY_DESCRIPTOR *d = (void *)((UINT8 *)map + i * dsize);
+        in[i] =
+            (struct ptv_mem_range){d->PhysicalStart, d->NumberOfPages * 4096, classify(d->Type), 0};
+    }
+    FreePool(map);
+    return ptv_memmap_build(in, (unsigned)nr, vmm, 4096, mem, PTV_HANDOFF_MAX_MEM, n, err,
+                            sizeof(err)) == 0;
+}
+
 static struct vtd_fault faults[8];
 
 /* the faults the unit recorded now; true if one is edu's at page, of that kind */
@@ -201,10 +256,6 @@ static bool fault_seen(const struct vtd_regs *r, const struct vtd_caps *c, struc
 
 EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 {
-    static struct dmar_info d;
-    static char err[DMAR_ERR_MAX];
-    static struct vtd_caps caps;
-    static struct vtd_prog prog;
     struct edu e;
     uint8_t *p, *a, *a2, *s;
     const uint8_t *t;
@@ -239,9 +290,27 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
     report(landed, "control, translation off: edu DMA lands in page %#lx", (uintptr_t)p);
     memset(p, P_FILL, 4096);
 
+    /* the handoff map as the loader makes it (boot/memmap.c), P as the VMM's memory, and the
+     * VMM's own set-up (iommu_boot.c) from there: DMAR, units, walk, tables, sequence */
+    uint64_t pb = (uintptr_t)p;
+    unsigned nmem = 0;
+    bool ok = memory_map(pb, &nmem);
+    if (!report(ok, "handoff map built: %u ranges, VMM page %#lx (%s)", nmem, pb,
+                err[0] ? err : "ok"))
+        goto out;
+    struct iommu_boot_in in = {.mem = mem,
+                               .n = nmem,
+                               .vmm_base = pb,
+                               .vmm_size = 4096,
+                               .dmar_pa = (uintptr_t)t,
+                               .phys = phys,
+                               .unit = unit_regs,
+                               .pages = {table_page, NULL, NULL},
+                               .free_pages = 4096};
     /* (each call before its report: argument evaluation order is unspecified) */
-    bool ok = dmar_parse(t, *(const uint32_t *)(t + 4), &d, err, sizeof(err));
-    if (!report(ok, "the firmware's DMAR parses (%s)", err[0] ? err : "ok")) {
+    ok = iommu_boot_tables(&in, &b);
+    if (!report(ok, "the VMM's set-up: DMAR, %u unit(s), tables (%s)", b.n_units,
+                ok ? "ok" : b.why)) {
         uint32_t tl = *(const uint32_t *)(t + 4);
         for (uint32_t i = 0; i < tl && i < 512; i += 16) {
             char hex[64];
@@ -252,54 +321,28 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
         }
         goto out;
     }
-    report_info("DMAR: %u unit(s), first at %#lx, host width %u", d.n_units, d.units[0].reg_base,
-                d.haw);
-    struct vtd_regs r = {mmio_rd32, mmio_rd64, mmio_wr32, mmio_wr64,
-                         (void *)(uintptr_t)d.units[0].reg_base};
-    ok = vtd_probe(&r, d.units[0].reg_size, &caps, err, sizeof(err));
-    if (!report(ok, "unit probed: CAP %#lx ECAP %#lx (%s)", caps.cap, caps.ecap,
-                err[0] ? err : "ok"))
-        goto out;
-
-    /* the memory map as the VMM gets it, P as the VMM's memory */
-    uint64_t pb = (uintptr_t)p;
-    struct ptv_mem_range mem[3] = {{0, pb, PTV_MEM_RAM, 0},
-                                   {pb, 4096, PTV_MEM_VMM, 0},
-                                   {pb + 4096, (512ull << 20) - pb - 4096, PTV_MEM_RAM, 0}};
-    struct vtd_range hole = {d.units[0].reg_base, d.units[0].reg_size};
-    struct vtd_map_in in = {mem, 3, &hole, 1, 3, false, false};
-    struct vtd_tables tab;
-    uint64_t top;
-    bool m2, g1;
-    ok = vtd_tables_span(&in, &top, err, sizeof(err)) &&
-         vtd_choose(&caps, 1, top, &in.levels, &m2, &g1, err, sizeof(err));
-    if (!report(ok, "a walk for [0, %#lx): %u levels, 2M %d, 1G %d (%s)", top, in.levels, m2, g1,
-                err[0] ? err : "ok"))
-        goto out;
-    in.has_2m = m2;
-    in.has_1g = g1;
-    struct vtd_page_ops ops = {table_page, NULL, NULL};
-    ok = vtd_tables_build(&in, &ops, &tab, err, sizeof(err));
-    if (!report(ok, "remapping tables built: %lu pages, leaves 1G %lu 2M %lu 4K %lu", tab.pages,
-                tab.leaves[2], tab.leaves[1], tab.leaves[0]))
-        goto out;
-    vtd_prog_init(&prog, &caps, tab.root_pa);
-    enum vtd_step_result res = vtd_enable(&prog, &r);
+    report_info("unit 0 at %#lx: CAP %#lx ECAP %#lx", b.dmar.units[0].reg_base, b.caps[0].cap,
+                b.caps[0].ecap);
+    report_info("tables: [0, %#lx) in %lu pages (1G %lu 2M %lu 4K %lu), %u levels", b.tab.top,
+                b.tab.pages, b.tab.leaves[2], b.tab.leaves[1], b.tab.leaves[0], b.tab.levels);
+    struct vtd_regs r = unit_regs(NULL, b.dmar.units[0].reg_base);
+    const struct vtd_caps *caps = &b.caps[0];
+    ok = iommu_boot_enable(&in, &b);
     uint32_t gsts = mmio_rd32(r.ctx, VTD_REG_GSTS);
-    if (!report(res == VTD_DONE && (gsts & VTD_GSTS_TES), "unit translating (GSTS %#x) %s", gsts,
-                prog.err))
+    if (!report(ok && b.n_on == b.n_units && (gsts & VTD_GSTS_TES),
+                "unit translating (GSTS %#x) %s", gsts, ok ? "" : b.why))
         goto out;
-    fault_seen(&r, &caps, &e, p, true, &n);
+    fault_seen(&r, caps, &e, p, true, &n);
     report(n == 0, "no fault recorded before the DMA checks (%u)", n);
 
     ok = copy(&e, s, a) && !memcmp(a, s, LEN);
     report(ok, "allowed: edu reads a RAM page and writes another, the bytes land");
-    fault_seen(&r, &caps, &e, p, true, &n);
+    fault_seen(&r, caps, &e, p, true, &n);
     report(n == 0, "allowed: no fault recorded (%u)", n);
 
     bool done = edu_dma(&e, EDU_BUF, (uintptr_t)p, true);
     report(done && all(p, P_FILL), "blocked: edu's write to the VMM page leaves it unchanged");
-    ok = fault_seen(&r, &caps, &e, p, true, &n);
+    ok = fault_seen(&r, caps, &e, p, true, &n);
     report(ok, "blocked: the unit recorded edu's write fault at %#lx (%u faults)", (uintptr_t)p, n);
 
     memset(p, P_FILL, 4096); /* the CPU's own write: whatever the blocked DMA did, P holds P_FILL */
@@ -308,7 +351,7 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
     for (unsigned i = 0; i < LEN; i++)
         leaked |= a2[i] == P_FILL;
     report(done && !leaked, "blocked: edu's read of the VMM page never sees its bytes");
-    ok = fault_seen(&r, &caps, &e, p, false, &n);
+    ok = fault_seen(&r, caps, &e, p, false, &n);
     report(ok, "blocked: the unit recorded edu's read fault at %#lx (%u faults)", (uintptr_t)p, n);
 out:
     report_summary();

@@ -32,6 +32,7 @@ need() {
     grep -q "^PASS: $1" "$out/vtd.report" || { echo "FAIL: missing 'PASS: $1'"; status=1; }
 }
 need 'control, translation off: edu DMA lands'
+need "the VMM's set-up: DMAR"
 need 'unit translating'
 need 'allowed: edu reads a RAM page and writes another, the bytes land'
 need 'blocked: edu.s write to the VMM page leaves it unchanged'
