@@ -16,6 +16,9 @@
  *             ID, P's address, a write); edu reads P: the bytes never reach the device, a read
  *             fault is recorded
  *
+ *   Linux     (qemu:vtd-linux, when the volume has the guest) the DMAR renamed as the loader
+ *             renames it, Linux booted to its marker with the unit still translating
+ *
  * edu (QEMU docs/specs/edu.rst): BAR0 registers 0x80 source, 0x88 destination, 0x90 count,
  * 0x98 command (bit 0 start, bit 1 direction: 1 = edu -> RAM); its buffer is at device address
  * 0x40000; DMA addresses are masked to 28 bits, so every page here is below 256 MiB.
@@ -25,6 +28,7 @@
 #include "lib/fmt.h"
 #include "iommu/iommu_boot.h"
 #include "../../boot/memmap.h"
+#include "../../boot/acpi_madt.h"
 
 #include <efilib.h>
 
@@ -86,10 +90,12 @@ static void mmio_wr64(void *ctx, unsigned off, uint64_t v)
     *(volatile uint64_t *)((uintptr_t)ctx + off) = v;
 }
 
+/* EfiReservedMemoryType, as the VMM's pool and tables are: Linux started afterwards never
+ * reuses them (the "VMM" page, the remapping tables) */
 static uint8_t *page_below(uint64_t max)
 {
     EFI_PHYSICAL_ADDRESS a = max;
-    if (uefi_call_wrapper(BS->AllocatePages, 4, AllocateMaxAddress, EfiBootServicesData, 1, &a))
+    if (uefi_call_wrapper(BS->AllocatePages, 4, AllocateMaxAddress, EfiReservedMemoryType, 1, &a))
         return NULL;
     return (uint8_t *)(uintptr_t)a;
 }
@@ -235,6 +241,40 @@ static bool memory_map(uint64_t vmm, unsigned *n)
                             sizeof(err)) == 0;
 }
 
+/*
+ * With \ptvisor\vmlinuz.efi on the volume (qemu:vtd-linux): what the loader does once the VMM
+ * runs -- the DMAR renamed by its own acpi_resign() -- and then Linux, started with the unit
+ * still translating through the VMM's tables.  Returns only if the kernel is not there or
+ * does not start.
+ */
+static void linux_with_dmar_hidden(EFI_HANDLE image, uint8_t *dmar)
+{
+    static CHAR16 opts[] = L"initrd=\\ptvisor\\initrd.img console=ttyS0,115200 panic=-1";
+    static CHAR16 kernel[] = L"\\ptvisor\\vmlinuz.efi";
+    EFI_LOADED_IMAGE *li, *kli;
+    EFI_HANDLE k = NULL;
+    EFI_STATUS st;
+
+    if (uefi_call_wrapper(BS->HandleProtocol, 3, image, &LoadedImageProtocol, (void **)&li))
+        return;
+    EFI_DEVICE_PATH *path = FileDevicePath(li->DeviceHandle, kernel);
+    st = path ? uefi_call_wrapper(BS->LoadImage, 6, FALSE, image, path, NULL, 0, &k)
+              : EFI_OUT_OF_RESOURCES;
+    if (EFI_ERROR(st)) {
+        report_info("no Linux to start (\\ptvisor\\vmlinuz.efi: %lu)", (unsigned long)st);
+        return;
+    }
+    if (uefi_call_wrapper(BS->HandleProtocol, 3, k, &LoadedImageProtocol, (void **)&kli))
+        return;
+    kli->LoadOptions = opts;
+    kli->LoadOptionsSize = sizeof(opts);
+    acpi_resign(dmar, ACPI_DMAR_HIDDEN_SIG);
+    test_printf("INFO: DMAR renamed %s; starting Linux with the unit translating\n",
+                ACPI_DMAR_HIDDEN_SIG);
+    st = uefi_call_wrapper(BS->StartImage, 3, k, NULL, NULL);
+    test_printf("INFO: Linux returned %lu\n", (unsigned long)st);
+}
+
 static struct vtd_fault faults[8];
 
 /* the faults the unit recorded now; true if one is edu's at page, of that kind */
@@ -354,6 +394,7 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
     ok = fault_seen(&r, caps, &e, p, false, &n);
     report(ok, "blocked: the unit recorded edu's read fault at %#lx (%u faults)", (uintptr_t)p, n);
 out:
-    report_summary();
+    if (report_summary() == 0 && t)
+        linux_with_dmar_hidden(image, (uint8_t *)(uintptr_t)t);
     return EFI_SUCCESS;
 }
