@@ -274,6 +274,42 @@ static void test_every_requester(void **state)
     free(p.mem);
 }
 
+/* memory above 2^48: a 5-level walk, the VMM's page out, RAM in, nothing past the top */
+static void test_5level(void **state)
+{
+    static const struct ptv_mem_range m[] = {
+        R(0, GiB(2), PTV_MEM_RAM),
+        R(1ull << 48, GiB(1), PTV_MEM_RAM),
+        R((1ull << 48) + GiB(1), MiB(2), PTV_MEM_VMM),
+    };
+    struct vtd_map_in in = {m, 3, qemu_regs, 1, 4, true, true};
+    struct vtd_tables t;
+    struct pool p;
+    char err[160];
+    uint64_t top, hpa;
+    unsigned level;
+
+    assert_int_equal(vtd_tables_pages(&in, &top, err, sizeof(err)), 0); /* beyond 48 bits */
+    in.levels = 5;
+    /* [0, top) is all mapped, holes and MMIO too, as the EPT identity map does: 512 level-3
+     * tables of 1 GiB pages below 2^48 */
+    pool_init(&p, 1024);
+    struct vtd_page_ops ops = {pool_alloc, NULL, &p};
+    if (!vtd_tables_build(&in, &ops, &t, err, sizeof(err)))
+        fail_msg("%s", err);
+    assert_int_equal(t.pages, p.used);
+    assert_int_equal(t.top, (1ull << 48) + GiB(2));
+    assert_int_equal(walk(&p, &t, 0, 8, (1ull << 48) + 0x1234, &hpa, &level), 0);
+    assert_int_equal(hpa, (1ull << 48) + 0x1234);
+    assert_int_equal(level, 3);
+    assert_int_equal(walk(&p, &t, 0, 8, (1ull << 48) + GiB(1) + 0x5000, &hpa, &level), -1);
+    assert_int_equal(walk(&p, &t, 0, 8, (1ull << 48) + GiB(1) + MiB(2), &hpa, &level), 0);
+    assert_int_equal(walk(&p, &t, 0, 8, 0xfed90000, &hpa, &level), -1);
+    assert_int_equal(walk(&p, &t, 0, 8, 0xfed8f000, &hpa, &level), 0);
+    assert_int_equal(walk(&p, &t, 0, 8, t.top, &hpa, &level), -1);
+    free(p.mem);
+}
+
 static void bench(const char *name, const struct ptv_mem_range *m, unsigned n, unsigned levels,
                   bool has_2m, bool has_1g)
 {
@@ -309,6 +345,7 @@ int main(void)
         cmocka_unit_test(test_split_exclusion_no_empty_table),
         cmocka_unit_test(test_refusals),
         cmocka_unit_test(test_every_requester),
+        cmocka_unit_test(test_5level),
         cmocka_unit_test(test_bench),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
