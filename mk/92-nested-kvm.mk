@@ -14,15 +14,16 @@ NESTED_PTV  := $(NESTED_OUT)/ptvisor.img
 # L1's timeout for the nested QEMU, on L1's clock (Bochs' 50 M ips)
 NESTED_QEMU_TIMEOUT ?= 1200
 
-# bochs:linux's config without the boot trace, the windows that step (ptv.steps=0: the guest runs
-# trace-user's refusals, not ptt-work nor ptt-exact) and most of the CPUID loop: every
-# VM exit of the guest is a nested one there, every byte ptvisor sends a trip to QEMU
+# bochs:linux's config without the boot trace, ptt-work (ptv.work=0: 75,000 steps, each a nested VM
+# exit) and most of the CPUID loop: every VM exit of the guest is a nested one there, every byte
+# ptvisor sends a trip to QEMU.  The windows that step run (trace-user's, ptvisor-ctl trace of
+# ptt-exact, the ptrace steps): outside the traced process the vCPU runs free (issue 29)
 NESTED_CFG  := $(NESTED_OUT)/ptvisor.cfg
 $(NESTED_CFG): $(TEST_CFG)
 	@mkdir -p $(@D)
 	$(Q)sed -e 's/^trace_boot = .*/trace_boot = 0/' -e 's/^dump_on = .*/dump_on = crash,vmcall/' \
-	    -e 's/^cmdline = .*/& ptv.steps=0 ptv.cpuid_loop=1000/' $< >$@.tmp
-	$(Q)grep -qx 'trace_boot = 0' $@.tmp && grep -q '^cmdline = .* ptv.steps=0 ptv.cpuid_loop=1000$$' $@.tmp
+	    -e 's/^cmdline = .*/& ptv.work=0 ptv.cpuid_loop=1000/' $< >$@.tmp
+	$(Q)grep -qx 'trace_boot = 0' $@.tmp && grep -q '^cmdline = .* ptv.work=0 ptv.cpuid_loop=1000$$' $@.tmp
 	$(Q)mv $@.tmp $@
 
 $(NESTED_PTV): tools/mkimage.sh tools/mkesp.sh $(BOOT_EFI) $(VMM_ELF) $(NESTED_CFG) $(GUEST_KERNEL) \

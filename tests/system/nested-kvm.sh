@@ -48,7 +48,7 @@ check "the guest sees no VMX and no PT (KVM offers no PT to an L1)" \
 check "QEMU ended at the guest's end (qemu.sh rc=0)" '^NESTED-L1: qemu.sh rc=0 '
 tr -d '\r' <"$serial" | grep -a '^\[cpu0 vmx\] \(hypervisor below\|controls allowed\)' | sed 's/^/  /'
 echo "-- the checks bochs:linux makes, on this serial log:"
-NO_STEPS=1 LINUX_LOG=$serial CPUS=1 "$here/bochs-linux.sh" - "$out" || fail=1
+NO_WORK=1 LINUX_LOG=$serial CPUS=1 "$here/bochs-linux.sh" - "$out" || fail=1
 if [ $fail != 0 ]; then
     echo "---- what QEMU said (L1) ----"
     tr -d '\r' <"$serial" | grep -a '^NESTED-L1: qemu> ' | tail -n 30
