@@ -208,6 +208,14 @@ static void test_cr3(void **state)
     assert_true(w.flush);
     assert_non_null(cr3_write_check(&c, 1ull << 63 | 1ull << 50, 46, &w)); /* bit 63 goes first */
     assert_null(cr3_write_check(&c, 1ull << 63 | 1ull << 50, 52, &w));
+    /* LAM's user bits: reserved without LAM, CR3's with it (Linux 6.4+ sets them per process) */
+    assert_non_null(cr3_write_check(&c, 1ull << 61 | 0x5000, 46, &w));
+    assert_non_null(cr3_write_check(&c, 1ull << 62 | 0x5000, 46, &w));
+    c.lam = true;
+    assert_null(cr3_write_check(&c, 1ull << 63 | 3ull << 61 | 0x5000, 46, &w));
+    assert_int_equal(w.cr3, 3ull << 61 | 0x5000);
+    assert_non_null(cr3_write_check(&c, 1ull << 60 | 0x5000, 46, &w));
+    c.lam = false;
     /* compatibility mode: a 32-bit operand, CR3[63:32] cleared, no bit 63 to ask for no flush */
     c.code64 = false;
     assert_null(cr3_write_check(&c, 0xffffffff00003000ull | 1ull << 63, 46, &w));

@@ -182,6 +182,8 @@ const char *cr3_write_check(const struct cr_ctx *c, uint64_t val, unsigned maxph
     }
     if (c->efer & EFER_LMA_) {
         uint64_t rsvd = maxphyaddr < 64 ? ~0ull << maxphyaddr : 0;
+        if (c->lam)
+            rsvd &= ~(3ull << 61); /* LAM_U57, LAM_U48 (SDM Vol. 3A 4.4) */
         if (val & rsvd)
             return val >> 63 ? "CR3 bit 63 set without CR4.PCIDE" : "CR3 bits beyond MAXPHYADDR";
     }

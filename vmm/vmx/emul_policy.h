@@ -72,6 +72,7 @@ struct cr_ctx {
     bool code64;                  /* IA-32e mode and CS.L */
     uint64_t cr4_supported;       /* CR4 bits this CPU has for the guest (VMXE excluded) */
     uint32_t cs_ar, tr_ar;        /* CS and TR access rights, VMCS format (VMX_AR_L: CS.L) */
+    bool lam; /* CPUID.(7,1):EAX[26] as the guest sees it: CR3 bits 61-62 (LAM_U57, LAM_U48) */
 };
 /* *val: in, the value written; out, as CR0 then reads (ET set, undefined low bits clear) */
 const char *cr0_write_check(const struct cr_ctx *c, uint64_t *val);
@@ -85,9 +86,10 @@ bool cr_write_loads_pdptes(const struct cr_ctx *c, uint64_t new_cr0, uint64_t ne
  * VMM completes it while CR3-load exiting is on (the software tracer's free running, vmx/
  * trace_step.c): the operand is 64 bits in 64-bit mode, else 32 (compatibility mode clears
  * CR3[63:32]); with CR4.PCIDE bit 63 asks not to flush and is not stored; bits from MAXPHYADDR
- * up are reserved (#GP).  *out: the new CR3, whether the TLBs of the new PCID (of all, without
- * PCIDs) lose their non-global entries, and whether PAE paging outside IA-32e mode loads the four
- * PDPTEs from it (which pdptes_check then judges).  NULL, or why the MOV #GPs.
+ * up are reserved (#GP), but for LAM_U57 and LAM_U48 (bits 61, 62) where the CPU has LAM.  *out:
+ * the new CR3, whether the TLBs of the new PCID (of all, without PCIDs) lose their non-global
+ * entries, and whether PAE paging outside IA-32e mode loads the four PDPTEs from it (which
+ * pdptes_check then judges).  NULL, or why the MOV #GPs.
  */
 struct cr3_write {
     uint64_t cr3;

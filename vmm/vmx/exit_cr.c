@@ -113,9 +113,19 @@ static enum exit_action guest_write_cr0(struct vcpu *v, uint64_t val)
 
 /* MOV to CR3: it exits only while CR3-load exiting is on (the software tracer runs the vCPU free
  * outside its window's CR3: vmx/trace_step.c); the rule is emul_policy.c's cr3_write_check */
+/* the CPU has LAM (CPUID.(7,1):EAX[26], which the guest sees as it is) */
+static bool cpu_lam(void)
+{
+    static int lam = -1;
+    if (lam < 0)
+        lam = cpuid_count(7, 0).eax >= 1 && (cpuid_count(7, 1).eax >> 26 & 1);
+    return lam;
+}
+
 static enum exit_action guest_write_cr3(struct vcpu *v, uint64_t val)
 {
     struct cr_ctx c = cr_context(v);
+    c.lam = cpu_lam();
     struct cr3_write w;
     const char *why = cr3_write_check(&c, val, vmx_caps.maxphyaddr, &w);
     if (why)
