@@ -52,3 +52,28 @@ test-nested-kvm:
 	    tests/step.sh $(BUILD)/results nested:kvm tests/system/nested-kvm.sh $(NESTED_L1) $(BUILD)/test/nested-kvm
 
 TEST_TARGETS += test-nested-kvm
+
+# make bench-nested (tests/system/nested-bench.sh): nested:kvm's vehicle with two images in L1,
+# ptvisor's and the same with `vmm = off` (the loader boots Linux directly), each booted by
+# QEMU/KVM to the guest's marker: guest TSC ratio and VM exits L1's KVM handled per exit of
+# ptvisor's guest (tests/system/nested/l1-bench-init)
+NESTED_BENCH := $(BUILD)/nested-bench
+$(NESTED_BENCH)/bare.cfg: $(NESTED_CFG)
+	@mkdir -p $(@D)
+	$(Q)sed 's/^vmm = .*/vmm = off/' $< >$@.tmp && grep -qx 'vmm = off' $@.tmp && mv $@.tmp $@
+$(NESTED_BENCH)/bare.img: tools/mkimage.sh tools/mkesp.sh $(BOOT_EFI) $(VMM_ELF) $(NESTED_BENCH)/bare.cfg \
+                          $(GUEST_KERNEL) $(GUEST_INITRD)
+	$(Q)LOADER=$(BOOT_EFI) VMM=$(VMM_ELF) CYL=40 \
+	    tools/mkimage.sh $@ $(NESTED_BENCH)/bare.cfg $(GUEST_KERNEL) $(GUEST_INITRD)
+$(NESTED_BENCH)/l1.img: tests/system/nested/mkl1.sh tests/system/nested/l1-bench-init tests/system/qemu.sh \
+                        tests/system/emu-slot.sh guest/fetch-kernel.sh $(NESTED_PTV) $(NESTED_BENCH)/bare.img
+	$(Q)guest/fetch-kernel.sh $(GUEST_OUT)/dl $(NESTED_OUT)/vmlinuz.efi >/dev/null
+	$(Q)deb=$${KERNEL_DEB:-$$(ls $(GUEST_OUT)/dl/linux-image-*_amd64.deb | tail -n 1)}; \
+	    L1_INIT=tests/system/nested/l1-bench-init L1_BARE=$(NESTED_BENCH)/bare.img \
+	    tests/system/nested/mkl1.sh $@ "$$deb" $(NESTED_OUT)/vmlinuz.efi $(NESTED_PTV) $(NESTED_QEMU_TIMEOUT)
+
+.PHONY: bench-nested
+bench-nested: $(NESTED_BENCH)/l1.img
+	$(Q)tests/system/nested-bench.sh $< $(NESTED_BENCH) >$(BUILD)/bench-nested.log 2>&1 || true
+	$(Q)sed -n '/^== /,$$p' $(BUILD)/bench-nested.log
+BENCH_TARGETS += bench-nested

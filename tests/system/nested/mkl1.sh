@@ -7,7 +7,8 @@
 #
 # OUT.img: an ESP (tools/mkesp.sh) Bochs boots; OUT.img.cyl holds its cylinder count.
 # TIMEOUT_S (default 600) is what L1 gives the nested QEMU (on L1's clock); L1_CMDLINE adds to
-# L1's kernel command line.
+# L1's kernel command line.  L1_INIT: L1's /init (default tests/system/nested/l1-init);
+# L1_BARE: a second image, /nested/bare.img (make bench-nested: the guest without ptvisor).
 # Everything comes from Debian packages: linux-image-amd64 (.deb, never installed),
 # qemu-system-x86, ovmf, busybox-static, bash, util-linux (flock: tests/system/emu-slot.sh).
 set -eu
@@ -18,6 +19,7 @@ die() { echo "mkl1: $*" >&2; exit 1; }
 [ -f "$deb" ] || die "$deb missing (the guest kernel's .deb: make guest-image fetches it)"
 [ -f "$vmlinuz" ] || die "$vmlinuz missing"
 [ -f "$ptv" ] || die "$ptv missing (ptvisor's image did not build)"
+[ -z "${L1_BARE:-}" ] || [ -f "$L1_BARE" ] || die "$L1_BARE missing (the bare image did not build)"
 for f in /usr/bin/qemu-system-x86_64 /usr/share/qemu/kvmvapic.bin /usr/share/OVMF/OVMF_CODE_4M.fd \
     /usr/share/OVMF/OVMF_VARS_4M.fd /bin/busybox /bin/bash /usr/bin/flock; do
     [ -e "$f" ] || die "$f missing (apt-get install qemu-system-x86 ovmf busybox-static bash util-linux)"
@@ -60,7 +62,8 @@ done
 rm -rf "$mods"
 cp "$top/tests/system/qemu.sh" "$top/tests/system/emu-slot.sh" "$root/nested/tests/system/"
 cp --sparse=always "$ptv" "$root/nested/ptvisor.img"
-install -m 0755 "$here/l1-init" "$root/init"
+[ -z "${L1_BARE:-}" ] || cp --sparse=always "$L1_BARE" "$root/nested/bare.img"
+install -m 0755 "${L1_INIT:-$here/l1-init}" "$root/init"
 find "$root" -exec touch -h -d @0 {} +
 initrd="$out.initrd"
 (cd "$root" && find . -mindepth 1 | LC_ALL=C sort |
