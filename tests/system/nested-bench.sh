@@ -38,7 +38,8 @@ else
     echo "guest TSC to the marker: n/a (under ptvisor ${tsc_v:-none}, directly ${tsc_b:-none})"
 fi
 if [ -n "$kvm_v" ] && [ -n "$ptv" ] && [ "$ptv" -gt 0 ]; then
-    echo "VM exits L1's KVM handled: $kvm_v under ptvisor (its guest's own: $ptv VM exits to ptvisor = $(awk -v a="$kvm_v" -v b="$ptv" 'BEGIN { printf "%.1f", a / b }') KVM exits each), ${kvm_b:-?} directly"
+    echo "VM exits L1's KVM handled to the marker: $kvm_v under ptvisor, ${kvm_b:-?} directly; ptvisor's guest made $ptv VM exits to ptvisor"
+    [ -n "$kvm_b" ] && echo "  KVM exits per exit of ptvisor's guest: $(awk -v a="$kvm_v" -v b="$kvm_b" -v n="$ptv" 'BEGIN { printf "%.1f more than directly (%.1f in all, the firmware'"'"'s and the guest'"'"'s own exits to KVM included)", (a - b) / n, a / n }')"
 else
     echo "VM exits L1's KVM handled: n/a (KVM ${kvm_v:-none}, ptvisor's guest ${ptv:-none})"
 fi
