@@ -6,13 +6,14 @@
 #   build/tests/guest/pt-selftest.efi   on-box PT self-test (make selftest-usb; SKIPs without PT)
 #   build/tests/guest/attack.efi        the adversarial suite (a hostile guest; issue 7)
 #   build/tests/guest/smp.efi           the second CPU under the VMM (Bochs CPUS=2; issue 8)
+#   build/tests/guest/exitcost.efi      VM exit cost per exit kind (make bench-exits; issue 29)
 #
 #   make test-bochs-conformance   loader + VMM + conformance.efi in Bochs (real VMX/EPT)
 #   make test-qemu-guest-lib      selftest.efi and conformance.efi booted bare in QEMU TCG
 #   make test-guest-harness       the conformance verdict script against good and broken logs
 
 GUEST_OUT      := $(BUILD)/tests/guest
-GUEST_PROGS    := conformance selftest pt-selftest attack smp trace
+GUEST_PROGS    := conformance selftest pt-selftest attack smp trace exitcost
 GUEST_LIB_OBJS := $(addprefix $(GUEST_OUT)/,libtest.o trap.o trap_stubs.o) $(GUEST_OUT)/lib_fmt.o
 conformance_GUEST_OBJS := $(addprefix $(GUEST_OUT)/,conformance.o conf_memory.o user.o user_stubs.o)
 selftest_GUEST_OBJS    := $(addprefix $(GUEST_OUT)/,selftest.o)
@@ -23,6 +24,7 @@ attack_GUEST_OBJS      := $(addprefix $(GUEST_OUT)/,attack.o attack_rt_stubs.o a
                             attack_nmi.o attack_nmi_stubs.o)
 smp_GUEST_OBJS         := $(addprefix $(GUEST_OUT)/,smp.o smp_mp.o smp_shoot.o smp_tramp_stubs.o)
 trace_GUEST_OBJS       := $(addprefix $(GUEST_OUT)/,trace.o trace_rt_stubs.o)
+exitcost_GUEST_OBJS    := $(addprefix $(GUEST_OUT)/,exitcost.o)
 GUEST_EFIS     := $(foreach p,$(GUEST_PROGS),$(GUEST_OUT)/$(p).efi)
 
 ALL_TARGETS  += $(GUEST_EFIS)

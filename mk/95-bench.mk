@@ -29,6 +29,21 @@ bench-attacks: $(GUEST_OUT)/attack.efi $(BUILD)/boot/BOOTX64.EFI $(BUILD)/vmm/vm
 
 BENCH_TARGETS += bench-attacks
 
+# bench-exits: issue 29's figures from one Bochs boot of exitcost.efi, 1 CPU: guest ticks per
+# iteration of a loop around one exiting instruction and the VMM's share (ticks - the same
+# loop with a NOP) per exit kind; Bochs ticks = instructions, VM exit and VMRESUME included.
+.PHONY: bench-exits
+bench-exits: $(GUEST_OUT)/exitcost.efi $(BUILD)/boot/BOOTX64.EFI $(BUILD)/vmm/vmm.elf
+	$(Q)tests/system/bochs-exitcost.sh $(BUILD) >$(BUILD)/bench-exits.log 2>&1 || \
+	    echo "bench-exits: incomplete (see $(BUILD)/bench-exits.log)"
+	$(Q)sed -n 's/^INFO: bench exit=\([a-z]*\) per_iter=\([0-9.]*\) bare=\([0-9.]*\) vmm=\([0-9.]*\).*/\1 \2 \3 \4/p' \
+	    $(BUILD)/bench-exits.log | awk '{ goal = $$1 == "cpuid" ? "   (goal: VMM <= 300)" : \
+	    $$1 == "vmcall" ? "   (goal: <= 350 ticks per VERSION call)" : ""; \
+	    printf "VM exit, %-6s: %s guest ticks per iteration (bare loop %s), VMM instructions per exit %s%s\n", \
+	    $$1, $$2, $$3, $$4, goal }'
+
+BENCH_TARGETS += bench-exits
+
 # bench-smp: issue 8 figures from one Bochs boot of smp.efi with 2 CPUs: the cost of one EPT
 # shootdown to the other CPU (initiator's TSC ticks, NMI IPI to acknowledgement) and the VM exits
 # per second of an AP idle as a guest.
