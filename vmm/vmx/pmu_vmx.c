@@ -22,11 +22,9 @@ static bool pmu_decided[PTV_MAX_CPUS];
 static bool pmu_pebs[PTV_MAX_CPUS]; /* IA32_PEBS_ENABLE exists (probed once, with the decision) */
 static struct pmu_nmi_state pmu_nmi[PTV_MAX_CPUS];
 
-static const struct pmu_decision *decision(void)
+/* the first use on this CPU: out of line, so that decision() is two loads on every exit */
+static __attribute__((noinline, cold)) const struct pmu_decision *decide(unsigned id)
 {
-    unsigned id = this_cpu_id();
-    if (pmu_decided[id])
-        return &pmu_dec[id];
     uint32_t max = cpuid_count(0, 0).eax, a[4] = {0};
     if (max >= 0xa) {
         struct cpuid_regs r = cpuid_count(0xa, 0);
@@ -43,6 +41,14 @@ static const struct pmu_decision *decision(void)
     pmu_pebs[id] = !rdmsr_safe(MSR_PMU_PEBS_ENABLE, &pebs);
     pmu_decided[id] = true;
     return &pmu_dec[id];
+}
+
+static inline const struct pmu_decision *decision(void)
+{
+    unsigned id = this_cpu_id();
+    if (__builtin_expect(pmu_decided[id], 1))
+        return &pmu_dec[id];
+    return decide(id);
 }
 
 bool pmu_vmx_global_ctrl_ok(uint64_t val)
@@ -130,16 +136,12 @@ static void self_ipi(uint8_t vector)
         ICR_SELF | ICR_LEVEL_ASSERT | vector; /* fixed, self: ICR-high unused */
 }
 
-bool pmu_vmx_emulated_retire(void)
+/* the guest counts instructions (emulated_retire below): the state, the policy, the writes */
+static __attribute__((noinline)) bool emulated_retire_counting(const struct pmu_decision *d,
+                                                               uint64_t global_ctrl)
 {
-    const struct pmu_decision *d = decision();
-    if (d->mode != PMU_SWITCHED)
-        return false;
     const struct pmu_caps *c = &d->caps;
-    struct pmu_state g = {.global_ctrl = vmcs_read64(GUEST_IA32_PERF_GLOBAL_CTRL)};
-    /* only the counters that can count instructions: general ones, IA32_FIXED_CTR0 */
-    if (!(g.global_ctrl & (((1ull << c->n_gp) - 1) | 1ull << GLOBAL_FIXED_SHIFT)))
-        return false;
+    struct pmu_state g = {.global_ctrl = global_ctrl};
     g.status = rdmsr(MSR_CORE_PERF_GLOBAL_STATUS);
     g.fixed_ctrl = rdmsr(MSR_CORE_PERF_FIXED_CTR_CTRL);
     g.debugctl = lbr_vmx_guest_debugctl(); /* the VMCS field, or the VMM's copy of it */
@@ -175,4 +177,20 @@ bool pmu_vmx_emulated_retire(void)
     if (out.deliver)
         lvt_pmc_mask(g.lvtpc);
     return out.deliver == 2; /* an NMI: the caller owes it to the guest */
+}
+
+/* runs at every exit that completes a guest instruction: with no counter of the guest enabled
+ * (the common case) one VMREAD and no more -- the state above (~0.7 KiB zeroed) is built only
+ * when a counter counts */
+bool pmu_vmx_emulated_retire(void)
+{
+    const struct pmu_decision *d = decision();
+    if (d->mode != PMU_SWITCHED)
+        return false;
+    const struct pmu_caps *c = &d->caps;
+    uint64_t global_ctrl = vmcs_read64(GUEST_IA32_PERF_GLOBAL_CTRL);
+    /* only the counters that can count instructions: general ones, IA32_FIXED_CTR0 */
+    if (!(global_ctrl & (((1ull << c->n_gp) - 1) | 1ull << GLOBAL_FIXED_SHIFT)))
+        return false;
+    return emulated_retire_counting(d, global_ctrl);
 }
