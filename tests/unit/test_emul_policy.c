@@ -56,6 +56,47 @@ static void test_retire(void **state)
     assert_int_equal(s.pending_dbg, 0);
 }
 
+/* the exit path's shortcut: where insn_retire_mode_matters() says no, the mode taken from RIP
+ * gives the RIP the real mode gives, for every mode RIP allows (bits 63:32 set: 64-bit mode) */
+static void test_insn_retire_mode_shortcut(void **state)
+{
+    (void)state;
+    static const uint64_t rips[] = {0,
+                                    0x1000,
+                                    0x7ffffff0ull,
+                                    0xfffffff0ull,
+                                    0xfffffff1ull,
+                                    0xfffffffeull,
+                                    0xffffffffull,
+                                    0x100000000ull,
+                                    0x100000001ull,
+                                    0xffffffff81000000ull,
+                                    0xfffffffffffffff8ull};
+    unsigned mattered = 0;
+    for (unsigned i = 0; i < sizeof(rips) / sizeof(rips[0]); i++)
+        for (unsigned len = 1; len <= 15; len++)
+            for (int code64 = 0; code64 <= 1; code64++) {
+                uint64_t rip = rips[i];
+                if (!code64 && rip > 0xffffffffull)
+                    continue; /* no such state: VM entry refuses it, no exit saves it */
+                struct retire_state real = {.rip = rip}, fast = {.rip = rip};
+                insn_retire(&real, len, code64);
+                if (insn_retire_mode_matters(rip, len)) {
+                    mattered++;
+                    continue; /* the exit path reads the mode from the VMCS */
+                }
+                insn_retire(&fast, len, insn_retire_code64(rip));
+                assert_int_equal(fast.rip, real.rip);
+            }
+    /* ... and it does read it exactly at the wrap */
+    assert_true(insn_retire_mode_matters(0xfffffffeull, 2));
+    assert_true(insn_retire_mode_matters(0xffffffffull, 1));
+    assert_false(insn_retire_mode_matters(0xfffffffeull, 1));
+    assert_false(insn_retire_mode_matters(0x100000000ull, 2));
+    /* both modes of 0xfffffff1 (len 15), 0xfffffffe (len 2-15), 0xffffffff (len 1-15) */
+    assert_int_equal(mattered, 2 * (1 + 14 + 15));
+}
+
 static void test_fault_class(void **state)
 {
     (void)state;
@@ -567,15 +608,15 @@ static void test_nmi(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_retire),    cmocka_unit_test(test_fault_class),
-        cmocka_unit_test(test_cr0),       cmocka_unit_test(test_cr4),
-        cmocka_unit_test(test_cr3),       cmocka_unit_test(test_pdptes),
-        cmocka_unit_test(test_apic_base), cmocka_unit_test(test_mtrr),
-        cmocka_unit_test(test_nmi),       cmocka_unit_test(test_dr6_deliver),
-        cmocka_unit_test(test_pf_cr2),    cmocka_unit_test(test_db_guest_part),
-        cmocka_unit_test(test_db_step),   cmocka_unit_test(test_blk_exit),
-        cmocka_unit_test(test_blk_entry), cmocka_unit_test(test_blk_lead),
-        cmocka_unit_test(test_tf_step),   cmocka_unit_test(test_apic_base_view),
+        cmocka_unit_test(test_retire),      cmocka_unit_test(test_insn_retire_mode_shortcut),
+        cmocka_unit_test(test_fault_class), cmocka_unit_test(test_cr0),
+        cmocka_unit_test(test_cr4), cmocka_unit_test(test_cr3),         cmocka_unit_test(test_pdptes),
+        cmocka_unit_test(test_apic_base),   cmocka_unit_test(test_mtrr),
+        cmocka_unit_test(test_nmi),         cmocka_unit_test(test_dr6_deliver),
+        cmocka_unit_test(test_pf_cr2),      cmocka_unit_test(test_db_guest_part),
+        cmocka_unit_test(test_db_step),     cmocka_unit_test(test_blk_exit),
+        cmocka_unit_test(test_blk_entry),   cmocka_unit_test(test_blk_lead),
+        cmocka_unit_test(test_tf_step),     cmocka_unit_test(test_apic_base_view),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

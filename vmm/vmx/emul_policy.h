@@ -38,6 +38,21 @@ struct retire_state {
  * set, the #DB comes only after instructions that cause a branch).
  */
 void insn_retire(struct retire_state *s, unsigned len, bool code64);
+/*
+ * Whether insn_retire's RIP for an instruction at rip (len bytes) depends on code64 at all:
+ * only where it ends at or past 4 GiB from below (the 4 GiB wrap).  Elsewhere the mode follows
+ * from RIP: bits 63:32 are 0 outside 64-bit mode (SDM Vol. 3C 27.3.1.5; a VM exit saves RIP as
+ * it was), so insn_retire_code64(rip) gives the same answer as the VMCS's IA-32e mode and CS.L.
+ * The exit path asks the VMCS (two VMREADs) only when this is true.
+ */
+static inline bool insn_retire_mode_matters(uint64_t rip, unsigned len)
+{
+    return rip <= 0xffffffffull && rip + len > 0xffffffffull;
+}
+static inline bool insn_retire_code64(uint64_t rip)
+{
+    return rip > 0xffffffffull;
+}
 
 /* fault-class exceptions push RFLAGS.RF = 1 (SDM Vol. 3A 17.3.1.1, table 6-1) */
 bool exception_is_fault(unsigned vector);

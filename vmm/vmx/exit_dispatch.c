@@ -48,27 +48,30 @@ static const exit_handler handlers[EXIT_REASON_MAX] = {
 };
 
 /* the exiting instruction completed: RIP, RF, TF and the STI / MOV SS shadow as
- * hardware leaves them (vmx/emul_policy.c insn_retire) */
+ * hardware leaves them (vmx/emul_policy.c insn_retire).  Runs on every CPUID, VMCALL, MSR and
+ * I/O exit: two VMREADs and one VMWRITE where nothing but RIP changes; pending debug exceptions
+ * and DEBUGCTL (BTF) are read only when TF is set, the guest's mode (IA-32e, CS.L) only where
+ * RIP wraps at 4 GiB (insn_retire_mode_matters) */
 static void skip_instruction(const struct vmexit *e)
 {
-    /* pending debug exceptions and DEBUGCTL (BTF) are only read when TF is set: this
-     * runs on every CPUID exit */
     uint64_t rflags = vmcs_readl(GUEST_RFLAGS);
+    uint32_t intr = vmcs_read32(GUEST_INTERRUPTIBILITY_INFO);
+    bool code64 =
+        insn_retire_mode_matters(e->rip, e->insn_len) ? vcpu_code64() : insn_retire_code64(e->rip);
     struct retire_state s = {
         .rip = e->rip,
         .rflags = rflags,
         .debugctl = (rflags & RFLAGS_TF) ? lbr_vmx_guest_debugctl() : 0,
-        .intr = vmcs_read32(GUEST_INTERRUPTIBILITY_INFO),
+        .intr = intr,
     };
-    struct retire_state before = s;
-    insn_retire(&s, e->insn_len, vcpu_code64());
+    insn_retire(&s, e->insn_len, code64);
     vmcs_writel(GUEST_RIP, s.rip);
-    if (s.rflags != before.rflags)
+    if (s.rflags != rflags)
         vmcs_writel(GUEST_RFLAGS, s.rflags);
     if (s.pending_dbg)
         vmcs_writel(GUEST_PENDING_DBG_EXCEPTIONS,
                     vmcs_readl(GUEST_PENDING_DBG_EXCEPTIONS) | s.pending_dbg);
-    if (s.intr != before.intr)
+    if (s.intr != intr)
         vmcs_write32(GUEST_INTERRUPTIBILITY_INFO, s.intr);
 }
 
