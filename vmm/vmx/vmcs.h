@@ -53,18 +53,27 @@ static inline __attribute__((warn_unused_result)) int __vmwrite(uint32_t field, 
 /* a failed VMREAD/VMWRITE is a VMM bug: panic with the VM-instruction error by name */
 __attribute__((noreturn, cold)) void vmcs_access_failed(uint32_t field, bool write, uint64_t val);
 
+/* VMREAD / VMWRITE and a branch on VMfail (CF or ZF): three instructions where __vmread's
+ * flag byte and test took five, on the exit path's every field */
 static inline uint64_t vmcs_read_checked(uint32_t field)
 {
     uint64_t v;
-    if (__builtin_expect(__vmread(field, &v), 0))
-        vmcs_access_failed(field, false, 0);
+    asm goto("vmread %1, %0; jbe %l[failed]" : "=r"(v) : "r"((uint64_t)field) : "cc" : failed);
     return v;
+failed:
+    vmcs_access_failed(field, false, 0);
 }
 
 static inline void vmcs_write_checked(uint32_t field, uint64_t val)
 {
-    if (__builtin_expect(__vmwrite(field, val), 0))
-        vmcs_access_failed(field, true, val);
+    asm goto("vmwrite %1, %0; jbe %l[failed]"
+             :
+             : "r"((uint64_t)field), "rm"(val)
+             : "cc", "memory"
+             : failed);
+    return;
+failed:
+    vmcs_access_failed(field, true, val);
 }
 
 #define vmcs_read16(f)                                                                             \
