@@ -92,42 +92,27 @@ static void percpu_leave(void)
     __atomic_store_n(&cpu_claimed[pc->id], 0, __ATOMIC_SEQ_CST);
 }
 
-/* the exit loop: for (;;) { vmx_run(); handle(); } -- returns only if the very first
- * VMLAUNCH fails (then the caller is told) */
+/* the vCPU's first exit: the caller now runs as the guest */
+static void vcpu_first_exit(struct vcpu *v, const struct vmexit *e)
+{
+    (void)v;
+    host_idt_activate();
+    panic_dump_hook = panic_dump;
+    pr_info("vmx", "launched: the caller now runs as the guest (first exit: %s)",
+            vmx_exit_reason_name(e->reason));
+}
+
+/* the exit loop (vmx/vmx_run.c vmx_loop) -- returns only if the very first VMLAUNCH fails
+ * (then the caller is told) */
 static uint64_t vcpu_loop(void *arg)
 {
     struct vcpu *v = arg;
     if (this_cpu()->bsp) /* sw_trace = auto learns how to step (trace_boot: at the hand-off) */
         trace_vmx_probe_start(v);
-    for (;;) {
-        struct vmexit e;
-        int err = vmx_run(v, &e);
-        if (err) {
-            if (!v->launched) {
-                pr_err("vmx", "VMLAUNCH failed: %s",
-                       err > 0 ? vmx_insn_error_name((uint32_t)err) : "VMfailInvalid");
-                return PTV_ENTRY_VMX_FAILED;
-            }
-            panic("VMRESUME failed: %s",
-                  err > 0 ? vmx_insn_error_name((uint32_t)err) : "VMfailInvalid");
-        }
-        if (v->exits_total == 1) {
-            host_idt_activate();
-            panic_dump_hook = panic_dump;
-            pr_info("vmx", "launched: the caller now runs as the guest (first exit: %s)",
-                    vmx_exit_reason_name(e.reason));
-        }
-        switch (vmx_handle_exit(v, &e)) {
-        case EXIT_STOP_GUEST:
-            vcpu_stop_guest(v, vmx_exit_reason_name(e.reason));
-        default:
-            break;
-        }
-        if (v->mtf_probe)
-            trace_vmx_probe(v, e.reason, e.rip);
-        if (v->exits_total % IOMMU_POLL_EXITS == 0 && this_cpu()->bsp)
-            iommu_poll_faults(); /* DMA faults the units recorded (nothing without VT-d) */
-    }
+    int err = vmx_loop(v, vcpu_first_exit);
+    pr_err("vmx", "VMLAUNCH failed: %s",
+           err > 0 ? vmx_insn_error_name((uint32_t)err) : "VMfailInvalid");
+    return PTV_ENTRY_VMX_FAILED;
 }
 
 /* The exception fix-up path that every "safe" MSR access relies on: a write to

@@ -2,23 +2,6 @@
 /* Architectural rules of emulated CPU state (pure; see emul_policy.h). */
 #include "vmx/emul_policy.h"
 
-void insn_retire(struct retire_state *s, unsigned len, bool code64)
-{
-    uint64_t rip = s->rip + len;
-    /* outside 64-bit mode EIP is 32 bits wide: bits 63:32 of RIP are 0 (SDM Vol. 3C
-     * 27.3.1.5, "RIP" guest-state check); the instruction after one that ends at
-     * 4 GiB - 1 starts at EIP 0 */
-    s->rip = code64 ? rip : (uint32_t)rip;
-    /* a completed instruction clears RF (SDM Vol. 3A 17.3.1.1) ... */
-    /* ... and owes the single-step trap if TF was set when it began (17.3.1.4), unless
-     * DEBUGCTL.BTF turns single-step into step-on-branch: it is no branch (18.4.3) */
-    if ((s->rflags & RFLAGS_TF) && !(s->debugctl & DEBUGCTL_BTF))
-        s->pending_dbg |= PENDING_DBG_BS;
-    s->rflags &= ~RFLAGS_RF;
-    /* the STI / MOV SS shadow covered exactly this instruction (Vol. 3C 25.4.2) */
-    s->intr &= ~(GUEST_INTR_STATE_STI | GUEST_INTR_STATE_MOV_SS);
-}
-
 uint64_t db_qual_guest_part(uint64_t qual)
 {
     const uint64_t bd = 1ull << 13;

@@ -37,7 +37,23 @@ struct retire_state {
  * 18.4.3 / 17.4.3 by edition, "Single-Stepping on Branches": with BTF and TF
  * set, the #DB comes only after instructions that cause a branch).
  */
-void insn_retire(struct retire_state *s, unsigned len, bool code64);
+/* inline: it runs on every exit that completes an instruction (exit_dispatch.c) */
+static inline void insn_retire(struct retire_state *s, unsigned len, bool code64)
+{
+    uint64_t rip = s->rip + len;
+    /* outside 64-bit mode EIP is 32 bits wide: bits 63:32 of RIP are 0 (SDM Vol. 3C
+     * 27.3.1.5, "RIP" guest-state check); the instruction after one that ends at
+     * 4 GiB - 1 starts at EIP 0 */
+    s->rip = code64 ? rip : (uint32_t)rip;
+    /* a completed instruction clears RF (SDM Vol. 3A 17.3.1.1) ... */
+    /* ... and owes the single-step trap if TF was set when it began (17.3.1.4), unless
+     * DEBUGCTL.BTF turns single-step into step-on-branch: it is no branch (18.4.3) */
+    if ((s->rflags & RFLAGS_TF) && !(s->debugctl & DEBUGCTL_BTF))
+        s->pending_dbg |= PENDING_DBG_BS;
+    s->rflags &= ~RFLAGS_RF;
+    /* the STI / MOV SS shadow covered exactly this instruction (Vol. 3C 25.4.2) */
+    s->intr &= ~(GUEST_INTR_STATE_STI | GUEST_INTR_STATE_MOV_SS);
+}
 /*
  * Whether insn_retire's RIP for an instruction at rip (len bytes) depends on code64 at all:
  * only where it ends at or past 4 GiB from below (the 4 GiB wrap).  Elsewhere the mode follows

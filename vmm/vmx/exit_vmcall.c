@@ -36,6 +36,15 @@ static bool allowed_at_cpl3(uint64_t fn)
 enum exit_action handle_vmcall(struct vcpu *v, const struct vmexit *e)
 {
     uint64_t *r = v->regs.gpr;
+    /* VERSION answers every CPL (allowed_at_cpl3): no VMREAD of SS for it; "ptvisor" as the 8
+     * bytes RCX holds, little endian */
+    if (r[GPR_RAX] == PTV_VMCALL_VERSION) {
+        r[GPR_RAX] = PTV_VMCALL_OK;
+        r[GPR_RBX] = PTV_VMCALL_ABI_VERSION;
+        r[GPR_RCX] = 0x00726f7369767470ull;
+        r[GPR_RDX] = 0;
+        return EXIT_RESUME_SKIP_INSN;
+    }
     unsigned cpl = (vmcs_read32(GUEST_SS_AR_BYTES) >> 5) & 3;
     int64_t ret = PTV_VMCALL_OK;
     if (cpl != 0 && !allowed_at_cpl3(r[GPR_RAX])) {
@@ -43,11 +52,6 @@ enum exit_action handle_vmcall(struct vcpu *v, const struct vmexit *e)
         return EXIT_RESUME_SKIP_INSN;
     }
     switch (r[GPR_RAX]) {
-    case PTV_VMCALL_VERSION:
-        r[GPR_RBX] = PTV_VMCALL_ABI_VERSION;
-        memcpy(&r[GPR_RCX], "ptvisor", 8);
-        r[GPR_RDX] = 0;
-        break;
     case PTV_VMCALL_VMM_RANGE:
         r[GPR_RBX] = vmm_span.base;
         r[GPR_RCX] = vmm_span.size;

@@ -186,7 +186,8 @@ void vcpu_nmi_window(struct vcpu *v, bool on);
 /* CR3-load exiting on or off (every MOV to CR3 exits: exit_cr.c completes it) */
 void vcpu_cr3_exiting(struct vcpu *v, bool on);
 
-int vmx_run(struct vcpu *v, struct vmexit *e);
+/* the exit loop (vmx_run.c): returns only when the first VMLAUNCH fails */
+int vmx_loop(struct vcpu *v, void (*first_exit)(struct vcpu *, const struct vmexit *));
 enum exit_action vmx_handle_exit(struct vcpu *v, const struct vmexit *e);
 void vcpu_dump(struct vcpu *v);
 /* the crash report of v (registers, VMCS, recent exits, statistics) as text: bytes written */

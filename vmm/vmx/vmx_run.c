@@ -152,6 +152,12 @@ static void deliver_owed_nmi(struct vcpu *v)
     }
 }
 
+/* basic exit reasons whose exit qualification is cleared (SDM Vol. 3C 28.2.1) */
+#define EXIT_NO_QUAL                                                                               \
+    (1ull << EXIT_REASON_CPUID | 1ull << EXIT_REASON_VMCALL | 1ull << EXIT_REASON_MSR_READ |       \
+     1ull << EXIT_REASON_MSR_WRITE | 1ull << EXIT_REASON_XSETBV | 1ull << EXIT_REASON_NMI_WINDOW | \
+     1ull << EXIT_REASON_MONITOR_TRAP_FLAG)
+
 /* the exit statistics (every exit, the tracer's own too) */
 static void count_exit(struct vcpu *v, uint32_t reason)
 {
@@ -177,7 +183,7 @@ static void record_exit(struct vcpu *v, const struct vmexit *e)
  * trace_vmx_step_exit), counted in the exit statistics but kept out of the exit ring, which
  * keeps the exits around them.
  */
-int vmx_run(struct vcpu *v, struct vmexit *e)
+static inline __attribute__((always_inline)) int vmx_run(struct vcpu *v, struct vmexit *e)
 {
     bool stepped = false; /* the fast path traced the last exit's step already */
     for (;;) {
@@ -266,7 +272,11 @@ int vmx_run(struct vcpu *v, struct vmexit *e)
             if (e->intr_info & INTR_INFO_DELIVER_CODE)
                 e->intr_error = vmcs_read32(VM_EXIT_INTR_ERROR_CODE);
         }
-        e->qual = vmcs_readl(EXIT_QUALIFICATION);
+        /* the exits that have no qualification (SDM Vol. 3C 28.2.1: the field is cleared)
+         * skip its VMREAD: the instruction exits the VMM emulates most */
+        e->qual = e->raw_reason < 64 && (EXIT_NO_QUAL >> e->raw_reason & 1)
+                      ? 0
+                      : vmcs_readl(EXIT_QUALIFICATION);
         e->rip = vmcs_readl(GUEST_RIP);
         e->insn_len = vmcs_read32(VM_EXIT_INSTRUCTION_LEN);
         /* the rest only where it means something: every VMREAD costs on the hot path */
@@ -282,6 +292,32 @@ int vmx_run(struct vcpu *v, struct vmexit *e)
             e->gpa = vmcs_read64(GUEST_PHYSICAL_ADDRESS);
         record_exit(v, e);
         return 0;
+    }
+}
+
+/*
+ * The exit loop: enter the guest, handle its exit, again.  vmx_run is inlined here, so an exit
+ * costs one call into the dispatch and none around the entry.  Returns only when the very first
+ * VMLAUNCH fails (the VM-instruction error, or -1 for VMfailInvalid); a failed VMRESUME is a
+ * VMM bug (panic).  first_exit runs once, at the vCPU's first exit (main.c: the host IDT).
+ */
+int vmx_loop(struct vcpu *v, void (*first_exit)(struct vcpu *, const struct vmexit *))
+{
+    for (;;) {
+        struct vmexit e;
+        int err = vmx_run(v, &e);
+        if (err) {
+            if (!v->launched)
+                return err;
+            panic("VMRESUME failed: %s",
+                  err > 0 ? vmx_insn_error_name((uint32_t)err) : "VMfailInvalid");
+        }
+        if (__builtin_expect(v->exits_total == 1, 0))
+            first_exit(v, &e);
+        if (vmx_handle_exit(v, &e) == EXIT_STOP_GUEST)
+            vcpu_stop_guest(v, vmx_exit_reason_name(e.reason));
+        if (v->mtf_probe)
+            trace_vmx_probe(v, e.reason, e.rip);
     }
 }
 
