@@ -17,7 +17,7 @@ VMM_DEBUG_ELF := $(BUILD)/vmm/vmm.debug.elf
 # MSR and I/O handlers, the PMU and LBR hooks they call): no frame pointer (a register and three
 # instructions a call back on the hottest path; nothing in the VMM walks frames)
 VMM_HOT_SRCS := $(wildcard vmm/trace/*.c) vmm/vmx/trace_step.c vmm/vmx/vmx_run.c vmm/pt/pt_pkt.c \
-                vmm/main.c vmm/vmx/exit_dispatch.c vmm/vmx/exit_cpuid.c vmm/vmx/exit_vmcall.c \
+                vmm/main.c vmm/vmx/exit_cpuid.c vmm/vmx/exit_vmcall.c \
                 vmm/vmx/exit_msr.c vmm/vmx/exit_io.c vmm/vmx/pmu_vmx.c vmm/vmx/lbr_vmx.c \
                 vmm/vmx/guest_policy.c vmm/dev/uart_console.c vmm/dev/uart_mux.c
 $(patsubst %,$(BUILD)/vmm-obj/%.o,$(VMM_HOT_SRCS)): VMM_HOT_CFLAGS := -fomit-frame-pointer

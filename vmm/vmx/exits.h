@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The exit handlers, one file per exit class (exit_*.c), dispatched by exit_dispatch.c. */
+/* The exit handlers, one file per exit class (exit_*.c), dispatched by vmx_run.c. */
 #ifndef PTV_VMX_EXITS_H
 #define PTV_VMX_EXITS_H
 

@@ -21,6 +21,7 @@ static struct pmu_decision pmu_dec[PTV_MAX_CPUS];
 static bool pmu_decided[PTV_MAX_CPUS];
 static bool pmu_pebs[PTV_MAX_CPUS]; /* IA32_PEBS_ENABLE exists (probed once, with the decision) */
 static struct pmu_nmi_state pmu_nmi[PTV_MAX_CPUS];
+uint64_t pmu_vmx_retire_mask[PTV_MAX_CPUS] = {[0 ... PTV_MAX_CPUS - 1] = PMU_RETIRE_UNDECIDED};
 
 /* the first use on this CPU: out of line, so that decision() is two loads on every exit */
 static __attribute__((noinline, cold)) const struct pmu_decision *decide(unsigned id)
@@ -40,7 +41,10 @@ static __attribute__((noinline, cold)) const struct pmu_decision *decide(unsigne
     uint64_t pebs;
     pmu_pebs[id] = !rdmsr_safe(MSR_PMU_PEBS_ENABLE, &pebs);
     pmu_decided[id] = true;
-    return &pmu_dec[id];
+    const struct pmu_decision *d = &pmu_dec[id];
+    pmu_vmx_retire_mask[id] =
+        d->mode == PMU_SWITCHED ? ((1ull << d->caps.n_gp) - 1) | 1ull << GLOBAL_FIXED_SHIFT : 0;
+    return d;
 }
 
 static inline const struct pmu_decision *decision(void)

@@ -4,7 +4,7 @@
  * hooks: the guest's WRMSR IA32_PERF_GLOBAL_CTRL (exit_msr.c), CPUID leaf 0xA (exit_cpuid.c),
  * every NMI that reaches the VMM (the NMI exit in exit_fault.c; those taken in root, recorded
  * by desc.c, before the next entry in vmx_run.c) and every instruction the VMM completes for the
- * guest (exit_dispatch.c).  Nothing here runs on the ordinary VM-exit / VM-entry path:
+ * guest (vmx_run.c).  Nothing here runs on the ordinary VM-exit / VM-entry path:
  * IA32_PERF_GLOBAL_CTRL is switched by the VMCS (docs/lbr.md "PMU").
  */
 #ifndef PTV_VMX_PMU_VMX_H
@@ -36,5 +36,13 @@ bool pmu_vmx_nmi(bool vmm_ours);
  * owed.
  */
 bool pmu_vmx_emulated_retire(void);
+/*
+ * Per CPU, for the exit path's test before the call above (vmx_run.c): the
+ * IA32_PERF_GLOBAL_CTRL bits of the counters an emulated instruction can count (general ones,
+ * IA32_FIXED_CTR0) where the guest owns the PMU; 0 where it does not (absent, hidden): no call,
+ * no VMREAD; PMU_RETIRE_UNDECIDED until this CPU's first call decided.
+ */
+#define PMU_RETIRE_UNDECIDED (~0ull)
+extern uint64_t pmu_vmx_retire_mask[];
 
 #endif

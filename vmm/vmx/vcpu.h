@@ -188,7 +188,6 @@ void vcpu_cr3_exiting(struct vcpu *v, bool on);
 
 /* the exit loop (vmx_run.c): returns only when the first VMLAUNCH fails */
 int vmx_loop(struct vcpu *v, void (*first_exit)(struct vcpu *, const struct vmexit *));
-enum exit_action vmx_handle_exit(struct vcpu *v, const struct vmexit *e);
 void vcpu_dump(struct vcpu *v);
 /* the crash report of v (registers, VMCS, recent exits, statistics) as text: bytes written */
 size_t crash_report(struct vcpu *v, const char *why, char *buf, size_t cap);
