@@ -65,10 +65,9 @@ bool pmu_vmx_global_ctrl_ok(uint64_t val)
     return ok;
 }
 
-void pmu_vmx_cpuid(uint32_t leaf, uint32_t r[4])
+void pmu_vmx_cpuid_0a(uint32_t r[4])
 {
-    if (leaf == 0xa)
-        pmu_cpuid_filter(decision(), leaf, r);
+    pmu_cpuid_filter(decision(), 0xa, r);
 }
 
 /* the guest's LVT performance-counter entry, read from the real APIC (the guest's) */

@@ -17,8 +17,14 @@
  * (false: #GP), decided without running the value on the CPU in root. */
 bool pmu_vmx_global_ctrl_ok(uint64_t val);
 
-/* CPUID leaf 0xA as the guest sees it (all zero where the PMU is hidden) */
-void pmu_vmx_cpuid(uint32_t leaf, uint32_t r[4]);
+/* CPUID leaf 0xA as the guest sees it (all zero where the PMU is hidden); other leaves pass
+ * (no call: it runs on every CPUID exit) */
+void pmu_vmx_cpuid_0a(uint32_t r[4]);
+static inline void pmu_vmx_cpuid(uint32_t leaf, uint32_t r[4])
+{
+    if (leaf == 0xa)
+        pmu_vmx_cpuid_0a(r);
+}
 
 /*
  * An NMI reached the VMM; vmm_ours: the EPT shootdown protocol claimed it.  true: the guest is

@@ -163,6 +163,14 @@ static void deliver_owed_nmi(struct vcpu *v)
      1ull << EXIT_REASON_MSR_WRITE | 1ull << EXIT_REASON_XSETBV | 1ull << EXIT_REASON_NMI_WINDOW | \
      1ull << EXIT_REASON_MONITOR_TRAP_FLAG)
 
+/* basic exit reasons that decode more than reason, qualification, RIP and length: an exception
+ * or NMI (interruption information; the tracer's #DB step), a triple fault and the EPT exits
+ * (IDT vectoring, the guest-physical address), MTF (the tracer's step) */
+#define EXIT_RARE                                                                                  \
+    (1ull << EXIT_REASON_EXCEPTION_NMI | 1ull << EXIT_REASON_TRIPLE_FAULT |                        \
+     1ull << EXIT_REASON_MONITOR_TRAP_FLAG | 1ull << EXIT_REASON_EPT_VIOLATION |                   \
+     1ull << EXIT_REASON_EPT_MISCONFIG)
+
 /* the exit statistics (every exit, the tracer's own too) */
 static void count_exit(struct vcpu *v, uint32_t reason)
 {
@@ -246,55 +254,62 @@ static inline __attribute__((always_inline)) int vmx_run(struct vcpu *v, struct 
             pt_ctrl_after_exit(&v->pt);
             pt_vmx_log(v);
         }
-        e->raw_reason = vmcs_read32(VM_EXIT_REASON);
-        e->reason = e->raw_reason & 0xffff;
+        uint32_t raw = vmcs_read32(VM_EXIT_REASON);
+        e->raw_reason = raw;
+        e->reason = raw & 0xffff;
         e->intr_info = e->intr_error = e->idt_vec_info = e->idt_vec_error = 0;
-        if (e->reason == EXIT_REASON_EXCEPTION_NMI)
-            e->intr_info = vmcs_read32(VM_EXIT_INTR_INFO);
-        if (v->trace_free) /* ran unstepped outside the window: the tracer is where it stopped */
+        /* ran unstepped outside the window: the tracer is put where the vCPU is (trace_step.c) */
+        if (__builtin_expect(v->trace_free, 0))
             trace_vmx_free_exit(v);
-        if (v->trace_blk) { /* a block was out (trace_step.c) */
-            int b = trace_vmx_block_exit(v, e->raw_reason, e->intr_info);
-            if (b >= 0) {
-                count_exit(v, e->reason);
-                stepped = b > 0;
-                continue;
+        e->gpa = 0;
+        /* one test on the common path: the exits that decode more (EXIT_RARE, a failed entry,
+         * reasons from 64) and any exit while a block of the tracer is out */
+        bool rare = raw >= 64 || (EXIT_RARE >> raw & 1);
+        if (__builtin_expect(rare || v->trace_blk, 0)) {
+            if (e->reason == EXIT_REASON_EXCEPTION_NMI)
+                e->intr_info = vmcs_read32(VM_EXIT_INTR_INFO);
+            if (v->trace_blk) { /* a block was out (trace_step.c) */
+                int b = trace_vmx_block_exit(v, e->raw_reason, e->intr_info);
+                if (b >= 0) {
+                    count_exit(v, e->reason);
+                    stepped = b > 0;
+                    continue;
+                }
             }
-        }
-        if (e->raw_reason == EXIT_REASON_MONITOR_TRAP_FLAG && v->trace_stepping &&
-            trace_vmx_mtf_exit(v)) {
-            count_exit(v, EXIT_REASON_MONITOR_TRAP_FLAG);
-            stepped = true;
-            continue;
-        }
-        if (e->reason == EXIT_REASON_EXCEPTION_NMI) {
-            if (v->trace_stepping && e->raw_reason == EXIT_REASON_EXCEPTION_NMI &&
-                trace_vmx_step_exit(v, e->intr_info)) {
-                count_exit(v, EXIT_REASON_EXCEPTION_NMI);
+            if (e->raw_reason == EXIT_REASON_MONITOR_TRAP_FLAG && v->trace_stepping &&
+                trace_vmx_mtf_exit(v)) {
+                count_exit(v, EXIT_REASON_MONITOR_TRAP_FLAG);
                 stepped = true;
                 continue;
             }
-            if (e->intr_info & INTR_INFO_DELIVER_CODE)
-                e->intr_error = vmcs_read32(VM_EXIT_INTR_ERROR_CODE);
+            if (e->reason == EXIT_REASON_EXCEPTION_NMI) {
+                if (v->trace_stepping && e->raw_reason == EXIT_REASON_EXCEPTION_NMI &&
+                    trace_vmx_step_exit(v, e->intr_info)) {
+                    count_exit(v, EXIT_REASON_EXCEPTION_NMI);
+                    stepped = true;
+                    continue;
+                }
+                if (e->intr_info & INTR_INFO_DELIVER_CODE)
+                    e->intr_error = vmcs_read32(VM_EXIT_INTR_ERROR_CODE);
+            }
         }
         /* the exits that have no qualification (SDM Vol. 3C 28.2.1: the field is cleared)
          * skip its VMREAD: the instruction exits the VMM emulates most */
-        e->qual = e->raw_reason < 64 && (EXIT_NO_QUAL >> e->raw_reason & 1)
-                      ? 0
-                      : vmcs_readl(EXIT_QUALIFICATION);
+        e->qual = !rare && (EXIT_NO_QUAL >> raw & 1) ? 0 : vmcs_readl(EXIT_QUALIFICATION);
         e->rip = vmcs_readl(GUEST_RIP);
         e->insn_len = vmcs_read32(VM_EXIT_INSTRUCTION_LEN);
         /* the rest only where it means something: every VMREAD costs on the hot path */
-        e->gpa = 0;
-        if (e->reason == EXIT_REASON_EPT_VIOLATION || e->reason == EXIT_REASON_EPT_MISCONFIG ||
-            e->reason == EXIT_REASON_EXCEPTION_NMI || e->reason == EXIT_REASON_TRIPLE_FAULT) {
-            /* exits that can interrupt event delivery (SDM Vol. 3C 28.2.4) */
-            e->idt_vec_info = vmcs_read32(IDT_VECTORING_INFO_FIELD);
-            if (e->idt_vec_info & INTR_INFO_DELIVER_CODE)
-                e->idt_vec_error = vmcs_read32(IDT_VECTORING_ERROR_CODE);
+        if (__builtin_expect(rare, 0)) {
+            if (e->reason == EXIT_REASON_EPT_VIOLATION || e->reason == EXIT_REASON_EPT_MISCONFIG ||
+                e->reason == EXIT_REASON_EXCEPTION_NMI || e->reason == EXIT_REASON_TRIPLE_FAULT) {
+                /* exits that can interrupt event delivery (SDM Vol. 3C 28.2.4) */
+                e->idt_vec_info = vmcs_read32(IDT_VECTORING_INFO_FIELD);
+                if (e->idt_vec_info & INTR_INFO_DELIVER_CODE)
+                    e->idt_vec_error = vmcs_read32(IDT_VECTORING_ERROR_CODE);
+            }
+            if (e->reason == EXIT_REASON_EPT_VIOLATION || e->reason == EXIT_REASON_EPT_MISCONFIG)
+                e->gpa = vmcs_read64(GUEST_PHYSICAL_ADDRESS);
         }
-        if (e->reason == EXIT_REASON_EPT_VIOLATION || e->reason == EXIT_REASON_EPT_MISCONFIG)
-            e->gpa = vmcs_read64(GUEST_PHYSICAL_ADDRESS);
         record_exit(v, e);
         return 0;
     }
