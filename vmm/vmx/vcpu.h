@@ -42,8 +42,11 @@ enum {
 
 struct guest_regs {
     uint64_t gpr[NR_GPRS];
+    /* the HOST_RSP vmx_enter last wrote to the VMCS: it writes the field only when its frame
+     * moved (never, in vmx_loop), 0 = unknown (vmcs_setup wrote it) */
+    uint64_t host_rsp;
 };
-_Static_assert(sizeof(struct guest_regs) == 128, "guest_regs layout is used by vmx_entry.S");
+_Static_assert(sizeof(struct guest_regs) == 136, "guest_regs layout is used by vmx_entry.S");
 
 struct vmexit {
     uint32_t reason; /* basic exit reason (bits 15:0) */

@@ -218,6 +218,7 @@ int vmcs_setup(struct vcpu *v, const void *caller)
         return -1;
     lbr_vmx_setup(v); /* likewise: the arch-LBR load/clear controls, GUEST_IA32_LBR_CTL */
     host_state_setup(vmm_host_cr3, this_cpu()->stack_top);
+    v->regs.host_rsp = 0; /* HOST_RSP is stack_top now: vmx_enter writes its own at entry */
 
     vmcs_write32(PIN_BASED_VM_EXEC_CONTROL, vmx_ctls.pin);
     vmcs_write32(CPU_BASED_VM_EXEC_CONTROL, vmx_ctls.proc);

@@ -3,8 +3,9 @@
  * int vmx_enter(struct guest_regs *regs, int launched)
  *   Loads the guest GPRs, VMLAUNCH (launched == 0) or VMRESUME, and returns
  *   0 when the guest exits (guest GPRs saved into *regs), 1 on VMfailValid,
- *   2 on VMfailInvalid.  HOST_RSP is written here on every entry so the exit
- *   lands on this very frame.
+ *   2 on VMfailInvalid.  HOST_RSP is this very frame, so the exit lands on it: written here
+ *   when it differs from regs->host_rsp (the value last written; 0 after vmcs_setup), which
+ *   in vmx_loop is only the first entry.
  */
 #define HOST_RSP_ENC 0x6c14
 #define R(n) (n * 8)
@@ -20,11 +21,13 @@ vmx_enter:
     pushq %r14
     pushq %r15
     pushq %rdi                  /* regs pointer, found at 0(%rsp) on exit */
+    cmpq %rsp, R(16)(%rdi)      /* regs->host_rsp: HOST_RSP as last written */
+    je 3f
     movq $HOST_RSP_ENC, %rax
     vmwrite %rsp, %rax
     jbe .Lfail_early
-    movl %esi, %eax
-    testl %eax, %eax
+    movq %rsp, R(16)(%rdi)
+3:  testl %esi, %esi
     movq R(1)(%rdi), %rcx
     movq R(2)(%rdi), %rdx
     movq R(3)(%rdi), %rbx
