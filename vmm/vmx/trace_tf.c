@@ -79,7 +79,7 @@ void trace_tf_arm(struct vcpu *v)
 static struct tfl tf_frames;
 static struct spinlock tf_frames_lock;
 /* moves when the table turns empty or not: every vCPU then sets its #DB intercept again */
-static uint64_t tf_frames_gen;
+uint64_t tf_frames_gen; /* trace_vmx.h: trace_vmx_db_stale reads it before every entry */
 static bool tf_frames_live;
 
 static void frames_changed(bool live)
@@ -161,11 +161,6 @@ void trace_vmx_db_update(struct vcpu *v)
     uint32_t w = want ? b | 1u << DB_VECTOR : b & ~(1u << DB_VECTOR);
     if (w != b)
         vmcs_write32(EXCEPTION_BITMAP, w);
-}
-
-bool trace_vmx_db_stale(const struct vcpu *v)
-{
-    return __atomic_load_n(&tf_frames_gen, __ATOMIC_RELAXED) != v->tf_frames_gen;
 }
 
 /* a linear address of the stack (SS:RSP outside 64-bit code) */

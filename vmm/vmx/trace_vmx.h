@@ -47,7 +47,9 @@ bool trace_vmx_db_exit(struct vcpu *v, uint64_t qual, uint64_t *guest_qual);
  * while any frame holds the tracer's TF (trace/tfleak.h); trace_vmx_db_stale says when another
  * vCPU changed the latter (vmx_run asks before every entry) */
 void trace_vmx_db_update(struct vcpu *v);
-bool trace_vmx_db_stale(const struct vcpu *v);
+extern uint64_t tf_frames_gen; /* trace_tf.c; a macro: struct vcpu is not complete here */
+#define trace_vmx_db_stale(v)                                                                      \
+    (__atomic_load_n(&tf_frames_gen, __ATOMIC_RELAXED) != (v)->tf_frames_gen)
 /* a window closes (TRACE_STOP): the frame its stepped context left since the last step */
 void trace_vmx_stop_observe(struct vcpu *v);
 
