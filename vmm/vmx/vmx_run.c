@@ -386,7 +386,10 @@ static inline __attribute__((always_inline)) enum exit_action
 vmx_handle_exit(struct vcpu *v, const struct vmexit *e)
 {
     enum exit_action a;
-    if (e->raw_reason & VMX_EXIT_REASONS_FAILED_VMENTRY)
+    /* first the common case, a plain basic reason with a handler (one compare covers both) */
+    if (__builtin_expect(e->raw_reason < EXIT_REASON_MAX && handlers[e->raw_reason], 1))
+        a = handlers[e->raw_reason](v, e);
+    else if (e->raw_reason & VMX_EXIT_REASONS_FAILED_VMENTRY)
         a = handle_entry_failure(v, e);
     else if (e->reason < EXIT_REASON_MAX && handlers[e->reason])
         a = handlers[e->reason](v, e);
