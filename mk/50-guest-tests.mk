@@ -25,6 +25,8 @@ attack_GUEST_OBJS      := $(addprefix $(GUEST_OUT)/,attack.o attack_rt_stubs.o a
 smp_GUEST_OBJS         := $(addprefix $(GUEST_OUT)/,smp.o smp_mp.o smp_shoot.o smp_tramp_stubs.o)
 trace_GUEST_OBJS       := $(addprefix $(GUEST_OUT)/,trace.o trace_rt_stubs.o)
 exitcost_GUEST_OBJS    := $(addprefix $(GUEST_OUT)/,exitcost.o)
+# the same program with a magic breakpoint and one exit of each kind (tools/exit-profile.sh)
+exitcost-trace_GUEST_OBJS := $(GUEST_OUT)/exitcost-trace.o
 GUEST_EFIS     := $(foreach p,$(GUEST_PROGS),$(GUEST_OUT)/$(p).efi)
 
 ALL_TARGETS  += $(GUEST_EFIS)
@@ -33,6 +35,10 @@ TEST_TARGETS += test-guest-harness test-qemu-guest-lib test-bochs-conformance
 $(GUEST_OUT)/%.o: tests/guest/%.c
 	@mkdir -p $(@D)
 	$(Q)$(EFI_CC) $(EFI_CFLAGS) -Ivmm -c -o $@ $<
+
+$(GUEST_OUT)/exitcost-trace.o: tests/guest/exitcost.c
+	@mkdir -p $(@D)
+	$(Q)$(EFI_CC) $(EFI_CFLAGS) -DEXITCOST_TRACE -Ivmm -c -o $@ $<
 
 $(GUEST_OUT)/lib_fmt.o: vmm/lib/fmt.c
 	@mkdir -p $(@D)

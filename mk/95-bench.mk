@@ -44,6 +44,13 @@ bench-exits: $(GUEST_OUT)/exitcost.efi $(BUILD)/boot/BOOTX64.EFI $(BUILD)/vmm/vm
 
 BENCH_TARGETS += bench-exits
 
+# exit-profile: one exit of each kind traced instruction by instruction (Debian's Bochs 2.7 and
+# its debugger), VMM instructions per function: where bench-exits' figures go.  Not part of
+# `make bench` (a developer's tool): tools/exit-profile.sh.
+.PHONY: exit-profile
+exit-profile: $(GUEST_OUT)/exitcost-trace.efi $(BUILD)/boot/BOOTX64.EFI $(BUILD)/vmm/vmm.elf
+	$(Q)tools/exit-profile.sh $(BUILD)
+
 # bench-smp: issue 8 figures from one Bochs boot of smp.efi with 2 CPUs: the cost of one EPT
 # shootdown to the other CPU (initiator's TSC ticks, NMI IPI to acknowledgement) and the VM exits
 # per second of an AP idle as a guest.

@@ -123,6 +123,19 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 {
     test_init(image, systab);
     test_printf("exitcost: VM exit cost per exit kind (guest RDTSC)\n");
+#ifdef EXITCOST_TRACE
+    /* tools/exit-profile.sh: a magic breakpoint (Bochs' debugger traces from here), then one
+     * exit of each kind, interrupts off */
+    __asm__ volatile("cli; xchg %%bx, %%bx\n\t"
+                     "mov $0, %%eax; xor %%ecx, %%ecx; cpuid\n\t"
+                     "mov %[fn], %%eax; vmcall\n\t"
+                     "mov $0x1b, %%ecx; rdmsr\n\t"
+                     "mov %[port], %%edx; inb %%dx, %%al\n\t"
+                     "nop; sti"
+                     :
+                     : [fn] "i"(PTV_VMCALL_VERSION), [port] "i"(UART_LCR)
+                     : "rax", "rbx", "rcx", "rdx", "memory");
+#endif
     uint64_t best[K_NR];
     struct out o[K_NR];
     for (unsigned k = 0; k < K_NR; k++) {
