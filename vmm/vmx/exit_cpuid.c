@@ -11,10 +11,12 @@
 enum exit_action handle_cpuid(struct vcpu *v, const struct vmexit *e)
 {
     uint32_t leaf = (uint32_t)v->regs.gpr[GPR_RAX], sub = (uint32_t)v->regs.gpr[GPR_RCX];
-    uint32_t r[4] = {0};
+    uint32_t r[4];
     if (!cpuid_is_hypervisor_leaf(leaf)) {
         struct cpuid_regs c = cpuid_count(leaf, sub);
         r[0] = c.eax, r[1] = c.ebx, r[2] = c.ecx, r[3] = c.edx;
+    } else {
+        r[0] = r[1] = r[2] = r[3] = 0; /* never the CPU's: cpuid_policy answers these */
     }
     /* the guest's CR4 matters for leaves 1 and 7 only: read it only then */
     uint64_t cr4 = leaf == 1 || leaf == 7 ? vcpu_guest_cr4(v) : 0;

@@ -196,7 +196,8 @@ static void record_exit(struct vcpu *v, const struct vmexit *e)
  * trace_vmx_step_exit), counted in the exit statistics but kept out of the exit ring, which
  * keeps the exits around them.
  */
-static inline __attribute__((always_inline)) int vmx_run(struct vcpu *v, struct vmexit *e)
+static inline __attribute__((always_inline)) int vmx_run(struct vcpu *v, struct percpu *pc,
+                                                         struct vmexit *e)
 {
     bool stepped = false; /* the fast path traced the last exit's step already */
     for (;;) {
@@ -208,7 +209,6 @@ static inline __attribute__((always_inline)) int vmx_run(struct vcpu *v, struct 
             vmcs_write32(VM_ENTRY_INSTRUCTION_LEN, v->inject.insn_len);
             v->inject.valid = false;
         }
-        struct percpu *pc = this_cpu();
         if (smp_behind(pc)) /* an EPT shootdown this CPU has not answered yet: INVEPT first */
             smp_catch_up();
         if (console_traps != v->io_trap_mask) /* another vCPU changed the UART's traps */
@@ -383,7 +383,7 @@ static void skip_instruction(const struct vmexit *e)
 }
 
 static inline __attribute__((always_inline)) enum exit_action
-vmx_handle_exit(struct vcpu *v, const struct vmexit *e)
+vmx_handle_exit(struct vcpu *v, struct percpu *pc, const struct vmexit *e)
 {
     enum exit_action a;
     /* first the common case, a plain basic reason with a handler (one compare covers both) */
@@ -405,7 +405,6 @@ vmx_handle_exit(struct vcpu *v, const struct vmexit *e)
         skip_instruction(e);
         /* it never retired in non-root: the guest's instruction counters are owed it (no
          * call and no VMREAD where the guest has no PMU, one VMREAD where no counter counts) */
-        struct percpu *pc = this_cpu();
         uint64_t m = pmu_vmx_retire_mask[pc->id];
         if (m && (m == PMU_RETIRE_UNDECIDED || (vmcs_read64(GUEST_IA32_PERF_GLOBAL_CTRL) & m)) &&
             pmu_vmx_emulated_retire())
@@ -423,9 +422,10 @@ vmx_handle_exit(struct vcpu *v, const struct vmexit *e)
  */
 int vmx_loop(struct vcpu *v, void (*first_exit)(struct vcpu *, const struct vmexit *))
 {
+    struct percpu *pc = this_cpu(); /* the loop never leaves this CPU */
     for (;;) {
         struct vmexit e;
-        int err = vmx_run(v, &e);
+        int err = vmx_run(v, pc, &e);
         if (err) {
             if (!v->launched)
                 return err;
@@ -434,7 +434,7 @@ int vmx_loop(struct vcpu *v, void (*first_exit)(struct vcpu *, const struct vmex
         }
         if (__builtin_expect(v->exits_total == 1, 0))
             first_exit(v, &e);
-        if (vmx_handle_exit(v, &e) == EXIT_STOP_GUEST)
+        if (vmx_handle_exit(v, pc, &e) == EXIT_STOP_GUEST)
             vcpu_stop_guest(v, vmx_exit_reason_name(e.reason));
         if (v->mtf_probe)
             trace_vmx_probe(v, e.reason, e.rip);
