@@ -12,6 +12,8 @@
 # many are VMREAD/VMWRITE/RDMSR/WRMSR, and the count per function of vmm.debug.elf in the order
 # they ran.  The VMM's load address is found from its first instruction after an exit, which is
 # vmx_exit_stub's.  Exit 1 when the trace has no exit (a boot that did not reach the guest).
+# INLINE=1 adds, per exit, the count per innermost source function (inlined ones included, from
+# vmm.debug.elf's DWARF through addr2line): where vmx_loop's instructions go.
 set -u
 build=${1:?usage: tools/exit-profile.sh BUILD_DIR [OUT_DIR]}
 out=${2:-$build/exit-profile}
@@ -80,7 +82,17 @@ BEGIN { while ((getline l < syms) > 0) { split(l, a, " "); n++; addr[n] = hex(a[
     len++
     if (insn ~ /^(vmread|vmwrite|rdmsr|wrmsr)/) nvm++
     f = fn(lin - base)
+    if (offs != "") printf "%d %x\n", nexit + 1, lin - base > offs
     if (!(f in cnt)) order[++nf] = f
     cnt[f]++ }
 END { flush(); if (!nexit) { print "exit-profile: no VM exit in the trace"; exit 1 } }
-' "$out/trace.txt"
+' offs="$([ "${INLINE:-0}" = 1 ] && echo "$out/offsets")" "$out/trace.txt" || exit 1
+[ "${INLINE:-0}" = 1 ] || exit 0
+# innermost function of each instruction: addr2line -i prints the inline chain, innermost first
+echo "per innermost source function (INLINE=1):"
+cut -d' ' -f2 "$out/offsets" | sed 's/^/0x/' | addr2line -f -i -a -e "$elf" |
+    awk '/^0x/ { getline f; print f }' | paste -d' ' "$out/offsets" - |
+    awk '{ k = $1 " " $3; if (!(k in c)) o[++n] = k; c[k]++ }
+         END { for (i = 1; i <= n; i++) { split(o[i], a, " ")
+                   if (a[1] != last) { printf "exit %s\n", a[1]; last = a[1] }
+                   printf "  %5d %s\n", c[o[i]], a[2] } }'
