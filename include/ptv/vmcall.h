@@ -84,6 +84,9 @@
 #define PTV_SELFCHECK_RTIT      (1u << 6) /* root does not trace (RTIT_CTL.TraceEn = 0) */
 #define PTV_SELFCHECK_XSS       (1u << 7) /* IA32_XSS never holds the PT state bit */
 #define PTV_SELFCHECK_UART      (1u << 8) /* the real UART is not in loopback */
+/* the copies of VMCS fields the VMM keeps instead of a VMREAD or VMWRITE at every exit (HOST_RSP,
+ * the guest's IA32_PERF_GLOBAL_CTRL) equal the fields */
+#define PTV_SELFCHECK_VMCS_COPY (1u << 9)
 
 /*
  * SMP figures (ABI 3), in registers: RBX = index of the calling vCPU (0 = BSP),

@@ -232,7 +232,7 @@ static enum exit_action msr_access(struct vcpu *v, bool write)
                 vcpu_inject_gp(v);
                 return EXIT_INJECT;
             }
-            vmcs_write64(GUEST_IA32_PERF_GLOBAL_CTRL, val);
+            pmu_vmx_set_guest_global(v, val);
             break;
         }
         /* no VMCS switch of this MSR: the guest's counters would run in root, where a

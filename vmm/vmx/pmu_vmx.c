@@ -23,6 +23,12 @@ static bool pmu_pebs[PTV_MAX_CPUS]; /* IA32_PEBS_ENABLE exists (probed once, wit
 static struct pmu_nmi_state pmu_nmi[PTV_MAX_CPUS];
 uint64_t pmu_vmx_retire_mask[PTV_MAX_CPUS] = {[0 ... PTV_MAX_CPUS - 1] = PMU_RETIRE_UNDECIDED};
 
+void pmu_vmx_set_guest_global(struct vcpu *v, uint64_t val)
+{
+    vmcs_write64(GUEST_IA32_PERF_GLOBAL_CTRL, val);
+    v->guest_perf_global = val;
+}
+
 /* the first use on this CPU: out of line, so that decision() is two loads on every exit */
 static __attribute__((noinline, cold)) const struct pmu_decision *decide(unsigned id)
 {
@@ -104,7 +110,7 @@ bool pmu_vmx_nmi(bool vmm_ours)
     };
     pmu_on_nmi(d, &pmu_nmi[this_cpu_id()], &view, &out);
     if (out.clear_global_ctrl)
-        vmcs_write64(GUEST_IA32_PERF_GLOBAL_CTRL, 0);
+        pmu_vmx_set_guest_global(this_cpu()->vcpu, 0);
     return out.owe_guest;
 }
 

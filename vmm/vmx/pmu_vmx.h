@@ -51,4 +51,9 @@ bool pmu_vmx_emulated_retire(void);
 #define PMU_RETIRE_UNDECIDED (~0ull)
 extern uint64_t pmu_vmx_retire_mask[];
 
+/* VMWRITE the guest's IA32_PERF_GLOBAL_CTRL and keep v->guest_perf_global, the copy the exit
+ * path reads: the only way the VMM writes that field */
+struct vcpu;
+void pmu_vmx_set_guest_global(struct vcpu *v, uint64_t val);
+
 #endif

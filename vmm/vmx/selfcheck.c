@@ -8,6 +8,7 @@
  */
 #include "vmx/vcpu.h"
 #include "vmx/vmx_cpu.h"
+#include "vmx/vmcs.h"
 #include "vmm.h"
 #include "cpu.h"
 #include "paging.h"
@@ -77,5 +78,14 @@ struct vmm_selfcheck vmm_selfcheck(const struct vcpu *v)
     if (vmm_cfg->serial_port)
         check(&c, PTV_SELFCHECK_UART,
               !(inb(vmm_cfg->serial_port + UART_MCR) & UART_MCR_LOOP) && console_line_intact());
+    /* the copies the exit path reads instead of the VMCS (vmx_entry.S, vmx_run.c): HOST_RSP as
+     * vmx_enter last wrote it (0: not yet), the guest's GLOBAL_CTRL where the VMCS loads it */
+    bool copies = true;
+    if (v->regs.host_rsp && (__vmread(HOST_RSP, &val) || val != v->regs.host_rsp))
+        copies = false;
+    if ((vmx_ctls.exit & VM_EXIT_LOAD_IA32_PERF_GLOBAL_CTRL) &&
+        (__vmread(GUEST_IA32_PERF_GLOBAL_CTRL, &val) || val != v->guest_perf_global))
+        copies = false;
+    check(&c, PTV_SELFCHECK_VMCS_COPY, copies);
     return c;
 }

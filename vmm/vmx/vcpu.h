@@ -139,6 +139,10 @@ struct vcpu {
     struct ept_window apic_window; /* the guest's xAPIC window where it moved it (exit_msr.c) */
     uint64_t mtrr_cap, mtrr[MTRR_SLOTS]; /* the guest's MTRRs (vmx/emul_policy.h) */
     uint64_t perf_global_virt;           /* IA32_PERF_GLOBAL_CTRL where the VMCS cannot switch it */
+    /* GUEST_IA32_PERF_GLOBAL_CTRL as the VMM last wrote it (pmu_vmx_set_guest_global): only the
+     * VMM writes that field, so the exit path's PMU hook reads this copy, not the VMCS; SELFCHECK
+     * compares the two (PTV_SELFCHECK_VMCS_COPY) */
+    uint64_t guest_perf_global;
     struct pt_ctrl pt; /* the guest's PT: RTIT MSRs, shadow ToPA, switching (vmm/pt/pt_ctrl.h) */
 };
 

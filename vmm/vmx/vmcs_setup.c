@@ -17,6 +17,7 @@
 #include "vmx/lbr_vmx.h"
 #include "vmx/exits.h"
 #include "percpu.h"
+#include "vmx/pmu_vmx.h"
 
 extern char vmx_exit_stub[];
 
@@ -242,7 +243,7 @@ int vmcs_setup(struct vcpu *v, const void *caller)
         uint64_t pgc = 0;
         if (rdmsr_safe(MSR_CORE_PERF_GLOBAL_CTRL, &pgc))
             pgc = 0;
-        vmcs_write64(GUEST_IA32_PERF_GLOBAL_CTRL, pgc);
+        pmu_vmx_set_guest_global(v, pgc);
         vmcs_write64(HOST_IA32_PERF_GLOBAL_CTRL, 0);
     }
     if (vmx_ctls.proc2 & SECONDARY_EXEC_ENABLE_VPID)

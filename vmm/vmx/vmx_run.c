@@ -406,7 +406,7 @@ vmx_handle_exit(struct vcpu *v, struct percpu *pc, const struct vmexit *e)
         /* it never retired in non-root: the guest's instruction counters are owed it (no
          * call and no VMREAD where the guest has no PMU, one VMREAD where no counter counts) */
         uint64_t m = pmu_vmx_retire_mask[pc->id];
-        if (m && (m == PMU_RETIRE_UNDECIDED || (vmcs_read64(GUEST_IA32_PERF_GLOBAL_CTRL) & m)) &&
+        if (m && (m == PMU_RETIRE_UNDECIDED || (v->guest_perf_global & m)) &&
             pmu_vmx_emulated_retire())
             pc->nmi_owed = 1;
     } else if (a == EXIT_RESUME)
