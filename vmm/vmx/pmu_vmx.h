@@ -4,8 +4,8 @@
  * hooks: the guest's WRMSR IA32_PERF_GLOBAL_CTRL (exit_msr.c), CPUID leaf 0xA (exit_cpuid.c),
  * every NMI that reaches the VMM (the NMI exit in exit_fault.c; those taken in root, recorded
  * by desc.c, before the next entry in vmx_run.c) and every instruction the VMM completes for the
- * guest (vmx_run.c).  Nothing here runs on the ordinary VM-exit / VM-entry path:
- * IA32_PERF_GLOBAL_CTRL is switched by the VMCS (docs/lbr.md "PMU").
+ * guest (vmx_run.c).  Of this, the ordinary VM-exit / VM-entry path runs one mask test
+ * (pmu_vmx_retire_mask): IA32_PERF_GLOBAL_CTRL is switched by the VMCS (docs/lbr.md "PMU").
  */
 #ifndef PTV_VMX_PMU_VMX_H
 #define PTV_VMX_PMU_VMX_H
@@ -37,9 +37,9 @@ bool pmu_vmx_nmi(bool vmm_ours);
 /*
  * The VMM completed an instruction for the guest (RESUME_SKIP_INSN), at the guest's CPL: the
  * counters that count Instructions Retired there get the increment hardware never gave it, with
- * overflow, freeze and PMI (pmu_emulated_retire()).  Costs one VMREAD unless the guest's
- * GLOBAL_CTRL enables a general counter or IA32_FIXED_CTR0.  true: the PMI is an NMI the guest is
- * owed.
+ * overflow, freeze and PMI (pmu_emulated_retire()).  Called by the exit path only where the
+ * guest's GLOBAL_CTRL enables a general counter or IA32_FIXED_CTR0 (below).  true: the PMI is an
+ * NMI the guest is owed.
  */
 bool pmu_vmx_emulated_retire(void);
 /*

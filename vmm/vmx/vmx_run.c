@@ -355,7 +355,7 @@ static const exit_handler handlers[EXIT_REASON_MAX] = {
 };
 
 /* the exiting instruction completed: RIP, RF, TF and the STI / MOV SS shadow as
- * hardware leaves them (vmx/emul_policy.c insn_retire).  Runs on every CPUID, VMCALL, MSR and
+ * hardware leaves them (vmx/emul_policy.h insn_retire).  Runs on every CPUID, VMCALL, MSR and
  * I/O exit: two VMREADs and one VMWRITE where nothing but RIP changes; pending debug exceptions
  * and DEBUGCTL (BTF) are read only when TF is set, the guest's mode (IA-32e, CS.L) only where
  * RIP wraps at 4 GiB (insn_retire_mode_matters) */
@@ -403,8 +403,9 @@ vmx_handle_exit(struct vcpu *v, struct percpu *pc, const struct vmexit *e)
     }
     if (a == EXIT_RESUME_SKIP_INSN) {
         skip_instruction(e);
-        /* it never retired in non-root: the guest's instruction counters are owed it (no
-         * call and no VMREAD where the guest has no PMU, one VMREAD where no counter counts) */
+        /* it never retired in non-root: the guest's instruction counters are owed it (a call
+         * only where a counter of the guest counts: the mask against the VMM's copy of its
+         * GLOBAL_CTRL, no VMREAD) */
         uint64_t m = pmu_vmx_retire_mask[pc->id];
         if (m && (m == PMU_RETIRE_UNDECIDED || (v->guest_perf_global & m)) &&
             pmu_vmx_emulated_retire())
@@ -415,9 +416,9 @@ vmx_handle_exit(struct vcpu *v, struct percpu *pc, const struct vmexit *e)
 }
 
 /*
- * The exit loop: enter the guest, handle its exit, again.  vmx_run is inlined here, so an exit
- * costs one call into the dispatch and none around the entry.  Returns only when the very first
- * VMLAUNCH fails (the VM-instruction error, or -1 for VMfailInvalid); a failed VMRESUME is a
+ * The exit loop: enter the guest, handle its exit, again.  vmx_run and the dispatch are inlined
+ * here, so an exit makes no call but its handler's (and vmx_enter).  Returns only when the very
+ * first VMLAUNCH fails (the VM-instruction error, or -1 for VMfailInvalid); a failed VMRESUME is a
  * VMM bug (panic).  first_exit runs once, at the vCPU's first exit (main.c: the host IDT).
  */
 int vmx_loop(struct vcpu *v, void (*first_exit)(struct vcpu *, const struct vmexit *))
