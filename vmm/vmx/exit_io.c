@@ -114,6 +114,8 @@ enum exit_action handle_io_instruction(struct vcpu *v, const struct vmexit *e)
         trace_dump_serial(v); /* the bytes it read may complete the host's dump request */
     else if (touched)
         panic_watch(v); /* the bytes it wrote may end Linux's panic line */
-    io_traps_update(v);
+    /* a byte that changed what the multiplexer traps (MCR loopback: all eight ports) changed
+     * console_traps too (uart_console.c republishes it after every operation), and vmx_run
+     * sets this vCPU's bitmaps from it before the next entry, as it does for the other vCPUs */
     return EXIT_RESUME_SKIP_INSN;
 }
