@@ -19,6 +19,7 @@
 #include "dev/uart_console.h"
 #include "vmx/trace_vmx.h"
 #include "vmx/trace_dump.h"
+#include "iommu/iommu_vmm.h"
 #include "vmx/lbr_vmx.h"
 
 int vmx_enter(struct guest_regs *regs, int launched);
@@ -439,6 +440,8 @@ int vmx_loop(struct vcpu *v, void (*first_exit)(struct vcpu *, const struct vmex
             vcpu_stop_guest(v, vmx_exit_reason_name(e.reason));
         if (v->mtf_probe)
             trace_vmx_probe(v, e.reason, e.rip);
+        if (__builtin_expect(v->exits_total % IOMMU_POLL_EXITS == 0, 0) && pc->bsp)
+            iommu_poll_faults(); /* DMA faults the units recorded (nothing without VT-d) */
     }
 }
 
