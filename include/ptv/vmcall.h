@@ -27,7 +27,7 @@
 
 /* RBX = ABI version (PTV_VMCALL_ABI_VERSION), RCX = "ptvisor" as 8 bytes, RDX = 0 */
 #define PTV_VMCALL_VERSION     0
-#define PTV_VMCALL_ABI_VERSION 7
+#define PTV_VMCALL_ABI_VERSION 8
 
 /*
  * RBX = physical base, RCX = size of the VMM's own memory (image + pool, one
@@ -193,6 +193,17 @@
  * later calls answer EBUSY.
  */
 #define PTV_VMCALL_BOOT_HANDOFF 14
+
+/*
+ * DMA_STATS (ABI 8, CPL 0): DMA isolation as the VMM sees it (VT-d, docs/ARCHITECTURE.md 2.6).
+ * On the BSP the units' fault records are read first (as every IOMMU_POLL_EXITS exits do), so
+ * a fault recorded before the call is counted.  Out: RBX = remapping units translating (0: DMA
+ * not isolated, the VMM said why at boot), RCX = DMA faults recorded since boot, RDX = the
+ * page address of the newest, RSI = its requester (bus << 8 | dev << 3 | fn) | 1 << 16 for a
+ * write (RDX = RSI = 0 before any).
+ */
+#define PTV_VMCALL_DMA_STATS 15
+#define PTV_DMA_FAULT_WRITE  (1u << 16)
 
 /* a CPU re-delivered an INIT at every VM entry (Bochs 2.7): an AP that took an
  * INIT cannot run again; tests that restart APs cannot pass on this machine */

@@ -25,7 +25,8 @@
 
 static struct iommu_boot iommu;
 static unsigned long iommu_faults;
-static unsigned n_protected; /* units whose registers EPT makes read-only: regs[0..n) */
+static unsigned n_protected;        /* units whose registers EPT makes read-only: regs[0..n) */
+static struct vtd_fault last_fault; /* the newest fault polled (PTV_VMCALL_DMA_STATS) */
 
 static uint32_t mmio_rd32(void *ctx, unsigned off)
 {
@@ -146,6 +147,8 @@ void iommu_poll_faults(void)
         struct vtd_regs r = unit_regs(NULL, iommu.dmar.units[i].reg_base);
         unsigned got = vtd_faults_poll(&r, &iommu.caps[i], f, MAX_FAULTS_PER_POLL, &overflow);
         iommu_faults += got;
+        if (got)
+            last_fault = f[(got < MAX_FAULTS_PER_POLL ? got : MAX_FAULTS_PER_POLL) - 1];
         for (unsigned k = 0; k < got && k < MAX_FAULTS_PER_POLL; k++)
             pr_warn_rl("iommu",
                        "DMA %s by %02x:%02x.%u at %#lx blocked (unit %u, fault reason %#x); %lu "
@@ -168,4 +171,15 @@ bool iommu_owns(uint64_t gpa)
 unsigned long iommu_faults_seen(void)
 {
     return iommu_faults;
+}
+
+unsigned iommu_units_on(void)
+{
+    return iommu.n_on;
+}
+
+bool iommu_last_fault(uint64_t *addr, uint16_t *sid, bool *write)
+{
+    *addr = last_fault.addr, *sid = last_fault.sid, *write = last_fault.write;
+    return iommu_faults != 0;
 }

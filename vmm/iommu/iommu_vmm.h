@@ -4,6 +4,7 @@
 #define PTV_IOMMU_VMM_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include "ptv/handoff.h"
 
 /* the BSP polls the units' fault records every this many of its VM exits */
@@ -26,5 +27,9 @@ bool iommu_owns(uint64_t gpa);
 
 /* DMA faults seen so far (all units) */
 unsigned long iommu_faults_seen(void);
+
+/* units translating (0: DMA not isolated); the newest fault seen (false: none yet) */
+unsigned iommu_units_on(void);
+bool iommu_last_fault(uint64_t *addr, uint16_t *sid, bool *write);
 
 #endif

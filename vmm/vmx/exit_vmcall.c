@@ -20,6 +20,7 @@
 #include "vmx/trace_vmx.h"
 #include "trace/treq.h"
 #include "vmx/trace_dump.h"
+#include "iommu/iommu_vmm.h"
 
 /* vmcall_user (include/ptv/config.h): the operator's opt-ins for CPL 3; TRACE_READ never */
 static bool allowed_at_cpl3(uint64_t fn)
@@ -178,6 +179,19 @@ enum exit_action handle_vmcall(struct vcpu *v, const struct vmexit *e)
             r[GPR_RBX] = id;
         }
         break;
+    case PTV_VMCALL_DMA_STATS: {
+        uint64_t addr;
+        uint16_t sid;
+        bool write;
+        if (this_cpu()->bsp) /* the BSP polls the units (iommu_poll_faults): no race with it */
+            iommu_poll_faults();
+        r[GPR_RBX] = iommu_units_on();
+        r[GPR_RCX] = iommu_faults_seen();
+        bool any = iommu_last_fault(&addr, &sid, &write);
+        r[GPR_RDX] = any ? addr : 0;
+        r[GPR_RSI] = any ? sid | (write ? PTV_DMA_FAULT_WRITE : 0) : 0;
+        break;
+    }
     case PTV_VMCALL_BOOT_HANDOFF:
         ret = trace_vmx_handoff(v);
         break;
