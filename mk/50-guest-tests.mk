@@ -21,7 +21,7 @@ pt-selftest_GUEST_OBJS := $(addprefix $(GUEST_OUT)/,pt_selftest.o pt_cont.o vmm_
 attack_GUEST_OBJS      := $(addprefix $(GUEST_OUT)/,attack.o attack_rt_stubs.o attack_cpu.o attack_cpu_asm_stubs.o \
                             attack_msr.o attack_vmcall.o attack_mem.o attack_uart.o user.o user_stubs.o \
                             attack_task.o attack_task_stubs.o attack_mode.o attack_mode_stubs.o \
-                            attack_nmi.o attack_nmi_stubs.o)
+                            attack_nmi.o attack_nmi_stubs.o attack_dma.o)
 smp_GUEST_OBJS         := $(addprefix $(GUEST_OUT)/,smp.o smp_mp.o smp_shoot.o smp_tramp_stubs.o)
 trace_GUEST_OBJS       := $(addprefix $(GUEST_OUT)/,trace.o trace_rt_stubs.o)
 exitcost_GUEST_OBJS    := $(addprefix $(GUEST_OUT)/,exitcost.o)

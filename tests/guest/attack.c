@@ -95,13 +95,32 @@ static void aftermath(const char *name)
            checked ? sc.rcx : 0ul);
 }
 
-extern const struct attack attacks_task[];     /* attack_task.c */
-extern const struct attack attacks_mode[];     /* attack_mode.c */
-extern const struct attack attacks_nmi[];      /* attack_nmi.c */
-extern const struct attack attacks_cpu_late[]; /* attack_cpu.c */
-static const struct attack *const groups[] = {attacks_cpu,  attacks_msr,  attacks_vmcall,
-                                              attacks_mem,  attacks_uart, attacks_task,
-                                              attacks_mode, attacks_nmi,  attacks_cpu_late};
+extern const struct attack attacks_task[];        /* attack_task.c */
+extern const struct attack attacks_mode[];        /* attack_mode.c */
+extern const struct attack attacks_ia32e[];       /* attack_mode.c */
+extern const struct attack attacks_nmi[];         /* attack_nmi.c */
+extern const struct attack attacks_cpu_late[];    /* attack_cpu.c */
+extern const struct attack attacks_dma[];         /* attack_dma.c */
+extern const struct attack attacks_trace_storm[]; /* attack_vmcall.c */
+
+/* a group is left out when the load options (the config's cmdline) hold "atk.no-<name>" */
+static const struct group {
+    const char *name, *option;
+    const struct attack *attacks;
+} groups[] = {
+    {"cpu", "atk.no-cpu", attacks_cpu},
+    {"msr", "atk.no-msr", attacks_msr},
+    {"vmcall", "atk.no-vmcall", attacks_vmcall},
+    {"trace-storm", "atk.no-trace-storm", attacks_trace_storm},
+    {"mem", "atk.no-mem", attacks_mem},
+    {"dma", "atk.no-dma", attacks_dma},
+    {"uart", "atk.no-uart", attacks_uart},
+    {"task", "atk.no-task", attacks_task},
+    {"mode", "atk.no-mode", attacks_mode},
+    {"ia32e", "atk.no-ia32e", attacks_ia32e},
+    {"nmi", "atk.no-nmi", attacks_nmi},
+    {"cpu-late", "atk.no-cpu-late", attacks_cpu_late},
+};
 
 EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
 {
@@ -117,12 +136,20 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
     report_info("VMM at 0x%lx size 0x%lx canary 0x%lx", atk_vmm_base, atk_vmm_size, atk_canary_pa);
     aftermath("boot");
     unsigned n = 0;
-    for (unsigned g = 0; g < sizeof(groups) / sizeof(groups[0]); g++)
-        for (const struct attack *a = groups[g]; a->name; a++) {
+    for (unsigned g = 0; g < sizeof(groups) / sizeof(groups[0]); g++) {
+        if (test_option(groups[g].option)) {
+            unsigned k = 0;
+            while (groups[g].attacks[k].name)
+                k++;
+            report_skip("group %s left out (%s, %u attacks)", groups[g].name, groups[g].option, k);
+            continue;
+        }
+        for (const struct attack *a = groups[g].attacks; a->name; a++) {
             report_info("attack %u: %s", ++n, a->name);
             a->run();
             aftermath(a->name);
         }
+    }
     report_info("%u attacks run", n);
     unsigned failed = report_summary();
     return failed ? EFI_ABORTED : EFI_SUCCESS;

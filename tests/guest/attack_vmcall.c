@@ -147,6 +147,11 @@ const struct attack attacks_vmcall[] = {
     {"CPL 3 VMCALL cost", atk_cpl3_cost},
     {"flood of unknown VMCALLs", atk_unknown_flood},
     {"flood of EXIT_STATS", atk_stats_flood},
+    {0},
+};
+
+/* a group of its own, so a run can leave it out (attack.efi's atk.no-trace-storm) */
+const struct attack attacks_trace_storm[] = {
     {"trace windows and dumps, again and again", atk_trace_windows},
     {0},
 };
