@@ -113,13 +113,13 @@ static const struct group {
     {"vmcall", "atk.no-vmcall", attacks_vmcall},
     {"trace-storm", "atk.no-trace-storm", attacks_trace_storm},
     {"mem", "atk.no-mem", attacks_mem},
-    {"dma", "atk.no-dma", attacks_dma},
     {"uart", "atk.no-uart", attacks_uart},
     {"task", "atk.no-task", attacks_task},
     {"mode", "atk.no-mode", attacks_mode},
     {"ia32e", "atk.no-ia32e", attacks_ia32e},
     {"nmi", "atk.no-nmi", attacks_nmi},
     {"cpu-late", "atk.no-cpu-late", attacks_cpu_late},
+    {"dma", "atk.no-dma", attacks_dma}, /* last: the groups before run as they always did */
 };
 
 EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *systab)
