@@ -32,14 +32,37 @@ $(NESTED_PTV): tools/mkimage.sh tools/mkesp.sh $(BOOT_EFI) $(VMM_ELF) $(NESTED_C
 	$(Q)LOADER=$(BOOT_EFI) VMM=$(VMM_ELF) CYL=40 \
 	    tools/mkimage.sh $@ $(NESTED_CFG) $(GUEST_KERNEL) $(GUEST_INITRD)
 
+# ptvisor with the adversarial suite as its guest (tests/guest/attack*.c, attack.cfg), run first
+# in the same L1 boot with QEMU's intel-iommu and edu (tests/system/nested/l1-init): the isolation
+# attacks under KVM's VMX, and DMA onto the VMM under the VMM (issue 31).  NESTED_ATK_SKIP: groups
+# left out there (attack.efi's atk.no-<group> options; tests/system/nested-kvm.sh says why):
+# trace-storm (its 20 TRACE_DUMPs over the nested console would take many minutes) and ia32e
+# (KVM's MOV CR0 emulation lacks the 16-bit TSS rule: the guest triple-faults, the suite ends)
+NESTED_ATK     := $(NESTED_OUT)/attack.img
+NESTED_ATK_CFG := $(NESTED_OUT)/attack.cfg
+NESTED_ATK_SKIP ?= trace-storm ia32e
+.PHONY: FORCE
+FORCE:
+# (remade whenever NESTED_ATK_SKIP changes what it holds)
+$(NESTED_ATK_CFG): tests/guest/attack.cfg FORCE
+	@mkdir -p $(@D)
+	$(Q)sed -e 's/^cmdline = .*/& $(foreach g,$(NESTED_ATK_SKIP),atk.no-$(g))/' -e 's/ *$$//' $< >$@.tmp
+	$(Q)grep -q '^cmdline = attack' $@.tmp
+	$(Q)if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+
+$(NESTED_ATK): tools/mkimage.sh tools/mkesp.sh $(BOOT_EFI) $(VMM_ELF) $(NESTED_ATK_CFG) \
+               $(BUILD)/tests/guest/attack.efi
+	@mkdir -p $(@D)
+	$(Q)LOADER=$(BOOT_EFI) VMM=$(VMM_ELF) CYL=40 tools/mkimage.sh $@ $(NESTED_ATK_CFG) $(BUILD)/tests/guest/attack.efi -
+
 # L1's kernel is the guest's (fetch-kernel.sh again: it reuses the .deb it downloaded, and the
 # .deb also gives KVM's modules; KERNEL_DEB=/path/x.deb as for the guest)
 $(NESTED_L1): tests/system/nested/mkl1.sh tests/system/nested/l1-init tests/system/qemu.sh \
-              tests/system/emu-slot.sh guest/fetch-kernel.sh $(NESTED_PTV)
+              tests/system/emu-slot.sh guest/fetch-kernel.sh $(NESTED_PTV) $(NESTED_ATK)
 	@mkdir -p $(@D)
 	$(Q)guest/fetch-kernel.sh $(GUEST_OUT)/dl $(NESTED_OUT)/vmlinuz.efi >/dev/null
 	$(Q)deb=$${KERNEL_DEB:-$$(ls $(GUEST_OUT)/dl/linux-image-*_amd64.deb | tail -n 1)}; \
-	    tests/system/nested/mkl1.sh $@ "$$deb" $(NESTED_OUT)/vmlinuz.efi $(NESTED_PTV) $(NESTED_QEMU_TIMEOUT)
+	    tests/system/nested/mkl1.sh $@ "$$deb" $(NESTED_OUT)/vmlinuz.efi $(NESTED_PTV) $(NESTED_QEMU_TIMEOUT) $(NESTED_ATK)
 
 .PHONY: nested-kvm-image test-nested-kvm
 nested-kvm-image: $(NESTED_L1)

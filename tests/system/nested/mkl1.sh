@@ -3,22 +3,25 @@
 # OVMF from startup.nsh, with an initramfs that holds KVM's modules from the same kernel
 # package, Debian's QEMU and every library `ldd` names, OVMF, busybox, and ptvisor's image.
 #
-#   tests/system/nested/mkl1.sh OUT.img KERNEL.deb VMLINUZ PTVISOR.img [TIMEOUT_S]
+#   tests/system/nested/mkl1.sh OUT.img KERNEL.deb VMLINUZ PTVISOR.img [TIMEOUT_S [ATTACK.img]]
 #
 # OUT.img: an ESP (tools/mkesp.sh) Bochs boots; OUT.img.cyl holds its cylinder count.
 # TIMEOUT_S (default 600) is what L1 gives the nested QEMU (on L1's clock); L1_CMDLINE adds to
-# L1's kernel command line.  L1_INIT: L1's /init (default tests/system/nested/l1-init);
-# L1_BARE: a second image, /nested/bare.img (make bench-nested: the guest without ptvisor).
+# L1's kernel command line.  ATTACK.img (ptvisor with attack.efi as its guest) goes in as
+# /nested/attack.img: l1-init runs it before the Linux image.  L1_INIT: L1's /init (default
+# tests/system/nested/l1-init); L1_BARE: one more image, /nested/bare.img (make bench-nested:
+# the guest without ptvisor).
 # Everything comes from Debian packages: linux-image-amd64 (.deb, never installed),
 # qemu-system-x86, ovmf, busybox-static, bash, util-linux (flock: tests/system/emu-slot.sh).
 set -eu
-out=$1 deb=$2 vmlinuz=$3 ptv=$4 timeout=${5:-600}
+out=$1 deb=$2 vmlinuz=$3 ptv=$4 timeout=${5:-600} atk=${6:-}
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../../.." && pwd)
 die() { echo "mkl1: $*" >&2; exit 1; }
 [ -f "$deb" ] || die "$deb missing (the guest kernel's .deb: make guest-image fetches it)"
 [ -f "$vmlinuz" ] || die "$vmlinuz missing"
 [ -f "$ptv" ] || die "$ptv missing (ptvisor's image did not build)"
+[ -z "$atk" ] || [ -f "$atk" ] || die "$atk missing (ptvisor's attack image did not build)"
 [ -z "${L1_BARE:-}" ] || [ -f "$L1_BARE" ] || die "$L1_BARE missing (the bare image did not build)"
 for f in /usr/bin/qemu-system-x86_64 /usr/share/qemu/kvmvapic.bin /usr/share/OVMF/OVMF_CODE_4M.fd \
     /usr/share/OVMF/OVMF_VARS_4M.fd /bin/busybox /bin/bash /usr/bin/flock; do
@@ -62,6 +65,7 @@ done
 rm -rf "$mods"
 cp "$top/tests/system/qemu.sh" "$top/tests/system/emu-slot.sh" "$root/nested/tests/system/"
 cp --sparse=always "$ptv" "$root/nested/ptvisor.img"
+[ -z "$atk" ] || cp --sparse=always "$atk" "$root/nested/attack.img"
 [ -z "${L1_BARE:-}" ] || cp --sparse=always "$L1_BARE" "$root/nested/bare.img"
 install -m 0755 "${L1_INIT:-$here/l1-init}" "$root/init"
 find "$root" -exec touch -h -d @0 {} +
@@ -81,5 +85,5 @@ cyl=$((size / 516096 + 8))
 "$top/tools/mkesp.sh" "$out" "$cyl" "$vmlinuz=\\vmlinuz.efi" "$initrd=\\initrd.img" "$nsh=\\startup.nsh"
 echo "$cyl" >"$out.cyl"
 rm -f "$nsh"
-echo "mkl1: $out: L1 kernel + initramfs $(($(stat -c %s "$initrd") >> 20)) MiB (${unpacked} MiB unpacked: QEMU, OVMF, KVM modules, ptvisor image)"
+echo "mkl1: $out: L1 kernel + initramfs $(($(stat -c %s "$initrd") >> 20)) MiB (${unpacked} MiB unpacked: QEMU, OVMF, KVM modules, ptvisor image${atk:+s})"
 rm -f "$initrd"
