@@ -10,10 +10,11 @@
  *   allowed   a guest page -> edu -> another guest page as high as the canary allows (the
  *             highest free page below it): the bytes land, so edu reaches that far (its DMA
  *             mask, dma_mask=, does not clamp the addresses below) and nothing faults
- *   write     edu -> the VMM canary page (PTV_VMCALL_VMM_RANGE): the VMM's canary stays intact
+ *   read      the VMM canary page (PTV_VMCALL_VMM_RANGE) -> edu -> a guest page: the canary's
+ *             bytes never arrive, a read fault at that page recorded (first: a write that got
+ *             through would have overwritten the pattern this looks for)
+ *   write     edu -> the VMM canary page: the VMM's canary stays intact
  *             (PTV_VMCALL_CHECK_CANARY) and the VMM recorded a write fault by edu at that page
- *   read      the VMM canary page -> edu -> a guest page: the canary's bytes never arrive, a
- *             read fault at that page recorded
  *
  * The VMM's fault figures come from PTV_VMCALL_DMA_STATS (ABI 8), which reads the units' fault
  * records at the call on the BSP: the count and the newest fault's page, requester and
@@ -207,23 +208,26 @@ static void atk_dma_canary(void)
     report(s1.faults == s0.faults, "dma: ... and no DMA fault recorded (%lu new)",
            s1.faults - s0.faults);
 
-    /* write: edu's buffer (the pattern) onto the VMM canary */
-    done = edu_dma(EDU_BUF, canary, true);
-    bool intact = canary_intact();
+    /* read first, while the canary surely holds its pattern: the VMM canary -> edu -> a guest
+     * page; the canary's bytes never arrive */
+    done = edu_dma(canary, EDU_BUF, false) && edu_dma(EDU_BUF, back, true);
     struct dma_stats s2 = dma_stats();
-    report(done && intact, "dma: edu's write onto the VMM canary %#lx leaves it intact (done %d)",
-           canary, done);
-    report(s2.faults > s1.faults && s2.addr == (canary & ~(PAGE - 1)) &&
-               s2.who == (sid | PTV_DMA_FAULT_WRITE),
-           "dma: ... the VMM recorded edu's write fault there (%lu new; newest %#lx by %#lx)",
+    report(done && !holds_canary(b), "dma: edu's read of the VMM canary never returns its bytes");
+    report(s2.faults > s1.faults && s2.addr == (canary & ~(PAGE - 1)) && s2.who == sid,
+           "dma: ... the VMM recorded edu's read fault there (%lu new; newest %#lx by %#lx)",
            s2.faults - s1.faults, s2.addr, s2.who);
 
-    /* read: the VMM canary -> edu -> a guest page: the canary's bytes never arrive */
-    done = edu_dma(canary, EDU_BUF, false) && edu_dma(EDU_BUF, back, true);
+    /* write: edu's buffer (the source's bytes) onto the VMM canary */
+    if (!edu_dma(src, EDU_BUF, false))
+        report_info("dma: edu did not reload its buffer");
+    done = edu_dma(EDU_BUF, canary, true);
+    bool intact = canary_intact();
     struct dma_stats s3 = dma_stats();
-    report(done && !holds_canary(b), "dma: edu's read of the VMM canary never returns its bytes");
-    report(s3.faults > s2.faults && s3.addr == (canary & ~(PAGE - 1)) && s3.who == sid,
-           "dma: ... the VMM recorded edu's read fault there (%lu new; newest %#lx by %#lx)",
+    report(done && intact, "dma: edu's write onto the VMM canary %#lx leaves it intact (done %d)",
+           canary, done);
+    report(s3.faults > s2.faults && s3.addr == (canary & ~(PAGE - 1)) &&
+               s3.who == (sid | PTV_DMA_FAULT_WRITE),
+           "dma: ... the VMM recorded edu's write fault there (%lu new; newest %#lx by %#lx)",
            s3.faults - s2.faults, s3.addr, s3.who);
     pci_write((unsigned)dev, 0x04, pci_read((unsigned)dev, 0x04) & 0xffff & ~PCI_CMD_MASTER);
     uefi_call_wrapper(BS->FreePages, 2, src, 1);
