@@ -109,15 +109,6 @@ uint8_t acpi_sum(const uint8_t *p, size_t n)
     return s;
 }
 
-static bool __attribute__((format(printf, 3, 4))) fail(char *err, size_t cap, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    ptv_vsnprintf(err, cap, fmt, ap);
-    va_end(ap);
-    return false;
-}
-
 static bool rd(const struct acpi_view *m, uint64_t phys, void *buf, size_t n)
 {
     if (phys == 0 || phys + n < phys)
@@ -179,29 +170,30 @@ static bool read_root(const struct acpi_view *m, const char *name, uint64_t phys
     uint32_t len;
 
     if (!rd(m, phys, buf, HDR_LEN))
-        return fail(err, cap, "%s at %#llx: header not readable (truncated)", name,
-                    (unsigned long long)phys);
+        return ptv_fail(err, cap, "%s at %#llx: header not readable (truncated)", name,
+                        (unsigned long long)phys);
     sig4(sig, buf);
     if (memcmp(buf, want[esz], 4) != 0)
-        return fail(err, cap, "%s at %#llx: signature '%s', not %s", name, (unsigned long long)phys,
-                    sig, name);
+        return ptv_fail(err, cap, "%s at %#llx: signature '%s', not %s", name,
+                        (unsigned long long)phys, sig, name);
     len = get32(buf + HDR_OFF_LEN);
     if (len < HDR_LEN)
-        return fail(err, cap, "%s at %#llx: length %u is shorter than its header", name,
-                    (unsigned long long)phys, len);
+        return ptv_fail(err, cap, "%s at %#llx: length %u is shorter than its header", name,
+                        (unsigned long long)phys, len);
     if ((len - HDR_LEN) % esz != 0)
-        return fail(err, cap, "%s at %#llx: length %u is not the header plus whole %u-byte entries",
-                    name, (unsigned long long)phys, len, esz);
+        return ptv_fail(err, cap,
+                        "%s at %#llx: length %u is not the header plus whole %u-byte entries", name,
+                        (unsigned long long)phys, len, esz);
     if ((len - HDR_LEN) / esz > ACPI_ROOT_MAX_ENTRIES)
-        return fail(err, cap, "%s at %#llx: length %u lists more than %u tables (overlong)", name,
-                    (unsigned long long)phys, len, ACPI_ROOT_MAX_ENTRIES);
+        return ptv_fail(err, cap, "%s at %#llx: length %u lists more than %u tables (overlong)",
+                        name, (unsigned long long)phys, len, ACPI_ROOT_MAX_ENTRIES);
     if (!rd(m, phys, buf, len))
-        return fail(err, cap, "%s at %#llx: length %u runs past readable memory (truncated)", name,
-                    (unsigned long long)phys, len);
+        return ptv_fail(err, cap, "%s at %#llx: length %u runs past readable memory (truncated)",
+                        name, (unsigned long long)phys, len);
     if (acpi_sum(buf, len) != 0)
-        return fail(err, cap, "%s at %#llx: checksum wrong", name, (unsigned long long)phys);
+        return ptv_fail(err, cap, "%s at %#llx: checksum wrong", name, (unsigned long long)phys);
     if (overlaps(phys, len, rsdp))
-        return fail(err, cap, "%s at %#llx: overlaps the RSDP", name, (unsigned long long)phys);
+        return ptv_fail(err, cap, "%s at %#llx: overlaps the RSDP", name, (unsigned long long)phys);
     memcpy(head, buf, HDR_LEN);
     *n = (len - HDR_LEN) / esz;
     for (uint32_t i = 0; i < *n; i++)
@@ -227,39 +219,41 @@ static bool check_entries(const struct acpi_view *m, const char *name, const uin
             continue;
         for (uint32_t j = 0; j < i; j++)
             if (entries[j] == e)
-                return fail(err, cap, "%s entries %u and %u are the same table at %#llx (a loop)",
-                            name, j, i, ea);
+                return ptv_fail(err, cap,
+                                "%s entries %u and %u are the same table at %#llx (a loop)", name,
+                                j, i, ea);
         if (!rd(m, e, h, HDR_LEN))
-            return fail(err, cap, "%s entry %u at %#llx: header not readable (truncated)", name, i,
-                        ea);
+            return ptv_fail(err, cap, "%s entry %u at %#llx: header not readable (truncated)", name,
+                            i, ea);
         sig4(sig, h);
         len = get32(h + HDR_OFF_LEN);
         if (overlaps_any(e, HDR_LEN, avoid, n_avoid))
-            return fail(err, cap, LOOP_MSG, name, i, sig, ea);
+            return ptv_fail(err, cap, LOOP_MSG, name, i, sig, ea);
         if (len < HDR_LEN)
-            return fail(err, cap, "%s entry %u '%s' at %#llx: length %u is shorter than its header",
-                        name, i, sig, ea, len);
+            return ptv_fail(err, cap,
+                            "%s entry %u '%s' at %#llx: length %u is shorter than its header", name,
+                            i, sig, ea, len);
         if (len > ACPI_TABLE_MAX_LEN)
-            return fail(err, cap, "%s entry %u '%s' at %#llx: length %u is over %u (overlong)",
-                        name, i, sig, ea, len, ACPI_TABLE_MAX_LEN);
+            return ptv_fail(err, cap, "%s entry %u '%s' at %#llx: length %u is over %u (overlong)",
+                            name, i, sig, ea, len, ACPI_TABLE_MAX_LEN);
         if (e + len < e || !rd(m, e, NULL, len))
-            return fail(
+            return ptv_fail(
                 err, cap,
                 "%s entry %u '%s' at %#llx: length %u runs past readable memory (truncated)", name,
                 i, sig, ea, len);
         if (overlaps_any(e, len, avoid, n_avoid))
-            return fail(err, cap, LOOP_MSG, name, i, sig, ea);
+            return ptv_fail(err, cap, LOOP_MSG, name, i, sig, ea);
         if (memcmp(h, "APIC", 4) == 0)
             s->has_madt = true;
         if (memcmp(h, "FACP", 4) == 0) {
             uint8_t sci[2], sum;
             if (len < FADT_OFF_SCI_INT + 2)
-                return fail(err, cap, "%s entry %u FADT at %#llx: length %u has no SCI_INT", name,
-                            i, ea, len);
+                return ptv_fail(err, cap, "%s entry %u FADT at %#llx: length %u has no SCI_INT",
+                                name, i, ea, len);
             if (!sum_table(m, e, len, &sum) || !rd(m, e + FADT_OFF_SCI_INT, sci, 2))
-                return fail(err, cap, "%s entry %u FADT at %#llx: not readable", name, i, ea);
+                return ptv_fail(err, cap, "%s entry %u FADT at %#llx: not readable", name, i, ea);
             if (sum != 0)
-                return fail(err, cap, "%s entry %u FADT at %#llx: checksum wrong", name, i, ea);
+                return ptv_fail(err, cap, "%s entry %u FADT at %#llx: checksum wrong", name, i, ea);
             s->has_fadt = true;
             s->sci_irq = get16(sci);
         }
@@ -282,31 +276,32 @@ bool acpi_scan(const struct acpi_view *m, uint64_t rsdp, struct acpi_scan *s, ch
         return true;
     s->rsdp = rsdp;
     if (!rd(m, rsdp, r, RSDP_V1_LEN))
-        return fail(err, cap, "RSDP at %#llx: not readable", ra);
+        return ptv_fail(err, cap, "RSDP at %#llx: not readable", ra);
     if (memcmp(r, RSDP_SIG, 8) != 0)
-        return fail(err, cap, "RSDP at %#llx: no \"RSD PTR \" signature", ra);
+        return ptv_fail(err, cap, "RSDP at %#llx: no \"RSD PTR \" signature", ra);
     if (acpi_sum(r, RSDP_V1_LEN) != 0)
-        return fail(err, cap, "RSDP at %#llx: checksum wrong", ra);
+        return ptv_fail(err, cap, "RSDP at %#llx: checksum wrong", ra);
     s->revision = r[RSDP_OFF_REV];
     memcpy(s->oem_id, r + RSDP_OFF_OEM, 6);
     s->rsdt = get32(r + RSDP_OFF_RSDT);
     if (s->revision >= 2) {
         if (!rd(m, rsdp, r, RSDP_V2_LEN))
-            return fail(err, cap, "RSDP at %#llx: revision %u but not readable to 36 bytes", ra,
-                        s->revision);
+            return ptv_fail(err, cap, "RSDP at %#llx: revision %u but not readable to 36 bytes", ra,
+                            s->revision);
         rlen = get32(r + RSDP_OFF_LEN);
         if (rlen < RSDP_V2_LEN || rlen > RSDP_MAX_LEN)
-            return fail(err, cap, "RSDP at %#llx: length %u (ACPI 2.0+ needs %u..%u)", ra, rlen,
-                        RSDP_V2_LEN, RSDP_MAX_LEN);
+            return ptv_fail(err, cap, "RSDP at %#llx: length %u (ACPI 2.0+ needs %u..%u)", ra, rlen,
+                            RSDP_V2_LEN, RSDP_MAX_LEN);
         if (!rd(m, rsdp, r, rlen))
-            return fail(err, cap, "RSDP at %#llx: length %u runs past readable memory", ra, rlen);
+            return ptv_fail(err, cap, "RSDP at %#llx: length %u runs past readable memory", ra,
+                            rlen);
         if (acpi_sum(r, rlen) != 0)
-            return fail(err, cap, "RSDP at %#llx: extended checksum wrong", ra);
+            return ptv_fail(err, cap, "RSDP at %#llx: extended checksum wrong", ra);
         s->xsdt = get64(r + RSDP_OFF_XSDT);
     }
     avoid[0] = (struct span){rsdp, rlen};
     if (!s->xsdt && !s->rsdt)
-        return fail(err, cap, "RSDP at %#llx: lists neither an XSDT nor an RSDT", ra);
+        return ptv_fail(err, cap, "RSDP at %#llx: lists neither an XSDT nor an RSDT", ra);
     if (s->xsdt && !read_root(m, "XSDT", s->xsdt, 8, avoid[0], s->xsdt_head, s->xsdt_entries,
                               &s->xsdt_n, &avoid[1], err, cap))
         return false;
@@ -315,7 +310,8 @@ bool acpi_scan(const struct acpi_view *m, uint64_t rsdp, struct acpi_scan *s, ch
                        err, cap))
             return false;
         if (overlaps(avoid[2].base, avoid[2].len, avoid[1]))
-            return fail(err, cap, "RSDT at %#llx overlaps the XSDT", (unsigned long long)s->rsdt);
+            return ptv_fail(err, cap, "RSDT at %#llx overlaps the XSDT",
+                            (unsigned long long)s->rsdt);
         for (uint32_t i = 0; i < s->rsdt_n; i++)
             s->rsdt_entries[i] = (uint32_t)tmp[i];
     }
@@ -389,18 +385,19 @@ static bool layout(const struct acpi_scan *s, const struct acpi_madt_in *in, str
     size_t off;
 
     if (in->n_cpus == 0 || in->n_cpus > ACPI_MADT_MAX_CPUS)
-        return fail(err, cap, "%u CPUs: an MADT of xAPIC entries holds 1..%u", in->n_cpus,
-                    ACPI_MADT_MAX_CPUS);
+        return ptv_fail(err, cap, "%u CPUs: an MADT of xAPIC entries holds 1..%u", in->n_cpus,
+                        ACPI_MADT_MAX_CPUS);
     for (unsigned i = 0; i < in->n_cpus; i++) {
         if (in->apic_ids[i] > APIC_ID_MAX)
-            return fail(err, cap, "CPU %u has APIC ID %u: needs an x2APIC entry (not built)", i,
-                        in->apic_ids[i]);
+            return ptv_fail(err, cap, "CPU %u has APIC ID %u: needs an x2APIC entry (not built)", i,
+                            in->apic_ids[i]);
         for (unsigned j = 0; j < i; j++)
             if (in->apic_ids[j] == in->apic_ids[i])
-                return fail(err, cap, "CPUs %u and %u both have APIC ID %u", j, i, in->apic_ids[i]);
+                return ptv_fail(err, cap, "CPUs %u and %u both have APIC ID %u", j, i,
+                                in->apic_ids[i]);
     }
     if (s->xsdt_n >= ACPI_ROOT_MAX_ENTRIES || s->rsdt_n >= ACPI_ROOT_MAX_ENTRIES)
-        return fail(err, cap, "the root table is full (%u entries)", ACPI_ROOT_MAX_ENTRIES);
+        return ptv_fail(err, cap, "the root table is full (%u entries)", ACPI_ROOT_MAX_ENTRIES);
     off = align16(rsdp_revision(s) >= 2 ? RSDP_V2_LEN : RSDP_V1_LEN);
     res->rsdp_off = 0;
     res->xsdt_off = res->rsdt_off = SIZE_MAX;
@@ -518,16 +515,17 @@ bool acpi_madt_build(const struct acpi_scan *s, const struct acpi_madt_in *in, u
     if (!layout(s, in, &b, err, ecap))
         return false;
     if (b.size > cap)
-        return fail(err, ecap, "the new tables need %zu bytes, the buffer has %zu", b.size, cap);
+        return ptv_fail(err, ecap, "the new tables need %zu bytes, the buffer has %zu", b.size,
+                        cap);
     if (out_phys == 0 || out_phys % TABLE_ALIGN != 0)
-        return fail(err, ecap, "buffer at %#llx: not a 16-byte aligned address",
-                    (unsigned long long)out_phys);
+        return ptv_fail(err, ecap, "buffer at %#llx: not a 16-byte aligned address",
+                        (unsigned long long)out_phys);
     if (out_phys + b.size < out_phys)
-        return fail(err, ecap, "buffer at %#llx: %zu bytes wrap past the top of memory",
-                    (unsigned long long)out_phys, b.size);
+        return ptv_fail(err, ecap, "buffer at %#llx: %zu bytes wrap past the top of memory",
+                        (unsigned long long)out_phys, b.size);
     if (b.rsdt_off != SIZE_MAX && out_phys + b.size > 0x100000000ull)
-        return fail(err, ecap, "buffer at %#llx: an RSDT needs its tables below 4 GiB",
-                    (unsigned long long)out_phys);
+        return ptv_fail(err, ecap, "buffer at %#llx: an RSDT needs its tables below 4 GiB",
+                        (unsigned long long)out_phys);
     /* nothing can fail from here on */
     memset(out, 0, b.size);
     madt = out_phys + b.madt_off;

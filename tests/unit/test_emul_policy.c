@@ -608,15 +608,25 @@ static void test_nmi(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_retire),      cmocka_unit_test(test_insn_retire_mode_shortcut),
-        cmocka_unit_test(test_fault_class), cmocka_unit_test(test_cr0),
-        cmocka_unit_test(test_cr4), cmocka_unit_test(test_cr3),         cmocka_unit_test(test_pdptes),
-        cmocka_unit_test(test_apic_base),   cmocka_unit_test(test_mtrr),
-        cmocka_unit_test(test_nmi),         cmocka_unit_test(test_dr6_deliver),
-        cmocka_unit_test(test_pf_cr2),      cmocka_unit_test(test_db_guest_part),
-        cmocka_unit_test(test_db_step),     cmocka_unit_test(test_blk_exit),
-        cmocka_unit_test(test_blk_entry),   cmocka_unit_test(test_blk_lead),
-        cmocka_unit_test(test_tf_step),     cmocka_unit_test(test_apic_base_view),
+        cmocka_unit_test(test_retire),
+        cmocka_unit_test(test_insn_retire_mode_shortcut),
+        cmocka_unit_test(test_fault_class),
+        cmocka_unit_test(test_cr0),
+        cmocka_unit_test(test_cr4),
+        cmocka_unit_test(test_cr3),
+        cmocka_unit_test(test_pdptes),
+        cmocka_unit_test(test_apic_base),
+        cmocka_unit_test(test_mtrr),
+        cmocka_unit_test(test_nmi),
+        cmocka_unit_test(test_dr6_deliver),
+        cmocka_unit_test(test_pf_cr2),
+        cmocka_unit_test(test_db_guest_part),
+        cmocka_unit_test(test_db_step),
+        cmocka_unit_test(test_blk_exit),
+        cmocka_unit_test(test_blk_entry),
+        cmocka_unit_test(test_blk_lead),
+        cmocka_unit_test(test_tf_step),
+        cmocka_unit_test(test_apic_base_view),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -37,28 +37,17 @@ static enum vtd_step_result failed(struct vtd_prog *p, const char *fmt, ...)
     return VTD_FAIL;
 }
 
-static bool __attribute__((format(printf, 3, 4))) fail(char *err, size_t cap, const char *fmt, ...)
-{
-    va_list ap;
-    if (!err || !cap)
-        return false;
-    va_start(ap, fmt);
-    ptv_vsnprintf(err, cap, fmt, ap);
-    va_end(ap);
-    return false;
-}
-
 bool vtd_probe(const struct vtd_regs *r, uint64_t reg_size, struct vtd_caps *c, char *err,
                size_t cap)
 {
     memset(c, 0, sizeof(*c));
     c->ver = r->rd32(r->ctx, VTD_REG_VER);
     if (c->ver == 0 || c->ver == UINT32_MAX || ((c->ver >> 4) & 0xf) == 0)
-        return fail(err, cap, "version register reads %#x: no remapping unit there", c->ver);
+        return ptv_fail(err, cap, "version register reads %#x: no remapping unit there", c->ver);
     c->cap = r->rd64(r->ctx, VTD_REG_CAP);
     c->ecap = r->rd64(r->ctx, VTD_REG_ECAP);
     if (c->cap == UINT64_MAX || c->ecap == UINT64_MAX)
-        return fail(err, cap, "capability registers read all ones: no remapping unit there");
+        return ptv_fail(err, cap, "capability registers read all ones: no remapping unit there");
     c->sagaw = VTD_CAP_SAGAW(c->cap);
     c->mgaw = VTD_CAP_MGAW(c->cap);
     c->has_2m = VTD_CAP_SLLPS(c->cap) & 1;
@@ -69,14 +58,14 @@ bool vtd_probe(const struct vtd_regs *r, uint64_t reg_size, struct vtd_caps *c, 
     c->nfr = VTD_CAP_NFR(c->cap);
     c->iro = VTD_ECAP_IRO(c->ecap);
     if (!(c->sagaw & 0xe))
-        return fail(err, cap, "CAP.SAGAW %#x offers no 3-, 4- or 5-level walk", c->sagaw);
+        return ptv_fail(err, cap, "CAP.SAGAW %#x offers no 3-, 4- or 5-level walk", c->sagaw);
     if ((uint64_t)c->fro + 16ull * c->nfr > reg_size || c->fro < VTD_REG_PMEN + 4)
-        return fail(err, cap,
-                    "fault records at %#x (%u of them) lie outside the %#llx-byte registers",
-                    c->fro, c->nfr, (unsigned long long)reg_size);
+        return ptv_fail(err, cap,
+                        "fault records at %#x (%u of them) lie outside the %#llx-byte registers",
+                        c->fro, c->nfr, (unsigned long long)reg_size);
     if ((uint64_t)c->iro + 16 > reg_size || c->iro < VTD_REG_PMEN + 4)
-        return fail(err, cap, "IOTLB registers at %#x lie outside the %#llx-byte registers", c->iro,
-                    (unsigned long long)reg_size);
+        return ptv_fail(err, cap, "IOTLB registers at %#x lie outside the %#llx-byte registers",
+                        c->iro, (unsigned long long)reg_size);
     return true;
 }
 
@@ -86,7 +75,7 @@ bool vtd_choose(const struct vtd_caps *c, unsigned n, uint64_t top, unsigned *le
     unsigned sagaw = 0x1f, mgaw = 64;
 
     if (n == 0)
-        return fail(err, cap, "no remapping unit");
+        return ptv_fail(err, cap, "no remapping unit");
     *has_2m = *has_1g = true;
     for (unsigned i = 0; i < n; i++) {
         sagaw &= c[i].sagaw;
@@ -96,8 +85,9 @@ bool vtd_choose(const struct vtd_caps *c, unsigned n, uint64_t top, unsigned *le
         *has_1g = *has_1g && c[i].has_1g;
     }
     if (mgaw < 64 && top > (1ull << mgaw))
-        return fail(err, cap, "memory up to %#llx is beyond a unit's %u-bit guest address width",
-                    (unsigned long long)top, mgaw);
+        return ptv_fail(err, cap,
+                        "memory up to %#llx is beyond a unit's %u-bit guest address width",
+                        (unsigned long long)top, mgaw);
     for (unsigned l = 3; l <= 5; l++) {
         unsigned bits = l == 5 ? 57 : 12 + 9 * l;
         if ((sagaw & (1u << (l - 2))) && top <= (1ull << bits)) {
@@ -105,8 +95,8 @@ bool vtd_choose(const struct vtd_caps *c, unsigned n, uint64_t top, unsigned *le
             return true;
         }
     }
-    return fail(err, cap, "no walk every unit offers (SAGAW %#x) reaches memory up to %#llx", sagaw,
-                (unsigned long long)top);
+    return ptv_fail(err, cap, "no walk every unit offers (SAGAW %#x) reaches memory up to %#llx",
+                    sagaw, (unsigned long long)top);
 }
 
 void vtd_prog_init(struct vtd_prog *p, const struct vtd_caps *c, uint64_t root_pa)

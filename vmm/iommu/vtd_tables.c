@@ -25,17 +25,6 @@ struct build {
     bool nomem;
 };
 
-static bool __attribute__((format(printf, 3, 4))) fail(char *err, size_t cap, const char *fmt, ...)
-{
-    va_list ap;
-    if (!err || !cap)
-        return false;
-    va_start(ap, fmt);
-    ptv_vsnprintf(err, cap, fmt, ap);
-    va_end(ap);
-    return false;
-}
-
 static enum cover cover1(uint64_t rb, uint64_t re, uint64_t p, uint64_t size, enum cover o)
 {
     if (rb >= p + size || re <= p)
@@ -137,31 +126,32 @@ static bool check(const struct vtd_map_in *in, uint64_t *top, char *err, size_t 
     uint64_t end = 4 * GIB;
 
     if (!in || (in->n && !in->mem) || (in->n_hole && !in->hole))
-        return fail(err, cap, "no memory map");
+        return ptv_fail(err, cap, "no memory map");
     if (in->levels < 3 || in->levels > 5)
-        return fail(err, cap, "a %u-level walk (3, 4 or 5)", in->levels);
+        return ptv_fail(err, cap, "a %u-level walk (3, 4 or 5)", in->levels);
     for (unsigned i = 0; i < in->n; i++) {
         const struct ptv_mem_range *r = &in->mem[i];
         if (r->size == 0 || ((r->base | r->size) & PAGE_MASK) || r->base + r->size < r->base ||
             r->type < PTV_MEM_RAM || r->type > PTV_MEM_VMM)
-            return fail(err, cap, "memory range %u [%#llx, +%#llx) type %u is malformed", i,
-                        (unsigned long long)r->base, (unsigned long long)r->size, r->type);
+            return ptv_fail(err, cap, "memory range %u [%#llx, +%#llx) type %u is malformed", i,
+                            (unsigned long long)r->base, (unsigned long long)r->size, r->type);
         if (r->base + r->size > end)
             end = r->base + r->size;
     }
     for (unsigned i = 0; i < in->n_hole; i++)
         if (in->hole[i].size == 0 ||
             in->hole[i].base + in->hole[i].size + PAGE_MASK < in->hole[i].base)
-            return fail(err, cap, "hole %u [%#llx, +%#llx) is malformed", i,
-                        (unsigned long long)in->hole[i].base, (unsigned long long)in->hole[i].size);
+            return ptv_fail(err, cap, "hole %u [%#llx, +%#llx) is malformed", i,
+                            (unsigned long long)in->hole[i].base,
+                            (unsigned long long)in->hole[i].size);
     if (end > UINT64_MAX - GIB)
-        return fail(err, cap, "memory ends at %#llx", (unsigned long long)end);
+        return ptv_fail(err, cap, "memory ends at %#llx", (unsigned long long)end);
     *top = (end + GIB - 1) & ~(GIB - 1);
     if (in->levels < 5 && *top > VTD_LEVEL_SIZE(in->levels + 1))
-        return fail(err, cap, "memory up to %#llx is beyond a %u-level walk's %u bits",
-                    (unsigned long long)*top, in->levels, 12 + 9 * in->levels);
+        return ptv_fail(err, cap, "memory up to %#llx is beyond a %u-level walk's %u bits",
+                        (unsigned long long)*top, in->levels, 12 + 9 * in->levels);
     if (in->levels == 5 && *top > (1ull << 57))
-        return fail(err, cap, "memory up to %#llx is beyond 57 bits", (unsigned long long)*top);
+        return ptv_fail(err, cap, "memory up to %#llx is beyond 57 bits", (unsigned long long)*top);
     return true;
 }
 
@@ -171,7 +161,7 @@ bool vtd_tables_span(const struct vtd_map_in *in, uint64_t *top, char *err, size
     if (err && cap)
         err[0] = 0;
     if (!in)
-        return fail(err, cap, "no memory map");
+        return ptv_fail(err, cap, "no memory map");
     any = *in;
     any.levels = 5;
     return check(&any, top, err, cap);
@@ -205,16 +195,16 @@ bool vtd_tables_build(const struct vtd_map_in *in, const struct vtd_page_ops *op
         err[0] = 0;
     memset(out, 0, sizeof(*out));
     if (!ops || !ops->alloc_page)
-        return fail(err, cap, "no page allocator");
+        return ptv_fail(err, cap, "no page allocator");
     if (!check(in, &b.top, err, cap))
         return false;
     if (!(slpt = new_table(&b, &slpt_pa)) || !(ctx = new_table(&b, &ctx_pa)) ||
         !(root = new_table(&b, &root_pa)))
-        return fail(err, cap, "out of memory for the remapping tables");
+        return ptv_fail(err, cap, "out of memory for the remapping tables");
     fill(&b, slpt, in->levels, 0);
     if (b.nomem)
-        return fail(err, cap, "out of memory for the remapping tables (%lu pages taken)",
-                    b.pages + 3);
+        return ptv_fail(err, cap, "out of memory for the remapping tables (%lu pages taken)",
+                        b.pages + 3);
     flush(&b, slpt);
     /* VT-d 9.3: context entry; AW 1/2/3 = a 3/4/5-level walk */
     for (unsigned i = 0; i < VTD_TABLE_ENTRIES / 2; i++) {

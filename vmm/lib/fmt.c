@@ -137,3 +137,14 @@ int ptv_snprintf(char *buf, size_t size, const char *fmt, ...)
     va_end(ap);
     return n;
 }
+
+bool ptv_fail(char *err, size_t cap, const char *fmt, ...)
+{
+    va_list ap;
+    if (!err || !cap)
+        return false;
+    va_start(ap, fmt);
+    ptv_vsnprintf(err, cap, fmt, ap);
+    va_end(ap);
+    return false;
+}

@@ -82,7 +82,7 @@ void trace_observe(struct swtrace_cpu *c);
 /* the trap-flag side (trace_tf.c): TF on or off for the next step with what VM entry needs;
  * the guest's own TF back at a window's close (with its DEBUGCTL.BTF); TF armed for a step;
  * what a step under the tracer's TF left (frames, RFLAGS images, the guest's TF and the #DB it
- * owes); this vCPU no longer among those stepping with TF */
+ * owes) */
 void trace_tf_write(struct vcpu *v, bool on);
 void trace_tf_guest_write(struct vcpu *v, bool btf);
 void trace_tf_arm(struct vcpu *v);
@@ -90,6 +90,5 @@ void trace_tf_after_step(struct vcpu *v, struct trace_vcpu *t, const struct x86_
                          bool prev_valid, uint64_t ip, uint64_t rsp_before, unsigned cpl_before,
                          uint64_t cr3_before, uint16_t cs_before, const struct swtrace_cpu *c,
                          bool ran);
-void trace_tf_steppers_off(struct vcpu *v);
 
 #endif

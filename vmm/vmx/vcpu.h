@@ -97,7 +97,6 @@ struct vcpu {
     bool trace_tf_used;       /* sw_trace = tf stepping ran (the single-step fast path) */
     bool trace_tf_step;       /* the last entry ran one instruction under the tracer's TF */
     bool trace_gtf;           /* the guest's own TF while the tracer's is set (trace_step.c) */
-    bool trace_tf_stepper;    /* counted among the vCPUs stepping with TF (trace_step.c) */
     uint64_t tf_frames_gen;   /* trace_step.c's frame table as this vCPU's #DB intercept knows it */
     bool trace_btf;           /* the guest's DEBUGCTL.BTF, held off while the trap flag steps */
     bool trace_blk;           /* a block is out: DR0 is the tracer's, events exit (trace_step.c) */
