@@ -2,12 +2,12 @@
 /*
  * The loader's console: every "ptvisor: ..." line goes to ConOut and, when
  * the firmware's console does not already include a serial port, also to the
- * configured UART (the VMM's own 16550 driver, vmm/serial.c), so that the
+ * configured UART (the VMM's own 16550 driver, vmm/dev/serial.c), so that the
  * serial log of a real machine holds the loader's decisions too.  Lines
  * printed before the config is read are kept and replayed to the UART.
  */
 #include "loader.h"
-#include "serial.h"
+#include "dev/serial.h"
 
 #define BACKLOG_MAX 2048
 

@@ -12,7 +12,7 @@
 #include "loader.h"
 #include "elf.h"
 #include "fmt.h"
-#include "handoff.h"
+#include "base/handoff.h"
 #include "memmap.h"
 #include "mp_services.h"
 #include "vmm_pin.h"

@@ -13,7 +13,7 @@ FUZZERS += fuzz_shootdown
 fuzz_shootdown_SRCS := tests/fuzz/fuzz_shootdown.c vmm/smp/shootdown.c
 
 # The joint: the real EPT builder + on-demand maps + the shootdown protocol on simulated CPUs
-# with TLBs and paging-structure caches, wired as vmm/vmx/exit_ept.c wires them.
+# with TLBs and paging-structure caches, wired as vmm/vcpu/exit/exit_ept.c wires them.
 HOST_TESTS += test_ept_smp
 test_ept_smp_SRCS   := tests/unit/test_ept_smp.c tests/unit/sd_sim.c vmm/ept/ept.c \
                        vmm/ept/mtrr.c vmm/ept/ept_ondemand.c vmm/smp/shootdown.c

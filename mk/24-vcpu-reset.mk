@@ -1,9 +1,9 @@
-# The INIT / SIPI state of a vCPU (issue 8): vmm/vmx/vcpu_reset.c is pure logic, compiled into
+# The INIT / SIPI state of a vCPU (issue 8): vmm/emul/vcpu_reset.c is pure logic, compiled into
 # the VMM by the vmm/vmx/*.c wildcard of mk/80-vmm.mk and unchanged into the host test and
-# fuzzer below, which check it against the VM-entry guest-state model (vmm/vmx/guest_check.c).
+# fuzzer below, which check it against the VM-entry guest-state model (vmm/emul/guest_check.c).
 
 HOST_TESTS += test_vcpu_reset
-test_vcpu_reset_SRCS := tests/unit/test_vcpu_reset.c vmm/vmx/vcpu_reset.c vmm/vmx/guest_check.c
+test_vcpu_reset_SRCS := tests/unit/test_vcpu_reset.c vmm/emul/vcpu_reset.c vmm/emul/guest_check.c
 
 FUZZERS += fuzz_vcpu_reset
-fuzz_vcpu_reset_SRCS := tests/fuzz/fuzz_vcpu_reset.c vmm/vmx/vcpu_reset.c vmm/vmx/guest_check.c
+fuzz_vcpu_reset_SRCS := tests/fuzz/fuzz_vcpu_reset.c vmm/emul/vcpu_reset.c vmm/emul/guest_check.c

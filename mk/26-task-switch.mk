@@ -1,10 +1,10 @@
-# Hardware task switches (issue 7 item 11): vmm/vmx/task_switch.c is pure logic, compiled into
-# the VMM by the vmm/vmx/*.c wildcard of mk/80-vmm.mk (vmm/vmx/task_switch_vmx.c is its VMX
+# Hardware task switches (issue 7 item 11): vmm/emul/task_switch.c is pure logic, compiled into
+# the VMM by the vmm/vmx/*.c wildcard of mk/80-vmm.mk (vmm/vcpu/exit/exit_task_switch.c is its VMX
 # shim) and unchanged into the host test and fuzzer below; both check the new state against
-# the VM-entry guest-state model (vmm/vmx/guest_check.c).
+# the VM-entry guest-state model (vmm/emul/guest_check.c).
 
 HOST_TESTS += test_task_switch
-test_task_switch_SRCS := tests/unit/test_task_switch.c vmm/vmx/task_switch.c vmm/vmx/guest_check.c
+test_task_switch_SRCS := tests/unit/test_task_switch.c vmm/emul/task_switch.c vmm/emul/guest_check.c
 
 FUZZERS += fuzz_task_switch
-fuzz_task_switch_SRCS := tests/fuzz/fuzz_task_switch.c vmm/vmx/task_switch.c vmm/vmx/guest_check.c
+fuzz_task_switch_SRCS := tests/fuzz/fuzz_task_switch.c vmm/emul/task_switch.c vmm/emul/guest_check.c

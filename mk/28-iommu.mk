@@ -5,7 +5,7 @@
 # Named 28- so IOMMU_SRCS is known in 80-vmm.mk.
 
 IOMMU_PURE_SRCS := vmm/iommu/dmar.c vmm/iommu/vtd_tables.c vmm/iommu/vtd.c
-IOMMU_SRCS      := $(IOMMU_PURE_SRCS) vmm/iommu/iommu_boot.c vmm/iommu/iommu_vmm.c
+IOMMU_SRCS      := $(IOMMU_PURE_SRCS) vmm/iommu/iommu_boot.c vmm/iommu/shim/iommu_vmm.c
 
 HOST_TESTS += test_dmar test_vtd_tables test_vtd test_iommu_boot
 test_dmar_SRCS       := tests/unit/test_dmar.c vmm/iommu/dmar.c vmm/lib/fmt.c

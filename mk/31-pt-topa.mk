@@ -4,7 +4,7 @@
 PT_TOPA_SRCS := vmm/pt/pt_topa.c vmm/pt/pt_shadow.c vmm/pt/pt_shadow_view.c vmm/pt/pt_eptv.c
 
 # The PT controller (guest RTIT MSRs, shadow, entry/exit switching): everything PT in vmm.elf
-# but the thin shim vmm/vmx/pt_vmx.c.
+# but the thin shim vmm/pt/shim/pt_vmx.c.
 PT_CTRL_SRCS := vmm/pt/pt_ctrl.c vmm/pt/pt_sys.c vmm/pt/pt_mem_view.c
 
 PT_MODEL_SRCS := tests/model/fake_world.c tests/model/ptm.c tests/model/ptgen.c

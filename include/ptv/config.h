@@ -50,7 +50,7 @@ enum ptv_log_level {
 
 /*
  * Value limits, shared by the parser (boot/config.c) and the VMM's check of
- * the handoff (vmm/handoff.c), so both agree on what a valid config is.
+ * the handoff (vmm/base/handoff.c), so both agree on what a valid config is.
  */
 #define PTV_CFG_SERIAL_PORT_MAX 0xfff8u      /* a UART spans 8 ports */
 #define PTV_CFG_UART_CLOCK      115200u      /* baud = 115200 / divisor */

@@ -2,7 +2,7 @@
 /*
  * libFuzzer target for the ptvisor.cfg parser (boot/config.c).  Invariants:
  * no crash or UB (ASan/UBSan), every message bounded and NUL-terminated, the
- * result always passes the VMM's own check of the config (vmm/handoff.c).
+ * result always passes the VMM's own check of the config (vmm/base/handoff.c).
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "../../boot/config.h"
-#include "handoff.h"
+#include "base/handoff.h"
 
 static void report(void *ctx, const char *msg)
 {

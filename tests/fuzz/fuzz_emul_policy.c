@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Fuzzer: guest-controlled CR0/CR4 values, RIP/RFLAGS/interruptibility, APIC
- * base and MTRR values through vmm/vmx/emul_policy.c.  Invariants: a value the
+ * base and MTRR values through vmm/emul/emul_policy.c.  Invariants: a value the
  * policy accepts can never make VM entry fail or break an architectural rule
  * (RIP[63:32] = 0 outside 64-bit mode, PG implies PE, NW implies CD, IA-32e
  * activation only with PAE, CS.L = 0 and a 32-bit TSS in TR -- so a legacy-mode TR
@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "vmx/emul_policy.h"
+#include "emul/emul_policy.h"
 
 #define CHECK(c)                                                                                   \
     do {                                                                                           \

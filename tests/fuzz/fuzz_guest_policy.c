@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "vmx/guest_policy.h"
+#include "emul/guest_policy.h"
 #include "pt/rtit.h"
 
 #define CHECK(c)                                                                                   \

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Fuzzer: random guest memory (GDT, LDT, TSSes, stack: every byte the guest's) and a random
- * current state, selector and source through vmm/vmx/task_switch.c.  Invariants:
+ * current state, selector and source through vmm/emul/task_switch.c.  Invariants:
  *  - it terminates within TS_MAX_ACCESSES accessor calls, each of at most TS_MAX_LEN bytes
  *    that do not wrap past 4 GiB;
  *  - the accessor is asked for memory outside the fake RAM only by reads that fail (the
@@ -10,7 +10,7 @@
  *    then commit: a write cannot fail half way);
  *  - a fault before the commit leaves the RAM byte for byte and the state as they were;
  *  - a committed switch (success or a fault in the new task) yields a state that passes the
- *    VM-entry guest-state model (vmm/vmx/guest_check.c) with TR = the new TSS, busy, and
+ *    VM-entry guest-state model (vmm/emul/guest_check.c) with TR = the new TSS, busy, and
  *    CR0.TS set.
  * Seeds (tests/fuzz/seeds/fuzz_task_switch): a GDT, two TSSes, an LDT and a stack laid out as
  * in test_task_switch.c, one per source, so the fuzzer starts past the descriptor checks.
@@ -18,8 +18,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "vmx/task_switch.h"
-#include "vmx/guest_check.h"
+#include "emul/task_switch.h"
+#include "emul/guest_check.h"
 #include "unit/ts_entry.h"
 
 #define CHECK(c)                                                                                   \

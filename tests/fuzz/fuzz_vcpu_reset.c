@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Fuzzer: random kind, SIPI vector, processor signature, old CR0, role and
- * activity state through vmm/vmx/vcpu_reset.c.  Invariants: the state always
- * passes the VM-entry guest-state model (vmm/vmx/guest_check.c, Bochs fixed bits,
+ * activity state through vmm/emul/vcpu_reset.c.  Invariants: the state always
+ * passes the VM-entry guest-state model (vmm/emul/guest_check.c, Bochs fixed bits,
  * unrestricted guest, IA-32e mode off) and the activity/interruptibility rules
  * it lacks; it is in real mode at the architectural CS:IP; the INIT/SIPI actions
  * follow Vol. 3C 26.2 and the state each action produces is consistent with it
@@ -11,8 +11,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "vmx/vcpu_reset.h"
-#include "vmx/guest_check.h"
+#include "emul/vcpu_reset.h"
+#include "emul/guest_check.h"
 
 #define CHECK(c)                                                                                   \
     do {                                                                                           \

@@ -2,7 +2,7 @@
 /*
  * Hardware task switches (issue 7 item 11): a 32-bit protected-mode guest JMPs to a task,
  * which JMPs back; CALLs a task, which IRETs back.  Each switch exits to the VMM, which
- * emulates it (vmm/vmx/task_switch.c).  The guest checks what the CPU architecture promises
+ * emulates it (vmm/emul/task_switch.c).  The guest checks what the CPU architecture promises
  * (SDM Vol. 3A 7.3): the registers the new task's TSS held, TR, busy bits (JMP clears the
  * old one, CALL keeps it), NT and the back link of a CALL, CR0.TS set, the state the old task
  * saved coming back; a #GP through an IDT task gate (as 32-bit Linux's double-fault task)

@@ -9,8 +9,8 @@
 set -u
 serial=$1
 here=$(dirname "$0")
-TRIPLE_RE=${TRIPLE_RE:-triple fault}             # agreed with the VMM (vmm/vmx/exit_fault.c)
-DUMP_DONE_RE=${DUMP_DONE_RE:-crash dump complete} # vmm/vmx/vmcs_dump.c, before on_crash
+TRIPLE_RE=${TRIPLE_RE:-triple fault}             # agreed with the VMM (vmm/vcpu/exit/exit_fault.c)
+DUMP_DONE_RE=${DUMP_DONE_RE:-crash dump complete} # vmm/vcpu/vcpu_report.c, before on_crash
 status=0
 fail() { echo "FAIL: $*"; status=1; }
 

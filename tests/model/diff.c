@@ -15,8 +15,8 @@
 #include "pt/pt_ctrl.h"
 #include "pt/pt_eptv.h"
 #include "pt/rtit.h"
-#include "vmx/guest_policy.h"
-#include "vmx/vmx.h"
+#include "emul/guest_policy.h"
+#include "hw/vmx.h"
 
 #define TABLE_GPA   0x10000ull /* guest ToPA tables: 16 pages from here */
 #define TABLE_SLOTS 16

@@ -29,7 +29,7 @@
 
 #include "model/lbr_model.h"
 #include "lbr/lbr_policy.h"
-#include "vmx/guest_policy.h"
+#include "emul/guest_policy.h"
 
 #define BIT(n)      (1ull << (n))
 #define VMM_BASE    0x7f000000ull /* where the VMM's code is (identity-mapped, CPL 0) */

@@ -24,7 +24,7 @@
 #include "model/twin.h"
 #include "pt/pt_ctrl.h"
 #include "pt/rtit.h"
-#include "vmx/guest_policy.h"
+#include "emul/guest_policy.h"
 
 #define MAXPA   39
 #define KERNEL  0xffffffff81000000ull

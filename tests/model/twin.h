@@ -3,7 +3,7 @@
  * The CPU twin (test code): the VMX side of Intel PT, written from the SDM, driving the PT
  * output model (ptm.h) as the CPU's trace unit and the bare-metal RTIT MSR rules (ptm_cpu.h)
  * as its RDMSR/WRMSR.  The real controller (vmm/pt/pt_ctrl.c) runs on it through
- * struct pt_cpu_ops exactly as it runs on a CPU through vmm/vmx/pt_vmx.c.
+ * struct pt_cpu_ops exactly as it runs on a CPU through vmm/pt/shim/pt_vmx.c.
  *
  * Modelled (SDM Vol. 3C; pt-facts A, G):
  *  - VMX root: RDMSR/WRMSR of the RTIT MSRs with the CPU's own #GP rules (a refused WRMSR is

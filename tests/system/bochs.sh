@@ -49,7 +49,7 @@ fi
 # The microcode revision the CPU reports (IA32_BIOS_SIGN_ID[63:32]): Bochs implements no such MSR
 # and reads 0, which Linux takes for pre-2018 microcode and, on bare metal only, disables the
 # TSC-deadline timer of the Skylake-X it emulates (erratum; ptvisor's VMM hides that timer where
-# the same rule holds, vmm/vmx/guest_policy.c).  0x2007006 is a released Skylake-X stepping 4
+# the same rule holds, vmm/emul/guest_policy.c).  0x2007006 is a released Skylake-X stepping 4
 # revision, so the guest keeps the timer bare and under the VMM alike (docs/ARCHITECTURE.md
 # section 2.4, the 2-CPU boot figure).  BOCHS_UCODE=0 shows the erratum path.  Writes are ignored
 # (the write of 0 before reading it, SDM Vol. 3A 10.11.7, leaves it).

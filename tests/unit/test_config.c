@@ -9,7 +9,7 @@
 #include <cmocka.h>
 
 #include "../../boot/config.h"
-#include "handoff.h"
+#include "base/handoff.h"
 
 #define MAX_MSGS 8
 

@@ -376,7 +376,7 @@ static void test_trace_start(void **state)
     assert_int_equal(dump_trace_start(ring_read, &c, c.written, c.written, 0), c.written);
 }
 
-/* ---- pacing: vmx/trace_dump.c's shim as it drives the pacer, over two vCPUs ---- */
+/* ---- pacing: trace/shim/trace_dump.c's shim as it drives the pacer, over two vCPUs ---- */
 
 #define STALE 80 /* ticks: ORPHAN_SLICES stall budgets */
 #define EBUSY (-3)

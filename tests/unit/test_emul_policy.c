@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * vmm/vmx/emul_policy.c: the architectural rules of emulated CPU state, case by
+ * vmm/emul/emul_policy.c: the architectural rules of emulated CPU state, case by
  * case against the SDM (each table row names its rule).  Every case here fails
  * on the exit handlers as they were before issue 7 (no RIP wrap, no RF, any CR0
  * accepted, APIC base and MTRRs passed through).
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "vmx/emul_policy.h"
+#include "emul/emul_policy.h"
 
 static void test_retire(void **state)
 {
@@ -356,7 +356,7 @@ static void test_mtrr(void **state)
 }
 
 /* which #DB exits are the tracer's own steps, and which of those the exit loop may trace
- * without the exit handler (vmx/trace_step.c, vmx/vmx_run.c) */
+ * without the exit handler (trace/shim/trace_step.c, vcpu/vcpu_loop.c) */
 /* which exits a block ends how (blk_exit_action) */
 static void test_blk_exit(void **state)
 {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The joint of vmm/ept/ept.c + ept_ondemand.c and vmm/smp/shootdown.c, wired
- * as vmm/vmx/exit_ept.c and exit_vmcall.c wire them, on two and three
+ * as vmm/vcpu/exit/exit_ept.c and exit_vmcall.c wire them, on two and three
  * simulated CPUs sharing ONE real struct ept + struct ept_od.
  *
  * The hardware model.  Table pages live in a host buffer (PA = PA_BASE + page

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Host tests for vmm/ept/ept_window.c with ept.c's merges (issue 27 item 8): a guest moving
- * its xAPIC window around, as vmx/exit_msr.c moves it (remove the old one, place the new one,
+ * its xAPIC window around, as vcpu/exit/exit_msr.c moves it (remove the old one, place the new one,
  * INVEPT), over an identity map with 4 KiB, 2 MiB and 1 GiB leaves, holes above RAM and
  * on-demand maps there.  Thousands of moves hold a bounded number of EPT pool pages (the
  * bound ept_window.h states), every page the window left translates exactly as before, page
@@ -135,7 +135,7 @@ static uint64_t pick(struct wfx *x)
     }
 }
 
-/* what vmx/exit_msr.c does when the guest moves window i to `to` (and its vmx_ept_sync());
+/* what vcpu/exit/exit_msr.c does when the guest moves window i to `to` (and its vmx_ept_sync());
  * the page the window leaves must translate as before it came, page size included, unless an
  * on-demand drop took that map meanwhile */
 static void move(struct wfx *x, unsigned i, uint64_t to)

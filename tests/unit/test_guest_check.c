@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* Software VM-entry guest-state checks (vmm/vmx/guest_check.c, SDM Vol. 3C 27.3.1). */
+/* Software VM-entry guest-state checks (vmm/emul/guest_check.c, SDM Vol. 3C 27.3.1). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
-#include "vmx/guest_check.h"
+#include "emul/guest_check.h"
 
 /* the state OVMF hands the blue pill (values seen in the Bochs VMCS dump) */
 static struct vmx_guest_state ovmf(void)

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* Guest-visible CPUID / XSETBV / MSR policy (vmm/vmx/guest_policy.c). */
+/* Guest-visible CPUID / XSETBV / MSR policy (vmm/emul/guest_policy.c). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <string.h>
 #include <cmocka.h>
-#include "vmx/guest_policy.h"
+#include "emul/guest_policy.h"
 #include "pt/rtit.h"
 
 #define CR4_OSXSAVE (1ull << 18)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Host tests for the loader/VMM handoff: ptv_handoff_check() (vmm/handoff.c),
+ * Host tests for the loader/VMM handoff: ptv_handoff_check() (vmm/base/handoff.c),
  * one test per rejection, and the loader's memory map builder
  * (boot/memmap.c), whose output must always pass the check.
  */
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "handoff.h"
+#include "base/handoff.h"
 #include "../../boot/config.h"
 #include "../../boot/memmap.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Host tests for vmm/paging.c: the VMM's W^X page tables built in a buffer for
+ * Host tests for vmm/host/paging.c: the VMM's W^X page tables built in a buffer for
  * given layouts, then walked as the CPU walks them: every page of the VMM
  * image (text R+X, rodata R+NX, data R+W+NX) and a sample of all other memory
  * (R+W+NX, identity) has the right rights, the largest pages are used away
@@ -15,7 +15,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "paging.h"
+#include "host/paging.h"
 
 #define KiB(x) ((uint64_t)(x) << 10)
 #define MiB(x) ((uint64_t)(x) << 20)

@@ -596,7 +596,7 @@ static void test_loss_outside_window(void **state)
  * there.  Seen two ways by the tracer, the same packets either way:
  *   - MTF steps: the handler's first instruction, its frame on the stack (saved RIP);
  *   - trap-flag steps: the handler runs unstepped (the CPU cleared TF) and is first seen at
- *     its KPTI MOV to CR3, with no frame at RSP (vmx/trace_step.c: CR3-load exiting is on in a
+ *     its KPTI MOV to CR3, with no frame at RSP (trace/shim/trace_step.c: CR3-load exiting is on in a
  *     one-process window); from its MOV back the way out is stepped, the IRET too.
  * Both count it as one event of the window (what its owner is told), and libipt decodes the
  * stream as one asynchronous disable at that instruction.

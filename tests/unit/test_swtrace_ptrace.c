@@ -66,7 +66,7 @@ static bool phys_read(void *ctx, uint64_t gpa, void *buf, unsigned len)
 }
 static const struct gw_mem mem = {.read = phys_read};
 
-/* gw_mem.map as the VMM's shim gives it (vmx/trace_step.c map_step): the page in place */
+/* gw_mem.map as the VMM's shim gives it (trace/shim/trace_step.c map_step): the page in place */
 static const uint8_t *phys_map(void *ctx, uint64_t gpa)
 {
     (void)ctx;

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The task-switch emulator (vmm/vmx/task_switch.c) over a fake guest RAM of 64 KiB holding a
+ * The task-switch emulator (vmm/emul/task_switch.c) over a fake guest RAM of 64 KiB holding a
  * GDT, an LDT, two 32-bit TSSes (A current, B the target) and a 16-bit one.  Each source (JMP,
  * CALL, IRET, task gate for a hardware event with an error code, for INT n) is checked field
  * by field: the old TSS's saved state, busy bits, NT, the back link, TR, CR0.TS, DR7, the
  * pushed error code, and the new state passes the VM-entry guest-state model
- * (vmm/vmx/guest_check.c).  Every refusal before the commit leaves the RAM byte for byte as it
+ * (vmm/emul/guest_check.c).  Every refusal before the commit leaves the RAM byte for byte as it
  * was; faults after the commit (a bad data segment, the error code off the stack) load the new
  * task and report the fault.
  */
@@ -14,8 +14,8 @@
 #include <setjmp.h>
 #include <string.h>
 #include <cmocka.h>
-#include "vmx/task_switch.h"
-#include "vmx/guest_check.h"
+#include "emul/task_switch.h"
+#include "emul/guest_check.h"
 #include "ts_entry.h"
 
 #define RAM_SIZE 0x10000u

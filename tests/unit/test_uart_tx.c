@@ -31,7 +31,7 @@ static void chip_thr(struct chip *c, struct uart_tx *t, bool vmm)
     c->sent++;
 }
 
-/* serial_tx as vmm/serial.c does it: wait for THRE (the FIFO empty), then write */
+/* serial_tx as vmm/dev/serial.c does it: wait for THRE (the FIFO empty), then write */
 static void vmm_byte(struct chip *c, struct uart_tx *t, unsigned *rng)
 {
     if (uart_tx_need_thre(t)) {

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The INIT / SIPI state and decisions (vmm/vmx/vcpu_reset.c): every SDM Vol. 3A
+ * The INIT / SIPI state and decisions (vmm/emul/vcpu_reset.c): every SDM Vol. 3A
  * 9.1.1 Table 9-1 value field by field, the INIT/SIPI action matrix, and the
  * joint test: the state of every kind, for all 256 SIPI vectors, made into a
  * VMCS guest state with the Bochs fixed bits passes vmx_guest_state_check()
- * (vmm/vmx/guest_check.c) and the Vol. 3C 27.3.1 rules that file does not model
+ * (vmm/emul/guest_check.c) and the Vol. 3C 27.3.1 rules that file does not model
  * (extra_entry_check() below).
  */
 #include <stdarg.h>
@@ -12,8 +12,8 @@
 #include <setjmp.h>
 #include <string.h>
 #include <cmocka.h>
-#include "vmx/vcpu_reset.h"
-#include "vmx/guest_check.h"
+#include "emul/vcpu_reset.h"
+#include "emul/guest_check.h"
 #include "vmx/vcpu.h" /* GPR_* */
 
 #define SIG_SKX 0x00050654u /* CPUID.1:EAX of a Skylake-SP, family 6 model 0x55 */
@@ -317,7 +317,7 @@ static bool canonical(uint64_t a)
 }
 
 /*
- * Vol. 3C 27.3.1 rules vmm/vmx/guest_check.c does not model (reported to the
+ * Vol. 3C 27.3.1 rules vmm/emul/guest_check.c does not model (reported to the
  * lead; guest_check.c says "real mode is never launched", which SMP changes):
  * 27.3.1.1 DR7[63:32]; 27.3.1.2 real-mode SS/CS DPL and base widths; 27.3.1.3
  * GDTR/IDTR; 27.3.1.4 RIP and RFLAGS.VM; 27.3.1.5 activity, interruptibility,

@@ -4,7 +4,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
-#include "vmx/vmx.h"
+#include "hw/vmx.h"
 #include "pt/rtit.h"
 
 /* Bochs corei7_skylake_x, measured (TEST-VEHICLES.md) */

@@ -11,7 +11,7 @@
 #include <cmocka.h>
 #include <ptv/handoff.h>
 #include "vmx/vmx_caps_policy.h"
-#include "vmx/guest_policy.h"
+#include "emul/guest_policy.h"
 #include "vmx_profiles.h"
 
 /* The controls every profile that the VMM accepts gets (none has user wait/pause). */

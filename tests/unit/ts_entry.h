@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Test helper (test_task_switch, fuzz_task_switch): would VM entry take the state a task switch
- * committed?  The guest-state checks of vmm/vmx/guest_check.c on a CPU with unrestricted guest
+ * committed?  The guest-state checks of vmm/emul/guest_check.c on a CPU with unrestricted guest
  * and typical fixed CR0/CR4 bits; cr0 as the caller wants it judged.  NULL: entry would succeed.
  */
 #ifndef PTV_TESTS_TS_ENTRY_H
@@ -9,8 +9,8 @@
 
 #include <string.h>
 
-#include "vmx/guest_check.h"
-#include "vmx/task_switch.h"
+#include "emul/guest_check.h"
+#include "emul/task_switch.h"
 
 static inline const char *ts_entry_check(const struct ts_state *s, uint64_t cr0)
 {

@@ -23,7 +23,7 @@ struct cpu_profile {
     uint8_t vaddr_bits;    /* CPUID.80000008H:EAX[15:8] */
 };
 
-/* The same mapping as vmm/vmx/pt_probe.c: the PT decision's inputs from a profile. */
+/* The same mapping as vmm/pt/shim/pt_probe.c: the PT decision's inputs from a profile. */
 static inline struct pt_caps profile_pt_caps(const struct cpu_profile *p)
 {
     struct pt_caps c = {0};

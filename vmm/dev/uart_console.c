@@ -5,10 +5,9 @@
  */
 #include "dev/uart_console.h"
 #include "dev/uart_mux.h"
-#include "smp/smp.h"
-#include "smp/spinlock.h"
-#include "cpu.h"
-#include "percpu.h"
+#include "hw/spinlock.h"
+#include "hw/cpu.h"
+#include "hw/percpu.h"
 #include "serial.h"
 #include "lib/fmt.h"
 
@@ -26,13 +25,21 @@ static bool ready;
  * fault inside it) goes raw instead of deadlocking */
 static struct spinlock lock;
 static volatile unsigned owner; /* this_cpu_id() + 1 of the holder, 0 = free */
+/* what a CPU waiting for the lock does meanwhile: answer EPT shootdowns (set by start-up, once
+ * SMP runs; the console itself knows nothing of SMP) */
+static void (*wait_relax)(void *);
+
+void uart_console_relax_with(void (*relax)(void *))
+{
+    wait_relax = relax;
+}
 
 static bool mux_enter(void)
 {
     unsigned me = this_cpu_id() + 1;
     if (__atomic_load_n(&owner, __ATOMIC_RELAXED) == me)
         return false;
-    spin_lock_relax(&lock, smp_relax, NULL); /* a waiter still answers EPT shootdowns */
+    spin_lock_relax(&lock, wait_relax, NULL);
     owner = me;
     return true;
 }

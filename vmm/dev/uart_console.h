@@ -2,7 +2,7 @@
 /*
  * The VMM's console on the UART it shares with the guest: log lines go through
  * the 16550 multiplexer (uart_mux.h), and so do the guest's accesses to the
- * UART's ports, which the I/O-instruction exit handler (vmx/exit_io.c) hands
+ * UART's ports, which the I/O-instruction exit handler (vcpu/exit/exit_io.c) hands
  * over.  One UART, one multiplexer, for the machine.
  */
 #ifndef PTV_DEV_UART_CONSOLE_H
@@ -18,6 +18,8 @@ void console_write(const char *s, size_t n, bool urgent);
 bool console_frame_ready(void);
 /* everything queued goes out now */
 void console_flush(void);
+/* what a CPU waiting for the console does meanwhile (NULL: PAUSE); start-up sets smp_relax */
+void uart_console_relax_with(void (*relax)(void *));
 
 /* the UART's ports: base (0 = none) and the offsets to trap now (bit i = base + i) */
 uint16_t console_port(void);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The transmit credit of a 16550 (vmm/serial.c's rule, pure, host-tested by test_uart_tx).
+ * The transmit credit of a 16550 (vmm/dev/serial.c's rule, pure, host-tested by test_uart_tx).
  * THRE in FIFO mode means the transmit FIFO is empty (16550A): after one LSR read that shows it,
  * 16 bytes may go to THR with no other read; without FIFOs, 1.  Every THR write spends one
  * credit, also the guest's bytes the console multiplexer forwards without asking; at 0 the next

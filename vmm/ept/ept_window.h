@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A 4 KiB window of guest-physical space shown onto one fixed host page, movable by the guest:
- * the relocated xAPIC window (vmx/exit_msr.c; the real APIC never moves).  Placing it saves
+ * the relocated xAPIC window (vcpu/exit/exit_msr.c; the real APIC never moves).  Placing it saves
  * what the page mapped before; removing it gives that back.  Pure: the same file compiles into
  * the VMM and into tests/unit/test_ept_window.c.
  *

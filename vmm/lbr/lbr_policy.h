@@ -2,7 +2,7 @@
 /*
  * Guest LBR policy (issue 11): what the guest is shown of the last branch records and what the
  * VMM answers itself.  Pure logic: the VMM fills a struct lbr_host with raw values (CPUID, two
- * MSRs, the VMX controls it chose) and calls lbr_decide() once; the shim (vmm/vmx/lbr_vmx.c)
+ * MSRs, the VMX controls it chose) and calls lbr_decide() once; the shim (vmm/lbr/shim/lbr_vmx.c)
  * only executes the decision.  The same file runs in host tests (tests/unit/test_lbr_policy.c),
  * in the differential against the LBR model (tests/model/test_lbr_diff.c) and in fuzz_lbr.
  *
@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 /* --- MSRs (Linux msr-index.h names; pt-facts F.1, F.2) --- */
-#define MSR_IA32_DEBUGCTLMSR       0x000001d9 /* same spelling as vmm/cpu.h */
+#define MSR_IA32_DEBUGCTLMSR       0x000001d9 /* same spelling as vmm/hw/cpu.h */
 #define MSR_LBR_SELECT             0x1c8
 #define MSR_LBR_TOS                0x1c9
 #define MSR_IA32_PERF_CAPABILITIES 0x345

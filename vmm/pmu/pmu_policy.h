@@ -4,7 +4,7 @@
  * needs, as pure decisions.  ptvisor has no PMU use of its own and one guest, so the counters
  * are the guest's: every PMU MSR passes through the MSR bitmap except IA32_PERF_GLOBAL_CTRL,
  * which the VMCS switches ("load IA32_PERF_GLOBAL_CTRL" at exit = 0, at entry = the guest's).
- * This file decides and states it.  Wired into the VMM (vmm/vmx/pmu_vmx.c): the GLOBAL_CTRL
+ * This file decides and states it.  Wired into the VMM (vmm/pmu/shim/pmu_vmx.c): the GLOBAL_CTRL
  * write rule and pmu_observe (exit_msr.c), the CPUID filter of the hidden case (exit_cpuid.c),
  * the NMI rule (the NMI exit; NMIs taken in root before the next entry), the emulated-instruction
  * count (vmx_run.c); docs/lbr.md "PMU".  The same file runs in the differential against the

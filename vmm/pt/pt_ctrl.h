@@ -4,7 +4,7 @@
  * that compiles into vmm.elf and, unchanged, into the host tests (the CPU twin and the
  * bare-metal differential, tests/model/).  It owns the guest's virtual RTIT MSR file, the
  * shadow ToPA, and the switching of the RTIT MSRs around VM entry and exit; it touches the CPU
- * only through struct pt_cpu_ops, which vmm/vmx/pt_vmx.c (the shim) implements with
+ * only through struct pt_cpu_ops, which vmm/pt/shim/pt_vmx.c (the shim) implements with
  * RDMSR/WRMSR/VMWRITE and the tests implement with the CPU twin.
  *
  * What the guest sees is what bare metal shows (ARCHITECTURE §3):
@@ -38,7 +38,7 @@
 /* Guest output regions one shadow build may name (VMM bound; 16 bytes each). */
 #define PT_CTRL_MAX_REGIONS 16384
 
-/* The CPU, as the controller uses it.  vmm/vmx/pt_vmx.c: real instructions; tests: the twin. */
+/* The CPU, as the controller uses it.  vmm/pt/shim/pt_vmx.c: real instructions; tests: the twin. */
 struct pt_cpu_ops {
     void *ctx;
     uint64_t (*rdmsr)(void *ctx, uint32_t msr);

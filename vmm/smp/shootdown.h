@@ -50,7 +50,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include "smp/spinlock.h"
+#include "hw/spinlock.h"
 
 #define SMP_MAX_CPUS 64
 

@@ -5,10 +5,9 @@
  * ordering; that is the protocol's, tested on the host with simulated CPUs.
  */
 #include "smp/smp.h"
-#include "cpu.h"
-#include "lapic.h"
-#include "log.h"
-#include "vmx/vmx_cpu.h"
+#include "hw/cpu.h"
+#include "hw/lapic.h"
+#include "base/log.h"
 
 #define ICR_BUSY_POLLS 100000u
 /* how long an initiator waits for the others' INVEPT: ~0.3 s at 3 GHz */
@@ -46,9 +45,12 @@ static void send_nmi(void *ctx, unsigned cpu)
     apic[LAPIC_ICR_HI / 4] = hi;
 }
 
+/* what a shootdown asks of every CPU: set once by smp_init (INVEPT of the guest's EPT) */
+static void (*flush_action)(void);
+
 static void flush_local(void *ctx)
 {
-    vmx_invept_all();
+    flush_action();
 }
 
 static uint64_t now(void *ctx)
@@ -64,8 +66,9 @@ static void relax(void *ctx)
 static const struct sd_ops ops = {
     .send_ipi = send_nmi, .flush_local = flush_local, .now = now, .relax = relax};
 
-void smp_init(void)
+void smp_init(void (*flush)(void))
 {
+    flush_action = flush;
     sd_init(&vmm_sd, PTV_MAX_CPUS);
 }
 

@@ -9,13 +9,13 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include "percpu.h"
+#include "hw/percpu.h"
 #include "smp/shootdown.h"
 
 extern struct shootdown vmm_sd;
 
-/* set-up on the BSP, before any CPU runs the guest */
-void smp_init(void);
+/* set-up on the BSP, before any CPU runs the guest; flush: what a shootdown runs on each CPU */
+void smp_init(void (*flush)(void));
 /* this CPU changes state (SD_CPU_ACTIVE when its vCPU is about to run guest code) */
 void smp_set_state(enum sd_cpu_state st);
 /* this CPU's state in the protocol (SD_CPU_WAIT_SIPI: its vCPU waits for a SIPI) */

@@ -3,7 +3,7 @@
  * The software tracer's decode cache (issue 9): code-page translations and decoded
  * instructions, so that a guest loop the tracer steps costs neither a guest page walk
  * nor a decode per instruction.  Fixed size, no allocation: it lives inside struct
- * swtrace (one page per vCPU in the VMM, vmm/vmx/trace_step.c).  Pure code, run
+ * swtrace (one page per vCPU in the VMM, vmm/trace/shim/trace_step.c).  Pure code, run
  * unchanged by the host tests.
  *
  * THE RULE: a hit never gives a different length / class than re-reading the bytes and

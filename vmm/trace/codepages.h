@@ -4,7 +4,7 @@
  * (address space, page) with a CRC32 of the page's bytes when it first ran.  A dump sends each
  * page's bytes as they are at dump time and says which ones no longer match their CRC: the
  * host tool never decodes silently against bytes that did not run (Linux patches its own
- * text at run time).  Pure code, shared by the VMM shim (vmx/trace_step.c, trace_vmx.c)
+ * text at run time).  Pure code, shared by the VMM shim (trace/shim/trace_step.c, trace_vmx.c)
  * and the host tests.
  *
  * Pages in the upper canonical half (a 64-bit kernel) are shared by every address space and

@@ -3,7 +3,7 @@
  * Reading guest memory by linear address, as the guest's CPU would translate it:
  * no paging, 32-bit (with 4 MiB pages), PAE, 4-level and 5-level paging (SDM Vol.
  * 3A 4.3-4.5).  Pure code: the VMM reads guest-physical memory through a callback
- * over EPT (vmm/vmx/trace_step.c), the host tests over a fake RAM.  The software
+ * over EPT (vmm/trace/shim/trace_step.c), the host tests over a fake RAM.  The software
  * tracer uses it for the code bytes the guest is about to run and for the frame
  * an event pushed; it checks presence only (the CPU already decided access rights
  * for what it ran), and never follows a translation outside guest RAM.

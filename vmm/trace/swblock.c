@@ -331,38 +331,7 @@ static bool indirect_target(struct swtrace *t, const struct gw_mem *m, const str
     return read64(t, m, c, ea, to);
 }
 
-/*
- * The successor table: the block that followed the lead at `from` to `to` (64-bit code), kept
- * with the block-table entries its shape depends on (block_from's block_src).  It is the block
- * block_from would build again while each of those entries is the one it was (gen) and its
- * bytes are the bytes at its address now (bc_blk_fresh): the runs' lengths, their direct JMP /
- * CALL targets, the instruction ending the last run and the run refused for overlapping are
- * all in those bytes, so only a max below `need` could build another.
- */
-struct swtrace_next {
-    uint64_t from, to;
-    uint64_t need;
-    unsigned nrun;
-    bool bp_apart; /* the lead was a Jcc or a direct JMP (block_holds) */
-    bool noted;    /* swtrace_block_noted, under noted_cr3 */
-    uint64_t noted_cr3;
-    uint64_t gen[SWTRACE_BLOCK_SEGS];
-    const struct bc_blk_entry *run[SWTRACE_BLOCK_SEGS];
-    struct swtrace_block b; /* nrun == 0: empty */
-};
-
-void swtrace_next_init(struct swtrace *t, void *mem, uint64_t bytes)
-{
-    uint64_t n = mem ? bc_pow2_fit(bytes, sizeof(struct swtrace_next), 1u << 16) : 0;
-    t->next = t->next_last = NULL;
-    t->next_mask = 0;
-    if (!n || !t->bc.blk)
-        return;
-    memset(mem, 0, n * sizeof(struct swtrace_next));
-    t->next = mem;
-    t->next_mask = (uint32_t)(n - 1);
-}
-
+/* the successor table (struct swtrace_next, swtrace_int.h): where the block after a lead is kept */
 static struct swtrace_next *next_slot(const struct swtrace *t, uint64_t from, uint64_t to)
 {
     uint64_t h = (from ^ (to * 0x9e3779b97f4a7c15ull)) >> 20 ^ to;

@@ -4,7 +4,7 @@
  * executed, one at a time, write exactly the Intel PT packets hardware would have
  * written for that path (SDM Vol. 3C chapter 33), so libipt decodes them as any PT
  * trace.  Pure code: compiled unchanged into vmm.elf (fed by the monitor-trap-flag
- * stepper, vmm/vmx/trace_step.c) and into the host tests (fed by ptrace single
+ * stepper, vmm/trace/shim/trace_step.c) and into the host tests (fed by ptrace single
  * steps of real programs, decoded back with libipt).
  *
  * Settings it models (as an RTIT_CTL would name them): BranchEn = 1, DisRETC = 1

@@ -2,6 +2,7 @@
 /* The software tracer's stepping logic (swtrace.h). */
 #include "trace/swtrace.h"
 #include "trace/swtrace_int.h"
+#include "lib/ptv_string.h"
 
 /* read and classify the instruction at c->rip (the bytes that are about to run) */
 static void fetch(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c)
@@ -259,6 +260,18 @@ static bool plain_step(struct swtrace *t, const struct swtrace_cpu *c)
     t->st.steps++;
     swpt_insn(&t->pt, t->ip, in, c->rip, &c->ctx, c->tsc);
     return true;
+}
+
+void swtrace_next_init(struct swtrace *t, void *mem, uint64_t bytes)
+{
+    uint64_t n = mem ? bc_pow2_fit(bytes, sizeof(struct swtrace_next), 1u << 16) : 0;
+    t->next = t->next_last = NULL;
+    t->next_mask = 0;
+    if (!n || !t->bc.blk)
+        return;
+    memset(mem, 0, n * sizeof(struct swtrace_next));
+    t->next = mem;
+    t->next_mask = (uint32_t)(n - 1);
 }
 
 void swtrace_start(struct swtrace *t, const struct swpt_cfg *cfg, struct swpt_ring *ring,

@@ -4,7 +4,7 @@
  * vCPU (one monitor-trap-flag step, or a VM exit the VMM emulated) decide what
  * ran -- one instruction, an event (interrupt, exception) before it, or both --
  * and feed the packet generator (swpt.h).  Pure code: the VMM calls it from the
- * shim vmm/vmx/trace_step.c with the VMCS state, the host tests with scripted
+ * shim vmm/trace/shim/trace_step.c with the VMCS state, the host tests with scripted
  * CPUs over fake guest memory.
  *
  * Per observation the vCPU state is the architectural state before the next

@@ -7,38 +7,17 @@
 #include <stdint.h>
 #include <stdbool.h>
 #include <ptv/handoff.h>
-#include "vmx/vmx.h"
-#include "cpu.h"
+#include "hw/vmx.h"
+#include "hw/cpu.h"
 #include "ept/ept.h"
 #include "ept/ept_ondemand.h"
 #include "ept/ept_window.h"
 #include "pt/pt_caps.h"
 #include "pt/pt_ctrl.h"
-#include "vmx/emul_policy.h"
-#include "smp/spinlock.h"
-#include "vmx/vcpu_reset.h"
-
-/* guest GPRs in the instruction-encoding order (0 = RAX ... 15 = R15); the
- * RSP slot is unused: the guest RSP lives in the VMCS (GUEST_RSP) */
-enum {
-    GPR_RAX,
-    GPR_RCX,
-    GPR_RDX,
-    GPR_RBX,
-    GPR_RSP,
-    GPR_RBP,
-    GPR_RSI,
-    GPR_RDI,
-    GPR_R8,
-    GPR_R9,
-    GPR_R10,
-    GPR_R11,
-    GPR_R12,
-    GPR_R13,
-    GPR_R14,
-    GPR_R15,
-    NR_GPRS
-};
+#include "emul/emul_policy.h"
+#include "hw/spinlock.h"
+#include "hw/gpr.h"
+#include "emul/vcpu_reset.h"
 
 struct guest_regs {
     uint64_t gpr[NR_GPRS];
@@ -122,7 +101,7 @@ struct vcpu {
     uint64_t ept_unmappable; /* accesses beyond the EPT walk, answered with #GP */
     uint64_t exits_total;
     uint64_t inits;                      /* INIT signals this (AP) vCPU took */
-    struct vreset_sipi_start sipi_start; /* vmx/vcpu_reset.h: INIT re-delivery */
+    struct vreset_sipi_start sipi_start; /* emul/vcpu_reset.h: INIT re-delivery */
     uint64_t sipi_start_exit;            /* exits_total at the SIPI / the last ignored INIT */
     bool init_broken;                    /* the CPU re-delivers INIT forever (exit_fault.c) */
     uint64_t spurious_inits;
@@ -136,7 +115,7 @@ struct vcpu {
     /* IA32_APIC_BASE as the guest sees it; the real APIC never moves (exit_msr.c) */
     uint64_t apic_base, apic_base_real;
     struct ept_window apic_window; /* the guest's xAPIC window where it moved it (exit_msr.c) */
-    uint64_t mtrr_cap, mtrr[MTRR_SLOTS]; /* the guest's MTRRs (vmx/emul_policy.h) */
+    uint64_t mtrr_cap, mtrr[MTRR_SLOTS]; /* the guest's MTRRs (emul/emul_policy.h) */
     uint64_t perf_global_virt;           /* IA32_PERF_GLOBAL_CTRL where the VMCS cannot switch it */
     /* GUEST_IA32_PERF_GLOBAL_CTRL as the VMM last wrote it (pmu_vmx_set_guest_global): only the
      * VMM writes that field, so the exit path's PMU hook reads this copy, not the VMCS; SELFCHECK
@@ -155,7 +134,6 @@ struct vm {
     struct ept ept;
     struct ept_od ept_od; /* on-demand maps above the identity map (bounded) */
     uint64_t sink_pa;     /* where blocked guest accesses to VMM memory land */
-    uint64_t canary_pa;
     uint64_t eptp;
     struct spinlock ept_lock;
 };
@@ -165,7 +143,7 @@ void vm_ept_lock(void);
 void vm_ept_unlock(void);
 
 extern bool vmm_init_redelivery;       /* exit_fault.c */
-extern struct pt_decision pt_decision; /* chosen once at boot (vmx/pt_probe.c) */
+extern struct pt_decision pt_decision; /* chosen once at boot (pt/shim/pt_probe.c) */
 extern struct pt_caps pt_host_caps;    /* what the CPU offers */
 
 /* event injection helpers (vmx_run.c) */

@@ -1,6 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* The VMCS field table as data (names for dumps), generated from vmcs_fields.def. */
-#include "vmx/vmcs.h"
+/* The VMCS field table as data (names for dumps), generated from vmcs_fields.def, and the report
+ * of a failed VMREAD/VMWRITE by field and error name. */
+#include "vmx/vmcs_fields.h"
+#include "vmx/vmcs_fail.h"
+#include "hw/vmx.h"
+#include "base/panic.h"
+#include <stdbool.h>
 #include <stddef.h>
 
 #define VMCS_W_16  VMCS_W16
@@ -22,3 +27,27 @@ const char *vmcs_field_name(uint32_t encoding)
             return vmcs_field_table[i].name;
     return NULL;
 }
+
+#ifdef PTV_VMM
+uint32_t vmx_insn_error(void)
+{
+    /* its own VMREAD, not vmcs_insn.h's: the report of a failed access stands below the
+     * accessors that call it */
+    uint8_t fail;
+    uint64_t e = 0;
+    asm volatile("vmread %2, %1; setna %0"
+                 : "=r"(fail), "=rm"(e)
+                 : "r"((uint64_t)VM_INSTRUCTION_ERROR)
+                 : "cc");
+    return fail ? ~0u : (uint32_t)e;
+}
+
+void vmcs_access_failed(uint32_t field, bool write, uint64_t val)
+{
+    if (write)
+        panic("VMWRITE %s (%#x) = %#lx failed: %s", vmcs_field_name(field), field, val,
+              vmx_insn_error_name(vmx_insn_error()));
+    panic("VMREAD %s (%#x) failed: %s", vmcs_field_name(field), field,
+          vmx_insn_error_name(vmx_insn_error()));
+}
+#endif

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* The VMX set-up decision on raw capability values (pure; host-tested, see vmx_caps_policy.h). */
 #include "vmx/vmx_caps_policy.h"
-#include "vmx/guest_policy.h"
+#include "emul/guest_policy.h"
 #include "pt/rtit.h"
 #include "lib/fmt.h"
-#include "palloc.h"
+#include "base/palloc.h"
 #include <ptv/handoff.h>
 
 /* The controls the VMM cannot run without, and those it uses when the CPU has them. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Control adjustment against capability MSRs (pure; host-tested). */
-#include "vmx/vmx.h"
+#include "hw/vmx.h"
 
 /* SDM Vol. 3D A.3-A.5 / pt-facts G.3: bits 31:0 of a capability MSR are the
  * allowed-0 settings (1 = must be 1), bits 63:32 the allowed-1 settings

@@ -18,7 +18,7 @@ extern struct vmx_caps vmx_caps;
 /* the controls chosen for every VMCS */
 struct vmx_controls {
     uint32_t pin, proc, proc2, exit, entry;
-    uint32_t guest_features; /* GUEST_FEAT_* these controls let run (vmx/guest_policy.h) */
+    uint32_t guest_features; /* GUEST_FEAT_* these controls let run (emul/guest_policy.h) */
 };
 extern struct vmx_controls vmx_ctls;
 
@@ -26,6 +26,9 @@ int vmx_read_caps(const char **why) __attribute__((warn_unused_result));
 int vmx_choose_controls(const char **why) __attribute__((warn_unused_result));
 int vmx_on(struct vcpu *v, int *status) __attribute__((warn_unused_result));
 void vmx_off(void);
+/* the guest's IA32_DEBUGCTL in effect while it runs: the VMCS field, or 0 where the VMM keeps the
+ * guest's value as a copy (no save + load debug controls) */
+uint64_t vmx_guest_debugctl(void);
 int vmcs_setup(struct vcpu *v, const void *caller_state) __attribute__((warn_unused_result));
 int vmx_msr_bitmap_setup(struct vcpu *v) __attribute__((warn_unused_result));
 /* the guest's APIC base and MTRR copy, from the real MSRs (exit_msr.c) */

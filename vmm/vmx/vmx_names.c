@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Exit reason and VM-instruction error names for logs and dumps. */
-#include "vmx/vmx.h"
+#include "hw/vmx.h"
 #include <stddef.h>
 
 static const char *const exit_reason_names[EXIT_REASON_MAX] = {

@@ -2,11 +2,11 @@
 /* VMX capability discovery, the control decision's inputs, and VMXON (SDM Vol. 3C 24.7, 24.8). */
 #include "vmx/vmx_cpu.h"
 #include "vmx/vmcs.h"
-#include "cpu.h"
-#include "log.h"
-#include "palloc.h"
+#include "hw/cpu.h"
+#include "base/log.h"
+#include "base/palloc.h"
 #include "vmx/vmx_caps_policy.h"
-#include "vmx/guest_policy.h"
+#include "emul/guest_policy.h"
 #include <ptv/handoff.h>
 
 struct vmx_caps vmx_caps;
@@ -193,4 +193,13 @@ void vmx_off(void)
 {
     asm volatile("vmxoff" ::: "cc", "memory");
     write_cr4(read_cr4() & ~X86_CR4_VMXE);
+}
+
+uint64_t vmx_guest_debugctl(void)
+{
+    /* without the save + load debug controls the guest runs with the 0 every exit leaves (SDM
+     * Vol. 3C 28.5.1) and the field is the VMM's copy: none of its bits is in effect */
+    bool field_live = (vmx_ctls.exit & VM_EXIT_SAVE_DEBUG_CONTROLS) &&
+                      (vmx_ctls.entry & VM_ENTRY_LOAD_DEBUG_CONTROLS);
+    return field_live ? vmcs_read64(GUEST_IA32_DEBUGCTL) : 0;
 }

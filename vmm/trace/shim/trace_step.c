@@ -1,0 +1,693 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The software tracer in the VMM, its stepping side: a thin shim.  It learns how this CPU
+ * steps (the MTF probe), keeps the monitor trap flag or the trap flag on while a window is
+ * open, reads the vCPU state the pure stepping logic needs from the VMCS, gives it guest
+ * memory through EPT, and traces each step -- before the next entry, or at the single-step
+ * #DB exit itself (the fast path).  What ran and which packets that makes is decided in
+ * vmm/trace/swtrace.c; the VMCALLs that open and close windows are trace/shim/trace_vmx.c; the trap
+ * flag's side (the guest's TF kept apart, frames holding the tracer's TF, #DB) trace/shim/trace_tf.c.
+ */
+#include "trace/shim/trace_vmx.h"
+#include "trace/shim/trace_dump.h"
+#include "vmx/vcpu.h"
+#include "vmx/vmcs.h"
+#include "hw/vmx.h"
+#include "emul/emul_policy.h"
+#include "trace/frame.h"
+#include "hw/cpu.h"
+#include "vmx/vmx_cpu.h"
+#include "base/log.h"
+#include "base/vmm_state.h"
+#include "lib/ptv_string.h"
+#include "lib/range.h"
+#include "smp/smp.h"
+#include <ptv/vmcall.h>
+#include "trace/shim/trace_vcpu.h"
+
+/* --- guest memory over EPT (also what the VMCALL side reads and writes) --- */
+
+/* the host address of guest-physical [gpa, gpa + len) inside one 4 KiB page, or 0 */
+uint64_t trace_guest_page(struct vcpu *v, uint64_t gpa, uint64_t len, bool write)
+{
+    uint64_t hpa;
+    unsigned level, perms;
+    uint32_t type = vm_mem_type(v->handoff, gpa, len);
+    /* code may run from firmware-reserved memory; the VMM reads no device and
+     * writes only guest RAM, and only where EPT lets the guest write (a ToPA table page the PT
+     * engine write-protects is not written behind its back) */
+    if (type != PTV_MEM_RAM && (write || (type != PTV_MEM_RESERVED && type != PTV_MEM_ACPI)))
+        return 0;
+    vm_ept_lock();
+    int rc = ept_translate(v->ept, gpa, &hpa, &perms, NULL, &level);
+    vm_ept_unlock();
+    if (rc || hpa != gpa) /* guest memory is identity-mapped; the sink page is not */
+        return 0;
+    if (write && !(perms & EPT_W))
+        return 0;
+    return hpa;
+}
+
+bool trace_read_gpa(void *ctx, uint64_t gpa, void *buf, unsigned len)
+{
+    uint64_t hpa = trace_guest_page(ctx, gpa, len, false);
+    if (!hpa)
+        return false;
+    memcpy(buf, (const void *)(uintptr_t)hpa, len);
+    return true;
+}
+
+/* trace_read_gpa for the stepping vCPU's own CPU (it owns t->ok_*): the tracer reads the code of
+ * every step, so the memory map's search and the EPT walk run once per page, not once per
+ * instruction */
+static bool read_gpa_step(void *ctx, uint64_t gpa, void *buf, unsigned len)
+{
+    struct vcpu *v = ctx;
+    struct trace_vcpu *t = v->trace;
+    uint64_t page = gpa & ~0xfffull, gen = __atomic_load_n(&vmm_sd.gen, __ATOMIC_ACQUIRE);
+    if ((gpa & 0xfff) + len > 0x1000)
+        return trace_read_gpa(ctx, gpa, buf, len);
+    if (!(t->ok_valid && t->ok_page == page && t->ok_gen == gen)) {
+        if (!trace_guest_page(v, gpa, len, false))
+            return false;
+        t->ok_valid = vm_mem_type(v->handoff, page, 0x1000) == PTV_MEM_RAM;
+        t->ok_page = page;
+        t->ok_gen = gen;
+    }
+    memcpy(buf, (const void *)(uintptr_t)gpa, len); /* guest RAM is identity-mapped */
+    return true;
+}
+
+/* gw_mem.map for the stepping vCPU: a guest RAM page read in place (identity-mapped), good
+ * until vmm_sd.gen moves (every EPT narrowing is a shootdown: the caller's gw_mem.gen) */
+static const uint8_t *map_step(void *ctx, uint64_t gpa)
+{
+    struct vcpu *v = ctx;
+    if (!trace_guest_page(v, gpa, 0x1000, false) ||
+        vm_mem_type(v->handoff, gpa, 0x1000) != PTV_MEM_RAM)
+        return NULL;
+    return (const uint8_t *)(uintptr_t)gpa;
+}
+
+/* guest memory as the stepping vCPU reads it: in place, checked per page and EPT generation */
+static struct gw_mem step_mem(struct vcpu *v)
+{
+    return (struct gw_mem){.ctx = v,
+                           .read = read_gpa_step,
+                           .map = map_step,
+                           .gen = __atomic_load_n(&vmm_sd.gen, __ATOMIC_ACQUIRE)};
+}
+
+/* --- the vCPU as the stepping logic sees it --- */
+
+void trace_observe(struct swtrace_cpu *c)
+{
+    uint32_t cs_ar = vmcs_read32(GUEST_CS_AR_BYTES);
+    bool lma = vmcs_read32(VM_ENTRY_CONTROLS) & VM_ENTRY_IA32E_MODE;
+    c->rip = vmcs_readl(GUEST_RIP);
+    c->rsp = vmcs_readl(GUEST_RSP);
+    c->cs_sel = vmcs_read16(GUEST_CS_SELECTOR);
+    /* 64-bit code ignores the CS base (linear IP = RIP, as swtrace's lin_of) */
+    c->cs_base = lma && (cs_ar & VMX_AR_L) ? 0 : vmcs_readl(GUEST_CS_BASE);
+    c->ctx.cpl = (vmcs_read32(GUEST_SS_AR_BYTES) >> 5) & 3;
+    c->ctx.cr3 = vmcs_readl(GUEST_CR3);
+    c->ctx.cs = lma && (cs_ar & VMX_AR_L) ? X86_CODE64
+                : (cs_ar & VMX_AR_DB)     ? X86_CODE32
+                                          : X86_CODE16;
+    c->paging = (struct gw_paging){
+        .cr0 = vmcs_readl(GUEST_CR0),
+        .cr3 = c->ctx.cr3,
+        .cr4 = vmcs_readl(GUEST_CR4),
+        .efer = lma ? 1ull << 10 : 0,
+    };
+    c->tsc = rdtsc();
+    c->rf = false;
+}
+
+/* sw_trace = auto: whether this CPU delivers MTF exits, measured at the BSP's first entries
+ * (-1: not measured, 0: it does not, 1: it does) */
+static int mtf_delivered = -1;
+
+static bool have_mtf(void)
+{
+    return vmx_caps.proc >> 32 & CPU_BASED_MONITOR_TRAP_FLAG;
+}
+
+bool trace_vmx_available(const char **why)
+{
+    if (vmm_cfg->trace_sw == PTV_SW_TRACE_OFF) {
+        *why = "sw_trace = off in the configuration";
+        return false;
+    }
+    if (!trace_vmx_tf() && !have_mtf()) {
+        *why = "the CPU has no monitor trap flag (VMX procbased control bit 27)";
+        return false;
+    }
+    return true;
+}
+
+/*
+ * The MTF probe (sw_trace = auto).  Some CPUs offer the monitor trap flag and never deliver
+ * it (Bochs 2.7: cpu/todo "MTF is not implemented yet"); the tracer then steps with the trap
+ * flag, as sw_trace = tf (what that costs the guest: include/ptv/config.h).  Measured, never
+ * assumed: MTF is armed for the BSP's first entries; an MTF exit proves it works, an exit at
+ * another RIP than the entry's (an instruction completed without an MTF exit) proves it does
+ * not.  An exit at the entry's RIP (the first instruction exited itself) tries again.
+ */
+#define PROBE_TRIES 64
+
+void trace_vmx_probe_start(struct vcpu *v)
+{
+    if (vmm_cfg->trace_sw != PTV_SW_TRACE_AUTO || !have_mtf()) {
+        if (vmm_cfg->trace_sw == PTV_SW_TRACE_AUTO) {
+            mtf_delivered = 0; /* no MTF at all: the trap flag is the only way */
+            pr_info("trace", "this CPU has no monitor trap flag: the software tracer steps with "
+                             "the trap flag (sw_trace = auto)");
+        }
+        return;
+    }
+    v->mtf_probe = true;
+    v->probe_rip = vmcs_readl(GUEST_RIP);
+    vcpu_mtf_update(v);
+}
+
+void trace_vmx_probe(struct vcpu *v, uint32_t reason, uint64_t exit_rip)
+{
+    if (reason == EXIT_REASON_MONITOR_TRAP_FLAG)
+        mtf_delivered = 1;
+    else if (exit_rip != v->probe_rip)
+        mtf_delivered = 0;
+    else if (++v->probe_tries < PROBE_TRIES) {
+        v->probe_rip = vmcs_readl(GUEST_RIP); /* where the next entry resumes */
+        return;
+    }
+    v->mtf_probe = false;
+    vcpu_mtf_update(v);
+    if (mtf_delivered == 0)
+        pr_info("trace",
+                "this CPU offers the monitor trap flag but delivered no MTF exit (%s at "
+                "%#lx): the software tracer steps with the trap flag (sw_trace = auto)",
+                vmx_exit_reason_name(reason), exit_rip);
+    if (v->boot_pending) { /* the loader handed off while the probe ran */
+        v->boot_pending = false;
+        trace_vmx_boot(v);
+    }
+}
+
+/* BOOT_HANDOFF: the loader starts the guest OS next; trace_boot = N opens its window here */
+int trace_vmx_handoff(struct vcpu *v)
+{
+    static bool done;
+    if (__atomic_exchange_n(&done, true, __ATOMIC_SEQ_CST))
+        return PTV_VMCALL_EBUSY;
+    if (v->mtf_probe)
+        v->boot_pending = true; /* opens when the probe has decided how to step */
+    else
+        trace_vmx_boot(v);
+    return 0;
+}
+
+/*
+ * sw_trace = tf (include/ptv/config.h): the step is the trap flag's #DB, caught by the
+ * exception bitmap (vcpu_mtf_update).  TF is set before every entry (POPF / IRET may have
+ * cleared it), and the single-step bit a VM exit may leave in the pending debug exceptions
+ * (an emulated instruction retired with TF = 1; Bochs 2.7 saves it at every exit) is dropped:
+ * the tracer counts an emulated instruction itself, a second #DB before the next instruction
+ * would read as a step that did not move -- except where VM entry needs it (MOV SS blocking,
+ * HLT), and an STI shadow the step's #DB ended is ended (tf_step_arm: SDM Vol. 3C 27.3.1.5).
+ */
+bool trace_vmx_tf(void)
+{
+    return vmm_cfg->trace_sw == PTV_SW_TRACE_TF ||
+           (vmm_cfg->trace_sw == PTV_SW_TRACE_AUTO && mtf_delivered == 0);
+}
+
+/* the monitor trap flag has three users: the NMI owed from root (v->nmi_stepping, vcpu_loop.c),
+ * the tracer's steps where they are MTF steps, and the MTF probe; one VMCS bit for all */
+void vcpu_mtf_update(struct vcpu *v)
+{
+    /* sw_trace = tf steps with #DB exits instead, and a block runs unstepped to its
+     * breakpoint (trace_step.c) */
+    bool on = v->nmi_stepping ||
+              (v->trace_stepping && !trace_vmx_tf() && !v->trace_blk && !v->trace_free) ||
+              v->mtf_probe;
+    uint32_t proc = vmcs_read32(CPU_BASED_VM_EXEC_CONTROL);
+    uint32_t want = on ? proc | CPU_BASED_MONITOR_TRAP_FLAG : proc & ~CPU_BASED_MONITOR_TRAP_FLAG;
+    if (want != proc)
+        vmcs_write32(CPU_BASED_VM_EXEC_CONTROL, want);
+}
+
+
+/* --- block stepping (vmm/trace/swtrace.h): one exit per straight-line block --- */
+
+/*
+ * Blocks need DR7 loaded and saved with the guest (the debug controls: else DR0's breakpoint
+ * would stay the VMM's) and NMI exiting (else an NMI's handler could run unseen inside one);
+ * the guest's state is emul_policy.c's blk_entry_allowed.  Events this entry delivers or owes
+ * cancel a block in one place, vmx_run, after every writer of the entry's event has run.
+ * After an event exit one instruction is stepped first (blk_cool), so the event is taken.
+ */
+static bool block_entry_ok(struct vcpu *v, struct trace_vcpu *t)
+{
+    if (t->blk_cool) {
+        t->blk_cool = false;
+        return false;
+    }
+    uint64_t fl = vmcs_readl(GUEST_RFLAGS);
+    /* the guest's own TF (stepping with MTF: RFLAGS.TF; with the trap flag: kept apart) wants
+     * a #DB after every instruction: a block would run it as an event exit; stepped instead */
+    return (trace_vmx_tf() ? !v->trace_gtf : !(fl & RFLAGS_TF)) &&
+           (vmx_ctls.entry & VM_ENTRY_LOAD_DEBUG_CONTROLS) &&
+           (vmx_ctls.exit & VM_EXIT_SAVE_DEBUG_CONTROLS) &&
+           (vmx_ctls.pin & PIN_BASED_NMI_EXITING) && !v->mtf_probe &&
+           blk_entry_allowed(fl, vmcs_read32(GUEST_INTERRUPTIBILITY_INFO),
+                             vmcs_read32(GUEST_ACTIVITY_STATE), vmcs_readl(GUEST_DR7));
+}
+
+/* the block t->blk goes out: DR0 at its end; the first time, TF off and every event an exit */
+static void block_arm(struct vcpu *v, struct trace_vcpu *t)
+{
+    if (!v->trace_blk) {
+        t->blk_dr7 = vmcs_readl(GUEST_DR7);
+        t->blk_dr0 = read_dr0();
+        t->blk_exc = vmcs_read32(EXCEPTION_BITMAP);
+        /* every exception (the page-fault error-code mask and match stay 0: every #PF) and
+         * every external interrupt exit */
+        vmcs_write32(EXCEPTION_BITMAP, ~0u);
+        vmcs_write32(PIN_BASED_VM_EXEC_CONTROL,
+                     vmcs_read32(PIN_BASED_VM_EXEC_CONTROL) | PIN_BASED_EXT_INTR_MASK);
+        if (trace_vmx_tf()) {
+            trace_tf_write(v, false);
+            /* a single step an emulated instruction left pending (TF was on) would be a #DB
+             * before the block's first instruction; no shadow and no HLT here, so entry takes
+             * BS = 0 (SDM Vol. 3C 27.3.1.5) */
+            uint64_t pd = vmcs_readl(GUEST_PENDING_DBG_EXCEPTIONS);
+            if (pd & PENDING_DBG_BS)
+                vmcs_writel(GUEST_PENDING_DBG_EXCEPTIONS, pd & ~PENDING_DBG_BS);
+        }
+        vmcs_writel(GUEST_DR7, blk_dr7(t->blk_dr7));
+        v->trace_blk = true;
+        vcpu_mtf_update(v); /* stepping with MTF: off while the block runs */
+    }
+    write_dr0(t->blk.end_lin);
+    if (t->blk.lead_rf) { /* the breakpoint is on the lead: RF lets it run once */
+        uint64_t fl = vmcs_readl(GUEST_RFLAGS);
+        t->blk_rf = true;
+        t->blk_rf_guest = fl & RFLAGS_RF;
+        vmcs_writel(GUEST_RFLAGS, fl | RFLAGS_RF);
+    }
+}
+
+/* the block set RF for its lead and it is not needed any more: the guest's own RF back (not
+ * a trace of ours in an event frame) */
+static void block_rf_put_back(struct trace_vcpu *t, uint64_t fl)
+{
+    t->blk_rf = false;
+    if (!t->blk_rf_guest && (fl & RFLAGS_RF))
+        vmcs_writel(GUEST_RFLAGS, fl & ~RFLAGS_RF);
+}
+
+/* the exit after a block that went out with RF set for its lead: whether the lead did not
+ * complete (blk_lead_pending), the guest's own RF then back */
+static bool block_rf_exit(struct trace_vcpu *t, uint64_t rip, bool breakpoint)
+{
+    if (!t->blk_rf)
+        return false;
+    t->blk_rf = false;
+    /* at the breakpoint or off the lead it ran and the CPU cleared RF: no VMREAD */
+    uint64_t fl = breakpoint || rip != t->blk.lead_ip ? 0 : vmcs_readl(GUEST_RFLAGS);
+    if (!blk_lead_pending(breakpoint, rip, t->blk.lead_ip, fl))
+        return false;
+    block_rf_put_back(t, fl);
+    return true;
+}
+
+/* no block out any more: the guest's DR0, DR7, exception bitmap and pin controls back */
+static void block_disarm(struct vcpu *v, struct trace_vcpu *t)
+{
+    if (!v->trace_blk)
+        return;
+    v->trace_blk = false;
+    if (t->blk_rf) /* went out with RF set and never ran (an event cancelled it) */
+        block_rf_put_back(t, vmcs_readl(GUEST_RFLAGS));
+    write_dr0(t->blk_dr0);
+    vmcs_writel(GUEST_DR7, t->blk_dr7);
+    vmcs_write32(EXCEPTION_BITMAP, t->blk_exc);
+    vmcs_write32(PIN_BASED_VM_EXEC_CONTROL,
+                 vmcs_read32(PIN_BASED_VM_EXEC_CONTROL) & ~PIN_BASED_EXT_INTR_MASK);
+    vcpu_mtf_update(v); /* stepping with MTF: on again for the next step */
+}
+
+void trace_stepping_off(struct vcpu *v)
+{
+    block_disarm(v, v->trace);
+    v->trace_free = false;
+    vcpu_cr3_exiting(v, false);
+    v->trace_stepping = false;
+    v->trace_tf_step = false;
+    bool btf = v->trace_btf;
+    if (btf) {
+        v->trace_btf = false;
+        vmcs_write64(GUEST_IA32_DEBUGCTL, vmcs_read64(GUEST_IA32_DEBUGCTL) | DEBUGCTL_BTF);
+    }
+    if (trace_vmx_tf()) {
+        trace_tf_write(v, false);
+        if (v->trace_gtf) /* the guest's own TF, as it left it */
+            trace_tf_guest_write(v, btf);
+        v->trace_gtf = false;
+    }
+    trace_vmx_db_update(v); /* #DB exits no more, unless a frame holds the tracer's TF */
+    vcpu_mtf_update(v);
+}
+
+/* the instruction at linear lin (all 16 bytes of it on one page) is on a code page of the last
+ * notes (the one the last note hit first), under the same CR3: noted already */
+static bool on_noted_page(struct trace_vcpu *t, uint64_t cr3, uint64_t lin)
+{
+    const uint64_t page1 = (lin & ~(CP_PAGE - 1)) + 1;
+    if ((lin & (CP_PAGE - 1)) > CP_PAGE - 16)
+        return false;
+    if (t->noted[t->noted_hit].page1 == page1 && t->noted[t->noted_hit].cr3 == cr3)
+        return true;
+    for (unsigned i = 0; i < 4; i++)
+        if (t->noted[i].page1 == page1 && t->noted[i].cr3 == cr3) {
+            t->noted_hit = i;
+            return true;
+        }
+    return false;
+}
+
+/* the page of the instruction at linear lin about to run (and the next one, for an instruction
+ * that may cross into it: across the top of the linear space, `space`, that is page 0) joins
+ * the window's code pages, with the CRC of its bytes now */
+static void note_lin(struct vcpu *v, struct trace_vcpu *t, uint64_t cr3, uint64_t lin,
+                     uint64_t space, const struct gw_paging *paging)
+{
+    bool one_page = (lin & (CP_PAGE - 1)) <= CP_PAGE - 16;
+    uint64_t page1 = (lin & ~(CP_PAGE - 1)) + 1;
+    t->paging = *paging;
+    if (on_noted_page(t, cr3, lin))
+        return; /* a page of the last steps, in the set already */
+    struct range_walk w;
+    range_for_each(&w, lin, 16, CP_PAGE, space) /* lib/range.h: never `va <= lin + 15` */
+    {
+        uint64_t va = w.addr;
+        int in_set = cp_note(&t->cp, cr3, va);
+        if (in_set >= 0 && one_page) {
+            t->noted[t->noted_next].page1 = page1;
+            t->noted[t->noted_next].cr3 = cr3;
+            t->noted_hit = t->noted_next;
+            t->noted_next = (t->noted_next + 1) % 4;
+        }
+        if (in_set == 1) {
+            struct code_store *cs = t->code;
+            uint8_t *page = cs->n < CODE_COPIES ? cs->page[cs->n] : cs->scratch;
+            uint64_t kcr3, kva;
+            cp_key(cr3, va, &kcr3, &kva);
+            if (!trace_vmx_code_read(v, cr3, kva, page, CP_PAGE))
+                continue;
+            cp_set_crc(&t->cp, cr3, va, frame_crc32(0, page, CP_PAGE));
+            if (page != cs->scratch) { /* published after its bytes: a dump on another CPU
+                                        * reads only whole copies */
+                cs->key[cs->n].cr3 = kcr3;
+                cs->key[cs->n].va = kva;
+                __atomic_store_n(&cs->n, cs->n + 1, __ATOMIC_RELEASE);
+            }
+        }
+    }
+}
+
+/* the linear address space code runs in: 32 bits outside 64-bit mode (lib/range.h) */
+static uint64_t code_space(const struct swtrace_cpu *c)
+{
+    return c->ctx.cs == X86_CODE64 ? RANGE_SPACE64 : RANGE_SPACE32;
+}
+
+static void note_code(struct vcpu *v, struct trace_vcpu *t, const struct swtrace_cpu *c)
+{
+    uint64_t space = code_space(c);
+    note_lin(v, t, c->ctx.cr3, (c->cs_base + c->rip) & space, space, &c->paging);
+}
+
+/* the pages a block runs: those of each straight run's first and last instruction (a run's IPs
+ * are the same linear bytes, under 1 KiB: swblock.c) and of its end */
+static void note_block(struct vcpu *v, struct trace_vcpu *t, const struct swtrace_cpu *c)
+{
+    const struct swtrace_block *b = &t->blk;
+    const uint64_t space = code_space(c);
+    for (unsigned s = 0; s < b->nseg; s++) {
+        uint64_t lo = (c->cs_base + b->seg[s].ip) & space,
+                 hi = (c->cs_base + (s + 1 < b->nseg ? b->seg[s].jmp : b->end)) & space;
+        /* hi on lo's page, 16 bytes from its end, is on it */
+        bool hi_on_lo = !((lo ^ hi) & ~(CP_PAGE - 1)) && (hi & (CP_PAGE - 1)) <= CP_PAGE - 16;
+        if (!on_noted_page(t, c->ctx.cr3, lo) || (!hi_on_lo && !on_noted_page(t, c->ctx.cr3, hi))) {
+            note_lin(v, t, c->ctx.cr3, lo, space, &c->paging);
+            note_lin(v, t, c->ctx.cr3, hi, space, &c->paging);
+        }
+    }
+}
+
+/* the window closed at its budget */
+static void budget_closed(struct vcpu *v, struct trace_vcpu *t)
+{
+    trace_stepping_off(v);
+    if (!t->budget_logged && ++t->windows <= 8)
+        pr_info("trace", "window closed at its budget: %lu instructions, %lu bytes", t->sw.st.steps,
+                t->ring.head);
+    t->budget_logged = true;
+    if (t->boot_window) {
+        t->boot_window = false;
+        if (vmm_cfg->dump_on & PTV_DUMP_BOOT)
+            trace_dump_start(v, FRAME_REASON_BOOT);
+    }
+}
+
+/* --- free running (issue 29): no step and no exit outside the window's CR3 --- */
+
+/*
+ * A window with a CR3 filter traces nothing while another CR3 is loaded, at any CPL, and CR3
+ * changes only by MOV to CR3 (a task switch, INIT and SIPI exit anyway).  So where the vCPU is
+ * about to run under a CR3 the filter leaves out, it runs unstepped -- no MTF, no TF, no block,
+ * no exit -- with CR3-load exiting on; at whichever exit comes next the tracer is put where the
+ * vCPU is (swtrace_resync: nothing it ran was in the window) and the exit is handled as ever; a
+ * MOV to CR3 the VMM completes (exit_cr.c) is then traced as the step it is, and stepping goes
+ * on from the first state under the window's CR3.  Not with an instruction budget (it counts
+ * every instruction), the guest's own TF kept apart (trap-flag stepping keeps it in the
+ * tracer's books), the MTF probe, the guest's own hardware trace on (its PIP at a MOV to CR3
+ * the VMM completed would be missing), or trace_free = off.
+ */
+static bool free_window(const struct vcpu *v, const struct trace_vcpu *t)
+{
+    return vmm_cfg->trace_free && t->sw.on && t->sw.pt.cfg.filter.cr3_match && !t->sw.budget &&
+           !v->mtf_probe && !v->pt.active && (vmx_caps.proc >> 32 & CPU_BASED_CR3_LOAD_EXITING);
+}
+
+static bool free_ok(const struct vcpu *v, const struct trace_vcpu *t, const struct swtrace_cpu *c)
+{
+    return free_window(v, t) && !(trace_vmx_tf() && v->trace_gtf) &&
+           swpt_cr3_off(&t->sw.pt, c->ctx.cr3);
+}
+
+/*
+ * In such a window CR3-load exiting stays on while the vCPU steps too: the way out of the
+ * traced process is a MOV to CR3 as well (under KPTI, the kernel's entry switches to its own
+ * CR3 first thing), so an interrupt or fault whose handler the trap flag does not step is seen
+ * at that exit -- FUP + TIP.PGD where traced code was left, as hardware PT writes them for the
+ * event -- and the handler's return at the MOV back, not only at the next VM exit of any kind
+ * (ARCHITECTURE section 5).
+ */
+static void free_exiting(struct vcpu *v, const struct trace_vcpu *t)
+{
+    vcpu_cr3_exiting(v, free_window(v, t));
+}
+
+static void free_enter(struct vcpu *v, struct trace_vcpu *t)
+{
+    block_disarm(v, t);
+    if (trace_vmx_tf())
+        trace_tf_write(v, false);
+    v->trace_free = true;
+    vcpu_mtf_update(v);
+}
+
+/* stepping again: the guest's TF was its own while free, and is kept apart from here on */
+static void free_leave(struct vcpu *v)
+{
+    v->trace_free = false;
+    if (trace_vmx_tf())
+        v->trace_gtf = vmcs_readl(GUEST_RFLAGS) & RFLAGS_TF;
+    vcpu_mtf_update(v);
+}
+
+void trace_vmx_free_exit(struct vcpu *v)
+{
+    struct trace_vcpu *t = v->trace;
+    struct gw_mem m = step_mem(v);
+    struct swtrace_cpu c;
+    trace_observe(&c);
+    swtrace_resync(&t->sw, &m, &c);
+}
+
+/* what ran since the last look goes into the trace; the vCPU is then armed for the next step */
+static void step(struct vcpu *v, struct trace_vcpu *t, bool mtf)
+{
+    struct gw_mem m = step_mem(v);
+    struct swtrace_cpu c;
+
+    trace_observe(&c);
+    bool tf_step = v->trace_tf_step;
+    v->trace_tf_step = false;
+    if (v->trace_free)
+        mtf = false; /* an MTF exit while free is an owed NMI's (vmx_run.c), no step of ours */
+    if (t->pending_start) {
+        t->pending_start = false;
+        swtrace_start(&t->sw, &t->cfg, &t->ring, &m, &c, t->budget);
+        note_code(v, t, &c); /* the page the window opens on, traced or not */
+        if (trace_vmx_tf())  /* the guest's own TF, kept apart from the tracer's */
+            v->trace_gtf = vmcs_readl(GUEST_RFLAGS) & RFLAGS_TF;
+        free_exiting(v, t);
+        if (free_ok(v, t, &c))
+            free_enter(v, t);
+        else
+            trace_tf_arm(v);
+        return;
+    }
+    const struct x86_insn prev = t->sw.insn;
+    const bool prev_valid = t->sw.valid;
+    const uint64_t prev_ip = t->sw.ip, prev_rsp = t->sw.rsp;
+    const unsigned prev_cpl = t->sw.ctx.cpl;
+    const uint64_t prev_cr3 = t->sw.ctx.cr3;
+    const uint16_t prev_cs = t->sw.cs_sel;
+    const uint64_t done = t->sw.st.steps + t->sw.st.rep_iters;
+    bool on = swtrace_observe(&t->sw, &m, &c, mtf);
+    if (tf_step) /* did an instruction (or a REP iteration) complete: the steps moved */
+        trace_tf_after_step(v, t, &prev, prev_valid, prev_ip, prev_rsp, prev_cpl, prev_cr3, prev_cs,
+                            &c, t->sw.st.steps + t->sw.st.rep_iters != done);
+    if (!on) {
+        budget_closed(v, t);
+        return;
+    }
+    free_exiting(v, t); /* the guest's own PT may have come or gone */
+    if (free_ok(v, t, &c)) {
+        if (!v->trace_free)
+            free_enter(v, t);
+        return;
+    }
+    if (v->trace_free)
+        free_leave(v);
+    if (t->sw.pt.pkt_en) /* only pages the trace will need to be decoded */
+        note_code(v, t, &c);
+    if (block_entry_ok(v, t) && swtrace_block_plan(&t->sw, &m, &c, &t->blk)) {
+        if (t->sw.pt.pkt_en)
+            note_block(v, t, &c);
+        t->blk_cpu = c;
+        block_arm(v, t);
+        return;
+    }
+    block_disarm(v, t);
+    trace_tf_arm(v);
+}
+
+void trace_vmx_before_entry(struct vcpu *v)
+{
+    bool mtf = v->trace_mtf_seen;
+    v->trace_mtf_seen = false;
+    step(v, v->trace, mtf);
+}
+
+/*
+ * The single-step fast path (sw_trace = tf): vmx_run calls it at an exception exit while the
+ * tracer steps (the caller checks v->trace_stepping), before decoding the exit any further.  A
+ * single step of the tracer's own trap flag (trace_vmx_db_exit's test, no NMI-unblocking bit, no
+ * event being delivered: db_exit_plain_step) is traced here at once, as trace_vmx_before_entry
+ * would have traced it after the exit handler noted it -- that handler does nothing else with it --
+ * and the exit needs nothing more: true.  false: nothing was changed, the exit goes the whole way.
+ */
+bool trace_vmx_step_exit(struct vcpu *v, uint32_t intr_info)
+{
+    struct trace_vcpu *t = v->trace;
+    if (!v->trace_tf_used || v->trace_free || v->mtf_probe || v->trace_mtf_seen ||
+        t->pending_start || !trace_vmx_tf() ||
+        !db_exit_plain_step(intr_info, vmcs_readl(EXIT_QUALIFICATION),
+                            vmcs_read32(IDT_VECTORING_INFO_FIELD)))
+        return false;
+    step(v, t, true);
+    return true;
+}
+
+/*
+ * The MTF fast path (stepping with the monitor trap flag): vmx_run calls it at an MTF exit while
+ * the tracer steps.  The step is traced here at once, as trace_vmx_before_entry would trace it
+ * after handle_mtf noted it -- that handler does nothing else -- and the exit needs nothing more:
+ * true.  false: nothing was changed, the exit goes the whole way (the MTF probe, a window about to
+ * open, trap-flag stepping).  An NMI owed meanwhile is decided at the entry as after any exit.
+ */
+bool trace_vmx_mtf_exit(struct vcpu *v)
+{
+    struct trace_vcpu *t = v->trace;
+    if (v->trace_free || v->mtf_probe || v->trace_mtf_seen || t->pending_start || trace_vmx_tf())
+        return false;
+    step(v, t, true);
+    return true;
+}
+
+/*
+ * An exit while a block is out (vmx_run, before the exit is decoded further): what the vCPU ran
+ * of it goes into the trace (swtrace_block_settle), then blk_exit_action (emul_policy.c) says
+ * what the exit is.  At the block's breakpoint the next block goes out at once, led by the
+ * branch there where swtrace_block_next can predict it, else the branch is stepped with TF.
+ */
+int trace_vmx_block_exit(struct vcpu *v, uint32_t reason, uint32_t intr_info)
+{
+    struct trace_vcpu *t = v->trace;
+    struct gw_mem m = step_mem(v);
+    struct swtrace_cpu c;
+    uint32_t idt = reason == EXIT_REASON_EXCEPTION_NMI ? vmcs_read32(IDT_VECTORING_INFO_FIELD) : 0;
+    enum blk_action a = blk_exit_action(
+        reason, intr_info, reason == EXIT_REASON_EXCEPTION_NMI ? vmcs_readl(EXIT_QUALIFICATION) : 0,
+        idt, t->blk_exc);
+    if (a == BLK_BREAKPOINT && vmcs_read16(GUEST_CS_SELECTOR) == t->blk_cpu.cs_sel &&
+        vmcs_readl(GUEST_CR3) == t->blk_cpu.ctx.cr3 &&
+        ((vmcs_read32(GUEST_SS_AR_BYTES) >> 5) & 3) == t->blk_cpu.ctx.cpl) {
+        /* the vCPU ran plain instructions and direct jumps only since the block went out (no
+         * MOV CR, no event: swtrace.h): beyond RIP and RSP it is where it was then, unless code
+         * changed under the block took it elsewhere -- the selector, CR3 and CPL say so, and
+         * then it is observed in full (settle finds it off the block) */
+        c = t->blk_cpu;
+        c.rip = vmcs_readl(GUEST_RIP);
+        c.rsp = vmcs_readl(GUEST_RSP);
+        c.tsc = rdtsc();
+    } else
+        trace_observe(&c);
+    c.rf = block_rf_exit(t, c.rip, a == BLK_BREAKPOINT);
+    int s = swtrace_block_settle(&t->sw, &m, &c, &t->blk);
+    if (a == BLK_BREAKPOINT && s == SWTRACE_SETTLED && c.rip == t->blk.end) {
+        struct swtrace_regs r = {.rflags = vmcs_readl(GUEST_RFLAGS), .gpr = v->regs.gpr};
+        if ((r.rflags & RFLAGS_IF) && swtrace_block_next(&t->sw, &m, &c, &r, &t->blk)) {
+            if (t->sw.pt.pkt_en && !t->blk.noted) {
+                note_block(v, t, &c);
+                swtrace_block_noted(&t->sw, c.ctx.cr3);
+            }
+            block_arm(v, t); /* out already: DR0 moves to the new end */
+            return 1;
+        }
+        block_disarm(v, t);
+        trace_tf_arm(v); /* the branch at the end is stepped */
+        return 1;
+    }
+    block_disarm(v, t);
+    if (s == SWTRACE_CLOSED)
+        budget_closed(v, t);
+    if (a == BLK_DISPATCH)
+        return -1;
+    /* the breakpoint where the vCPU was not on the block (never seen), an interrupt, a fault:
+     * the next entry steps one instruction, the tracer judges it */
+    t->blk_cool = true;
+    return 0;
+}
+
+void trace_vmx_block_cancel(struct vcpu *v)
+{
+    block_disarm(v, v->trace);
+    trace_tf_arm(v);
+}
