@@ -988,7 +988,7 @@ static struct outcome run_config(enum cfg_id id, enum mutant mut, unsigned strea
         run_side(&bare, prog, n_ops);
         struct twin t = {.d = d, .mut = mut, .vrng = s * 31 + 1};
         side_init(&vm, &c, &c.host, &t, &rb);
-        t.vmcs_gctl = vm.pmu.global_ctrl; /* vmcs_setup.c: the caller's value */
+        t.vmcs_gctl = vm.pmu.global_ctrl; /* vcpu_setup.c: the caller's value */
         run_side(&vm, prog, n_ops);
         char why[240] = "";
         long at = compare(&ra, &rb, vm.cut_step, why, sizeof(why));

@@ -200,7 +200,7 @@ static void test_bochs_matches_measured_vmcs(void **state)
     assert_accepted(&p, &d);
     assert_common_controls(&d);
     /* the dump: PIN 0x16, PROC 0x96006172 (exit_io.c adds I/O bitmaps), SECONDARY 0x1010aa,
-     * EXIT 0x3f7fff, ENTRY 0xf3ff (vmcs_setup.c adds IA-32e mode) */
+     * EXIT 0x3f7fff, ENTRY 0xf3ff (vcpu_setup.c adds IA-32e mode) */
     assert_int_equal(d.ctls.pin, 0x16);
     assert_int_equal(d.ctls.proc | CPU_BASED_USE_IO_BITMAPS, 0x96006172);
     assert_int_equal(d.ctls.proc2, 0x001010aa);

@@ -3,7 +3,7 @@
  * int ptv_vmm_entry(struct ptv_handoff *h, uint64_t cpu)   (System V ABI; handoff.h)
  *
  * Captures the caller's callee-saved registers, RFLAGS, return address and
- * stack pointer into a struct caller_state (vmm.h) on the caller's stack and
+ * stack pointer into a struct caller_state (base/vmm_state.h) on the caller's stack and
  * calls vmm_main().  On success vmm_main() never returns here: VMLAUNCH makes
  * the caller continue at its return address as the guest, with RAX = 0.
  */

@@ -45,7 +45,7 @@ static bool mux_enter(void)
 }
 
 /* what the multiplexer wants trapped, republished after every operation on it, so
- * the entry path compares one word (vmx_run.c) instead of asking the mux */
+ * the entry path compares one word (vcpu_loop.c) instead of asking the mux */
 volatile unsigned console_traps;
 
 static void mux_leave(void)

@@ -37,7 +37,7 @@ struct retire_state {
  * 18.4.3 / 17.4.3 by edition, "Single-Stepping on Branches": with BTF and TF
  * set, the #DB comes only after instructions that cause a branch).
  */
-/* inline: it runs on every exit that completes an instruction (vmx_run.c) */
+/* inline: it runs on every exit that completes an instruction (vcpu_loop.c) */
 static inline void insn_retire(struct retire_state *s, unsigned len, bool code64)
 {
     uint64_t rip = s->rip + len;

@@ -166,7 +166,7 @@ void host_exception(struct exc_frame *f)
         struct percpu *pc = this_cpu();
         pc->root_nmis++;
         /* not an EPT shootdown request (vmm/smp/smp.c): the guest's, delivered at the next
-         * entry; either way the PMU rule looks at it before that entry (vmx_run.c: a guest PMI
+         * entry; either way the PMU rule looks at it before that entry (vcpu_loop.c: a guest PMI
          * may have merged into a VMM NMI), where the VMCS is current and the controls fixed */
         bool ours = smp_nmi(pc);
         if (!ours)

@@ -27,10 +27,10 @@ struct percpu {
     uint64_t stack_top;     /* the exit loop's stack */
     uint64_t caller_gs_base;
     volatile uint32_t exc_fixup_hit;       /* a fixed-up #GP/#UD hit (rdmsr_safe...) */
-    volatile uint32_t nmi_owed;            /* a guest NMI the VMM holds (vmx_run.c) */
+    volatile uint32_t nmi_owed;            /* a guest NMI the VMM holds (vcpu_loop.c) */
     volatile uint64_t root_nmis, vmm_nmis; /* NMIs taken in root / that were the VMM's */
     volatile uint32_t root_nmi_pmu;        /* ROOT_NMI_*: NMIs taken in root since the last
-                                            * entry, for the PMU rule there (vmx_run.c) */
+                                            * entry, for the PMU rule there (vcpu_loop.c) */
 };
 
 #define ROOT_NMI_VMM   1u /* the VMM's own (a shootdown): a guest PMI may have merged in */

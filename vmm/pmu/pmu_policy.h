@@ -7,7 +7,7 @@
  * This file decides and states it.  Wired into the VMM (vmm/pmu/shim/pmu_vmx.c): the GLOBAL_CTRL
  * write rule and pmu_observe (exit_msr.c), the CPUID filter of the hidden case (exit_cpuid.c),
  * the NMI rule (the NMI exit; NMIs taken in root before the next entry), the emulated-instruction
- * count (vmx_run.c); docs/lbr.md "PMU".  The same file runs in the differential against the
+ * count (vcpu_loop.c); docs/lbr.md "PMU".  The same file runs in the differential against the
  * PMU model (tests/model/test_pmu_diff.c) and in fuzz_pmu.
  *
  * Sources: Intel SDM Vol. 3B "Performance Monitoring", cited as 20.x (the edition issue 11

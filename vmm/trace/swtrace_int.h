@@ -30,8 +30,8 @@ bool swtrace_fetch_within_budget(struct swtrace *t, const struct gw_mem *m,
 
 /*
  * The successor table: the block that followed the lead at `from` to `to` (64-bit code), kept
- * with the block-table entries its shape depends on (swblock.c block_from's block_src).  It is the block
- * block_from would build again while each of those entries is the one it was (gen) and its
+ * with the block-table entries its shape depends on (swblock.c block_from's block_src).  It is the
+ * block block_from would build again while each of those entries is the one it was (gen) and its
  * bytes are the bytes at its address now (bc_blk_fresh): the runs' lengths, their direct JMP /
  * CALL targets, the instruction ending the last run and the run refused for overlapping are
  * all in those bytes, so only a max below `need` could build another.

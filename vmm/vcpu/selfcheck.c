@@ -78,7 +78,7 @@ struct vmm_selfcheck vmm_selfcheck(const struct vcpu *v)
     if (vmm_cfg->serial_port)
         check(&c, PTV_SELFCHECK_UART,
               !(inb(vmm_cfg->serial_port + UART_MCR) & UART_MCR_LOOP) && console_line_intact());
-    /* the copies the exit path reads instead of the VMCS (vmx_entry.S, vmx_run.c): HOST_RSP as
+    /* the copies the exit path reads instead of the VMCS (vmx_entry.S, vcpu_loop.c): HOST_RSP as
      * vmx_enter last wrote it (0: not yet), the guest's GLOBAL_CTRL where the VMCS loads it */
     bool copies = true;
     if (v->regs.host_rsp && (__vmread(HOST_RSP, &val) || val != v->regs.host_rsp))

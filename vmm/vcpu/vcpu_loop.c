@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * VMREAD/VMWRITE, event injection and the exit path: vmx_run() (enter the guest, return a
- * decoded exit), the dispatch to one handler per exit class (exit_*.c) and vmx_loop(), in one
- * file so that an exit costs no call but the handler's (docs/ARCHITECTURE.md, "The exit path").
+ * The vCPU's run loop: vmx_run() (enter the guest, return a decoded exit), the dispatch to one
+ * handler per exit class (exit/exit_*.c), the owed NMI and vmx_loop(), in one file so that an
+ * exit costs no call but the handler's (docs/ARCHITECTURE.md, "The exit path").  Event injection
+ * and the exiting controls are vmx/vcpu_ops.c.
  */
 #include "vmx/vmx_cpu.h"
 #include "vcpu/exit/exits.h"

@@ -69,7 +69,7 @@ struct vcpu {
     unsigned io_trap_mask; /* UART offsets trapped now (bit i = base + i) */
     struct pending_event inject;
     bool nmi_stepping;        /* MTF armed to deliver an NMI owed from root, where the CPU has
-                               * no NMI-window exiting (vmx_run.c) */
+                               * no NMI-window exiting (vcpu_loop.c) */
     bool nmi_window;          /* NMI-window exiting armed for an NMI owed from root */
     bool trace_stepping;      /* MTF armed by the software tracer (trace_step.c) */
     bool trace_mtf_seen;      /* an MTF exit came since the tracer's last look */
@@ -105,7 +105,7 @@ struct vcpu {
     uint64_t sipi_start_exit;            /* exits_total at the SIPI / the last ignored INIT */
     bool init_broken;                    /* the CPU re-delivers INIT forever (exit_fault.c) */
     uint64_t spurious_inits;
-    bool smi_block_quirk; /* the CPU saves blocking-by-SMI outside SMM (vmx_run.c) */
+    bool smi_block_quirk; /* the CPU saves blocking-by-SMI outside SMM (vcpu_loop.c) */
     uint64_t exits_by_reason[EXIT_REASON_MAX + 1];
     struct exit_record ring[EXIT_RING_SIZE];
     unsigned ring_next;
@@ -146,7 +146,7 @@ extern bool vmm_init_redelivery;       /* exit_fault.c */
 extern struct pt_decision pt_decision; /* chosen once at boot (pt/shim/pt_probe.c) */
 extern struct pt_caps pt_host_caps;    /* what the CPU offers */
 
-/* event injection helpers (vmx_run.c) */
+/* event injection helpers (vcpu_ops.c) */
 void vcpu_inject_exception(struct vcpu *v, unsigned vector, bool has_error, uint32_t error);
 static inline void vcpu_inject_gp(struct vcpu *v)
 {
@@ -165,12 +165,12 @@ uint64_t vcpu_guest_cr4(const struct vcpu *v);
 bool vcpu_code64(void);
 /* the monitor trap flag on while the NMI delivery or the software tracer needs it */
 void vcpu_mtf_update(struct vcpu *v);
-/* NMI-window exiting on or off for an NMI owed from root (vmx_run.c) */
+/* NMI-window exiting on or off for an NMI owed from root (vcpu_ops.c) */
 void vcpu_nmi_window(struct vcpu *v, bool on);
 /* CR3-load exiting on or off (every MOV to CR3 exits: exit_cr.c completes it) */
 void vcpu_cr3_exiting(struct vcpu *v, bool on);
 
-/* the exit loop (vmx_run.c): returns only when the first VMLAUNCH fails */
+/* the exit loop (vcpu_loop.c): returns only when the first VMLAUNCH fails */
 int vmx_loop(struct vcpu *v, void (*first_exit)(struct vcpu *, const struct vmexit *));
 void vcpu_dump(struct vcpu *v);
 /* the crash report of v (registers, VMCS, recent exits, statistics) as text: bytes written */

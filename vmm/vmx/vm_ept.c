@@ -157,7 +157,7 @@ void vmx_flush_guest_linear(void)
     }
     struct {
         uint64_t vpid, lin;
-    } desc = {1, 0}; /* the guest's VPID (vmcs_setup.c) */
+    } desc = {1, 0}; /* the guest's VPID (vcpu_setup.c) */
     uint8_t fail;
     asm volatile("invvpid %2, %1; setna %0" : "=r"(fail) : "r"(type), "m"(desc) : "cc", "memory");
     if (fail)

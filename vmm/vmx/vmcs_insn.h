@@ -32,7 +32,6 @@ static inline __attribute__((warn_unused_result)) int __vmwrite(uint32_t field, 
     return fail ? -1 : 0;
 }
 
-
 /* VMREAD / VMWRITE and a branch on VMfail (CF or ZF): three instructions where __vmread's
  * flag byte and test took five, on the exit path's every field */
 static inline uint64_t vmcs_read_checked(uint32_t field)

@@ -3,8 +3,8 @@
  * The PMU shim (issue 11 item 3): executes vmm/pmu/pmu_policy.c's rules on this CPU.  Four
  * hooks: the guest's WRMSR IA32_PERF_GLOBAL_CTRL (exit_msr.c), CPUID leaf 0xA (exit_cpuid.c),
  * every NMI that reaches the VMM (the NMI exit in exit_fault.c; those taken in root, recorded
- * by desc.c, before the next entry in vmx_run.c) and every instruction the VMM completes for the
- * guest (vmx_run.c).  Of this, the ordinary VM-exit / VM-entry path runs one mask test
+ * by desc.c, before the next entry in vcpu_loop.c) and every instruction the VMM completes for the
+ * guest (vcpu_loop.c).  Of this, the ordinary VM-exit / VM-entry path runs one mask test
  * (pmu_vmx_retire_mask): IA32_PERF_GLOBAL_CTRL is switched by the VMCS (docs/lbr.md "PMU").
  */
 #ifndef PTV_VMX_PMU_VMX_H
@@ -30,7 +30,7 @@ static inline void pmu_vmx_cpuid(uint32_t leaf, uint32_t r[4])
  * An NMI reached the VMM; vmm_ours: the EPT shootdown protocol claimed it.  true: the guest is
  * owed one NMI (it is not the VMM's, or a guest PMI merged into the VMM's: pmu_on_nmi()).
  * Called with the VMCS current: at the NMI exit, and for NMIs taken in root at the next entry
- * (vmx_run.c; the root handler only records them, desc.c).
+ * (vcpu_loop.c; the root handler only records them, desc.c).
  */
 bool pmu_vmx_nmi(bool vmm_ours);
 
@@ -43,7 +43,7 @@ bool pmu_vmx_nmi(bool vmm_ours);
  */
 bool pmu_vmx_emulated_retire(void);
 /*
- * Per CPU, for the exit path's test before the call above (vmx_run.c): the
+ * Per CPU, for the exit path's test before the call above (vcpu_loop.c): the
  * IA32_PERF_GLOBAL_CTRL bits of the counters an emulated instruction can count (general ones,
  * IA32_FIXED_CTR0) where the guest owns the PMU; 0 where it does not (absent, hidden): no call,
  * no VMREAD; PMU_RETIRE_UNDECIDED until this CPU's first call decided.

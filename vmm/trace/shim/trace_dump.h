@@ -30,7 +30,7 @@ uint32_t trace_dump_count(void);
 /* true while a dump started by this vCPU is still going out */
 bool trace_dump_busy(const struct vcpu *v);
 
-/* before each VM entry while v->dumping: the next slice (vmx_run.c) */
+/* before each VM entry while v->dumping: the next slice (vcpu_loop.c) */
 void trace_dump_slice(struct vcpu *v);
 /* the VMX-preemption timer expired: stop it unless a dump still goes out */
 void trace_dump_timer_exit(struct vcpu *v);

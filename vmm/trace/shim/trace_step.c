@@ -1,15 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The software tracer in the VMM, its stepping side: a thin shim.  It learns how this CPU
- * steps (the MTF probe), keeps the monitor trap flag or the trap flag on while a window is
- * open, reads the vCPU state the pure stepping logic needs from the VMCS, gives it guest
- * memory through EPT, and traces each step -- before the next entry, or at the single-step
- * #DB exit itself (the fast path).  What ran and which packets that makes is decided in
- * vmm/trace/swtrace.c; the VMCALLs that open and close windows are trace/shim/trace_vmx.c; the trap
- * flag's side (the guest's TF kept apart, frames holding the tracer's TF, #DB) trace/shim/trace_tf.c.
+ * The software tracer in the VMM, its stepping side: a thin shim.  It keeps the monitor trap
+ * flag or the trap flag on while a window is open, lets blocks run to a breakpoint, runs the
+ * vCPU free outside the window's CR3, and traces each step -- before the next entry, or at the
+ * single-step #DB exit itself (the fast path).  What ran and which packets that makes is
+ * decided in vmm/trace/swtrace.c; guest memory, the vCPU's registers and how this CPU steps are
+ * trace_guest.c; the trap flag's side (the guest's TF kept apart, frames holding the tracer's
+ * TF, #DB) trace_tf.c; the VMCALLs that open and close windows trace_vmx.c.
  */
 #include "trace/shim/trace_vmx.h"
-#include "trace/shim/trace_dump.h"
 #include "vmx/vcpu.h"
 #include "vmx/vmcs.h"
 #include "hw/vmx.h"
@@ -25,37 +24,7 @@
 #include <ptv/vmcall.h>
 #include "trace/shim/trace_vcpu.h"
 
-/* --- guest memory over EPT (also what the VMCALL side reads and writes) --- */
-
-/* the host address of guest-physical [gpa, gpa + len) inside one 4 KiB page, or 0 */
-uint64_t trace_guest_page(struct vcpu *v, uint64_t gpa, uint64_t len, bool write)
-{
-    uint64_t hpa;
-    unsigned level, perms;
-    uint32_t type = vm_mem_type(v->handoff, gpa, len);
-    /* code may run from firmware-reserved memory; the VMM reads no device and
-     * writes only guest RAM, and only where EPT lets the guest write (a ToPA table page the PT
-     * engine write-protects is not written behind its back) */
-    if (type != PTV_MEM_RAM && (write || (type != PTV_MEM_RESERVED && type != PTV_MEM_ACPI)))
-        return 0;
-    vm_ept_lock();
-    int rc = ept_translate(v->ept, gpa, &hpa, &perms, NULL, &level);
-    vm_ept_unlock();
-    if (rc || hpa != gpa) /* guest memory is identity-mapped; the sink page is not */
-        return 0;
-    if (write && !(perms & EPT_W))
-        return 0;
-    return hpa;
-}
-
-bool trace_read_gpa(void *ctx, uint64_t gpa, void *buf, unsigned len)
-{
-    uint64_t hpa = trace_guest_page(ctx, gpa, len, false);
-    if (!hpa)
-        return false;
-    memcpy(buf, (const void *)(uintptr_t)hpa, len);
-    return true;
-}
+/* --- guest memory as the stepping vCPU reads it: cached per page and EPT generation --- */
 
 /* trace_read_gpa for the stepping vCPU's own CPU (it owns t->ok_*): the tracer reads the code of
  * every step, so the memory map's search and the EPT walk run once per page, not once per
@@ -97,146 +66,6 @@ static struct gw_mem step_mem(struct vcpu *v)
                            .map = map_step,
                            .gen = __atomic_load_n(&vmm_sd.gen, __ATOMIC_ACQUIRE)};
 }
-
-/* --- the vCPU as the stepping logic sees it --- */
-
-void trace_observe(struct swtrace_cpu *c)
-{
-    uint32_t cs_ar = vmcs_read32(GUEST_CS_AR_BYTES);
-    bool lma = vmcs_read32(VM_ENTRY_CONTROLS) & VM_ENTRY_IA32E_MODE;
-    c->rip = vmcs_readl(GUEST_RIP);
-    c->rsp = vmcs_readl(GUEST_RSP);
-    c->cs_sel = vmcs_read16(GUEST_CS_SELECTOR);
-    /* 64-bit code ignores the CS base (linear IP = RIP, as swtrace's lin_of) */
-    c->cs_base = lma && (cs_ar & VMX_AR_L) ? 0 : vmcs_readl(GUEST_CS_BASE);
-    c->ctx.cpl = (vmcs_read32(GUEST_SS_AR_BYTES) >> 5) & 3;
-    c->ctx.cr3 = vmcs_readl(GUEST_CR3);
-    c->ctx.cs = lma && (cs_ar & VMX_AR_L) ? X86_CODE64
-                : (cs_ar & VMX_AR_DB)     ? X86_CODE32
-                                          : X86_CODE16;
-    c->paging = (struct gw_paging){
-        .cr0 = vmcs_readl(GUEST_CR0),
-        .cr3 = c->ctx.cr3,
-        .cr4 = vmcs_readl(GUEST_CR4),
-        .efer = lma ? 1ull << 10 : 0,
-    };
-    c->tsc = rdtsc();
-    c->rf = false;
-}
-
-/* sw_trace = auto: whether this CPU delivers MTF exits, measured at the BSP's first entries
- * (-1: not measured, 0: it does not, 1: it does) */
-static int mtf_delivered = -1;
-
-static bool have_mtf(void)
-{
-    return vmx_caps.proc >> 32 & CPU_BASED_MONITOR_TRAP_FLAG;
-}
-
-bool trace_vmx_available(const char **why)
-{
-    if (vmm_cfg->trace_sw == PTV_SW_TRACE_OFF) {
-        *why = "sw_trace = off in the configuration";
-        return false;
-    }
-    if (!trace_vmx_tf() && !have_mtf()) {
-        *why = "the CPU has no monitor trap flag (VMX procbased control bit 27)";
-        return false;
-    }
-    return true;
-}
-
-/*
- * The MTF probe (sw_trace = auto).  Some CPUs offer the monitor trap flag and never deliver
- * it (Bochs 2.7: cpu/todo "MTF is not implemented yet"); the tracer then steps with the trap
- * flag, as sw_trace = tf (what that costs the guest: include/ptv/config.h).  Measured, never
- * assumed: MTF is armed for the BSP's first entries; an MTF exit proves it works, an exit at
- * another RIP than the entry's (an instruction completed without an MTF exit) proves it does
- * not.  An exit at the entry's RIP (the first instruction exited itself) tries again.
- */
-#define PROBE_TRIES 64
-
-void trace_vmx_probe_start(struct vcpu *v)
-{
-    if (vmm_cfg->trace_sw != PTV_SW_TRACE_AUTO || !have_mtf()) {
-        if (vmm_cfg->trace_sw == PTV_SW_TRACE_AUTO) {
-            mtf_delivered = 0; /* no MTF at all: the trap flag is the only way */
-            pr_info("trace", "this CPU has no monitor trap flag: the software tracer steps with "
-                             "the trap flag (sw_trace = auto)");
-        }
-        return;
-    }
-    v->mtf_probe = true;
-    v->probe_rip = vmcs_readl(GUEST_RIP);
-    vcpu_mtf_update(v);
-}
-
-void trace_vmx_probe(struct vcpu *v, uint32_t reason, uint64_t exit_rip)
-{
-    if (reason == EXIT_REASON_MONITOR_TRAP_FLAG)
-        mtf_delivered = 1;
-    else if (exit_rip != v->probe_rip)
-        mtf_delivered = 0;
-    else if (++v->probe_tries < PROBE_TRIES) {
-        v->probe_rip = vmcs_readl(GUEST_RIP); /* where the next entry resumes */
-        return;
-    }
-    v->mtf_probe = false;
-    vcpu_mtf_update(v);
-    if (mtf_delivered == 0)
-        pr_info("trace",
-                "this CPU offers the monitor trap flag but delivered no MTF exit (%s at "
-                "%#lx): the software tracer steps with the trap flag (sw_trace = auto)",
-                vmx_exit_reason_name(reason), exit_rip);
-    if (v->boot_pending) { /* the loader handed off while the probe ran */
-        v->boot_pending = false;
-        trace_vmx_boot(v);
-    }
-}
-
-/* BOOT_HANDOFF: the loader starts the guest OS next; trace_boot = N opens its window here */
-int trace_vmx_handoff(struct vcpu *v)
-{
-    static bool done;
-    if (__atomic_exchange_n(&done, true, __ATOMIC_SEQ_CST))
-        return PTV_VMCALL_EBUSY;
-    if (v->mtf_probe)
-        v->boot_pending = true; /* opens when the probe has decided how to step */
-    else
-        trace_vmx_boot(v);
-    return 0;
-}
-
-/*
- * sw_trace = tf (include/ptv/config.h): the step is the trap flag's #DB, caught by the
- * exception bitmap (vcpu_mtf_update).  TF is set before every entry (POPF / IRET may have
- * cleared it), and the single-step bit a VM exit may leave in the pending debug exceptions
- * (an emulated instruction retired with TF = 1; Bochs 2.7 saves it at every exit) is dropped:
- * the tracer counts an emulated instruction itself, a second #DB before the next instruction
- * would read as a step that did not move -- except where VM entry needs it (MOV SS blocking,
- * HLT), and an STI shadow the step's #DB ended is ended (tf_step_arm: SDM Vol. 3C 27.3.1.5).
- */
-bool trace_vmx_tf(void)
-{
-    return vmm_cfg->trace_sw == PTV_SW_TRACE_TF ||
-           (vmm_cfg->trace_sw == PTV_SW_TRACE_AUTO && mtf_delivered == 0);
-}
-
-/* the monitor trap flag has three users: the NMI owed from root (v->nmi_stepping, vcpu_loop.c),
- * the tracer's steps where they are MTF steps, and the MTF probe; one VMCS bit for all */
-void vcpu_mtf_update(struct vcpu *v)
-{
-    /* sw_trace = tf steps with #DB exits instead, and a block runs unstepped to its
-     * breakpoint (trace_step.c) */
-    bool on = v->nmi_stepping ||
-              (v->trace_stepping && !trace_vmx_tf() && !v->trace_blk && !v->trace_free) ||
-              v->mtf_probe;
-    uint32_t proc = vmcs_read32(CPU_BASED_VM_EXEC_CONTROL);
-    uint32_t want = on ? proc | CPU_BASED_MONITOR_TRAP_FLAG : proc & ~CPU_BASED_MONITOR_TRAP_FLAG;
-    if (want != proc)
-        vmcs_write32(CPU_BASED_VM_EXEC_CONTROL, want);
-}
-
 
 /* --- block stepping (vmm/trace/swtrace.h): one exit per straight-line block --- */
 
@@ -455,11 +284,10 @@ static void budget_closed(struct vcpu *v, struct trace_vcpu *t)
         pr_info("trace", "window closed at its budget: %lu instructions, %lu bytes", t->sw.st.steps,
                 t->ring.head);
     t->budget_logged = true;
-    if (t->boot_window) {
-        t->boot_window = false;
-        if (vmm_cfg->dump_on & PTV_DUMP_BOOT)
-            trace_dump_start(v, FRAME_REASON_BOOT);
-    }
+    void (*closed)(struct vcpu *) = t->closed_hook;
+    t->closed_hook = NULL;
+    if (closed) /* set by whoever opened the window (the boot window: trace_boot.c) */
+        closed(v);
 }
 
 /* --- free running (issue 29): no step and no exit outside the window's CR3 --- */
@@ -538,7 +366,7 @@ static void step(struct vcpu *v, struct trace_vcpu *t, bool mtf)
     bool tf_step = v->trace_tf_step;
     v->trace_tf_step = false;
     if (v->trace_free)
-        mtf = false; /* an MTF exit while free is an owed NMI's (vmx_run.c), no step of ours */
+        mtf = false; /* an MTF exit while free is an owed NMI's (vcpu_loop.c), no step of ours */
     if (t->pending_start) {
         t->pending_start = false;
         swtrace_start(&t->sw, &t->cfg, &t->ring, &m, &c, t->budget);

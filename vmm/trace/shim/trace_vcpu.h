@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* The software tracer's per-vCPU state, shared by its two halves: trace/shim/trace_vmx.c (the trace
- * VMCALLs, the two sources behind them, what a dump reads) and trace/shim/trace_step.c (stepping the
- * vCPU and tracing each step).  Internal to those two files. */
+/* The software tracer's per-vCPU state, shared by the files of its shim, bottom to top:
+ * trace_guest.c (guest memory, registers, how this CPU steps), trace_tf.c (the trap flag's side),
+ * trace_step.c (stepping the vCPU and tracing each step), trace_vmx.c (the trace VMCALLs, the two
+ * sources behind them, what a dump reads), trace_dump.c (dumps) and trace_boot.c (the MTF probe
+ * and the boot window).  Internal to them. */
 #ifndef PTV_TRACE_VCPU_H
 #define PTV_TRACE_VCPU_H
 
@@ -21,7 +23,9 @@ struct trace_vcpu {
     bool pending_start;
     bool budget_logged;
     bool nomem_said;
-    bool boot_window; /* this window is trace_boot's: dump_on = boot dumps it when it closes */
+    /* what the window's close at its budget does besides (the boot window: its dump), set by
+     * whoever opened it */
+    void (*closed_hook)(struct vcpu *v);
     bool cache_sized; /* the decode cache got its larger table (or the pool had none) */
     /* the last guest page read_gpa found readable (guest RAM, identity in EPT), valid while
      * no EPT narrowing happened since (vmm_sd.gen: every narrowing is a shootdown) */
@@ -76,8 +80,15 @@ bool trace_read_gpa(void *ctx, uint64_t gpa, void *buf, unsigned len);
 /* the window's stepping ends: TF, DEBUGCTL.BTF and MTF back as the guest had them */
 void trace_stepping_off(struct vcpu *v);
 
-/* the vCPU as the stepping logic sees it, read from the VMCS (trace_step.c) */
+/* the vCPU as the stepping logic sees it, read from the VMCS (trace_guest.c) */
 void trace_observe(struct swtrace_cpu *c);
+/* sw_trace = auto: whether this CPU delivers MTF exits, measured by the probe (trace_boot.c) at
+ * the BSP's first entries (-1: not measured, 0: it does not, 1: it does) */
+extern int trace_mtf_delivered;
+/* the CPU offers the monitor trap flag */
+bool trace_have_mtf(void);
+/* a window of this vCPU goes to system-mode Intel PT, not the software tracer (trace_vmx.c) */
+bool trace_vmx_hw_source(const struct vcpu *v);
 
 /* the trap-flag side (trace_tf.c): TF on or off for the next step with what VM entry needs;
  * the guest's own TF back at a window's close (with its DEBUGCTL.BTF); TF armed for a step;

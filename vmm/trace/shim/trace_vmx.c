@@ -108,7 +108,7 @@ static int sw_start(struct vcpu *v, const struct trace_req *rq, uint64_t budget)
     t->ring.head = t->ring.dropped = 0;
     t->ring.stopped = false;
     t->ring.stop_on_full = !vmm_cfg->trace_wrap;
-    t->boot_window = false;
+    t->closed_hook = NULL;
     cp_reset(&t->cp);
     memset(t->noted, 0, sizeof(t->noted));
     t->code->n = 0;
@@ -182,7 +182,7 @@ static void sw_copy(const struct trace_vcpu *t, uint64_t off, uint8_t *buf, uint
 
 /* --- the two sources behind one ABI: system-mode PT where this vCPU has it, else software --- */
 
-static bool hw_source(const struct vcpu *v)
+bool trace_vmx_hw_source(const struct vcpu *v)
 {
     return v->pt.system && vmm_cfg->trace_sw != PTV_SW_TRACE_ON &&
            vmm_cfg->trace_sw != PTV_SW_TRACE_TF;
@@ -242,8 +242,8 @@ int trace_vmx_start(struct vcpu *v, const struct trace_req *rq, uint64_t budget,
     const char *why;
     if (trace_req_user_check(rq, budget, &why)) /* the CPL 3 rule; no line: a user calls it */
         return PTV_VMCALL_EACCES;
-    *src = hw_source(v) ? PTV_TRACE_SRC_HARDWARE : PTV_TRACE_SRC_SOFTWARE;
-    int rc = hw_source(v) ? hw_start(v, rq, budget) : sw_start(v, rq, budget);
+    *src = trace_vmx_hw_source(v) ? PTV_TRACE_SRC_HARDWARE : PTV_TRACE_SRC_SOFTWARE;
+    int rc = trace_vmx_hw_source(v) ? hw_start(v, rq, budget) : sw_start(v, rq, budget);
     if (!rc)
         owner[v->id] = trace_owner_of(rq);
     return rc;
@@ -256,7 +256,7 @@ bool trace_vmx_owned_by(const struct vcpu *v, unsigned cpl, uint64_t cr3)
 
 int trace_vmx_stop(struct vcpu *v)
 {
-    if (hw_source(v)) {
+    if (trace_vmx_hw_source(v)) {
         pt_ctrl_sys_stop(&v->pt);
         return 0;
     }
@@ -265,7 +265,7 @@ int trace_vmx_stop(struct vcpu *v)
 
 void trace_vmx_status(struct vcpu *v, struct trace_status *st)
 {
-    if (hw_source(v))
+    if (trace_vmx_hw_source(v))
         hw_status(v, st);
     else
         sw_status(v, st);
@@ -277,7 +277,7 @@ void trace_vmx_status_own(struct vcpu *v, struct trace_status *st)
 {
     trace_vmx_status(v, st);
     const struct trace_vcpu *t = traced(v);
-    if (hw_source(v) || !t)
+    if (trace_vmx_hw_source(v) || !t)
         return; /* system-mode PT: only bytes, of the filter's own contexts */
     /* the steps, events, gaps and failed reads of every context the vCPU ran are not the
      * window's: what its stream shows instead */
@@ -297,7 +297,7 @@ uint64_t trace_vmx_bytes(struct vcpu *v, uint64_t off, void *buf, uint64_t len)
         return 0;
     if (len > st.written - off)
         len = st.written - off;
-    if (hw_source(v))
+    if (trace_vmx_hw_source(v))
         return pt_ctrl_sys_read(&v->pt, off - oldest, buf, len);
     const struct trace_vcpu *t = traced(v);
     if (!t)
@@ -344,27 +344,6 @@ int trace_vmx_read(struct vcpu *v, uint64_t gpa, uint64_t len, uint64_t off, uin
  * system trace starts at the first entry and the ring keeps the first (trace_wrap = off) or the
  * last ring-full of it.
  */
-void trace_vmx_boot(struct vcpu *v)
-{
-    uint32_t src;
-    if (!vmm_cfg->trace_boot)
-        return;
-    const struct trace_req rq = {0}; /* the configured filters */
-    int rc = trace_vmx_start(v, &rq, hw_source(v) ? 0 : vmm_cfg->trace_boot, &src);
-    if (rc)
-        pr_warn("trace", "trace_boot = %lu: no boot trace (error %d)", vmm_cfg->trace_boot, rc);
-    else if (src == PTV_TRACE_SRC_SOFTWARE)
-        v->trace->boot_window = true;
-    if (!rc)
-        pr_info("trace",
-                "trace_boot: tracing the guest OS's first %lu instructions from the "
-                "loader's hand-off (%s)",
-                vmm_cfg->trace_boot,
-                src == PTV_TRACE_SRC_HARDWARE ? "Intel PT"
-                : trace_vmx_tf()              ? "software tracer, trap-flag steps"
-                                              : "software tracer, MTF steps");
-}
-
 /* --- what a dump reads (trace/shim/trace_dump.c) --- */
 
 bool trace_vmx_window(struct vcpu *v, struct trace_window *w)
@@ -372,7 +351,7 @@ bool trace_vmx_window(struct vcpu *v, struct trace_window *w)
     struct trace_status st;
     trace_vmx_status(v, &st);
     *w = (struct trace_window){
-        .hardware = hw_source(v),
+        .hardware = trace_vmx_hw_source(v),
         .ring_size = st.ring_size,
         .written = st.written,
         .oldest = st.written > st.ring_size ? st.written - st.ring_size : 0,
@@ -401,26 +380,4 @@ bool trace_vmx_window(struct vcpu *v, struct trace_window *w)
     w->code = &t->cp;
     w->last_cr3 = t->paging.cr3;
     return st.written != 0;
-}
-
-bool trace_vmx_code_read(struct vcpu *v, uint64_t cr3, uint64_t va, void *buf, unsigned len)
-{
-    const struct trace_vcpu *t = v->trace;
-    struct gw_mem m = {.ctx = v, .read = trace_read_gpa};
-    unsigned got;
-    uint64_t kcr3, kva;
-    if (!t)
-        return false;
-    cp_key(cr3 == CP_CR3_ANY ? t->paging.cr3 : cr3, va, &kcr3, &kva);
-    unsigned ncopies = t->code ? __atomic_load_n(&t->code->n, __ATOMIC_ACQUIRE) : 0;
-    for (unsigned i = 0; i < ncopies; i++) /* the bytes as they ran */
-        if (t->code->key[i].va == kva && t->code->key[i].cr3 == kcr3 &&
-            (va & (CP_PAGE - 1)) + len <= CP_PAGE) {
-            memcpy(buf, t->code->page[i] + (va & (CP_PAGE - 1)), len);
-            return true;
-        }
-    struct gw_paging p = t->paging;
-    if (cr3 != CP_CR3_ANY)
-        p.cr3 = cr3;
-    return gw_read(&m, &p, va, buf, len, &got) == 0 && got == len;
 }

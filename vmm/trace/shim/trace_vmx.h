@@ -95,7 +95,7 @@ void trace_vmx_block_cancel(struct vcpu *v);
 /* at every exit while the vCPU runs free outside its window's CR3 (v->trace_free), before the
  * exit is handled: the tracer is put where the vCPU is (trace_step.c) */
 void trace_vmx_free_exit(struct vcpu *v);
-/* right before each VM entry while the tracer steps this vCPU (vmx_run.c) */
+/* right before each VM entry while the tracer steps this vCPU (vcpu_loop.c) */
 void trace_vmx_before_entry(struct vcpu *v);
 
 /* sw_trace = tf: the tracer's single-step #DB exit traced at once (vmx_run's fast path; only

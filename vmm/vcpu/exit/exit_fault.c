@@ -19,7 +19,7 @@
  * NMIs exit (NMI exiting + virtual NMIs, so the VMM's shootdown IPIs never reach
  * the guest): one that was an EPT shootdown request is answered here
  * (vmm/smp/smp.c); any other is the guest's and is owed to it, delivered when
- * the guest can take it (vmx_run.c).  The exception bitmap is empty, so other
+ * the guest can take it (vcpu_loop.c).  The exception bitmap is empty, so other
  * vectors only come from a VMM change; reflect them exactly as they arrived.
  */
 enum exit_action handle_exception_nmi(struct vcpu *v, const struct vmexit *e)
@@ -232,7 +232,7 @@ enum exit_action handle_sipi(struct vcpu *v, const struct vmexit *e)
  * is not modelled; vcpu/exit/exit_task_switch.c: the VMCS side).  In IA-32e mode, which
  * cannot raise one, the guest gets #UD and a rate-limited line.
  */
-/* NMI window: the blocking of an NMI owed from root ended (vmx_run.c armed it); the next
+/* NMI window: the blocking of an NMI owed from root ended (vcpu_loop.c armed it); the next
  * entry injects it */
 enum exit_action handle_nmi_window(struct vcpu *v, const struct vmexit *e)
 {
@@ -242,7 +242,7 @@ enum exit_action handle_nmi_window(struct vcpu *v, const struct vmexit *e)
 }
 
 /* monitor trap flag: armed to deliver an NMI owed from root where the CPU has no NMI
- * window (vmx_run.c), or the software tracer's step; the next entry decides again */
+ * window (vcpu_loop.c), or the software tracer's step; the next entry decides again */
 enum exit_action handle_mtf(struct vcpu *v, const struct vmexit *e)
 {
     v->trace_mtf_seen = true; /* one instruction or event ran (trace_step.c) */

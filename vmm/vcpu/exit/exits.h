@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The exit handlers, one file per exit class (exit_*.c), dispatched by vmx_run.c. */
+/* The exit handlers, one file per exit class (exit_*.c), dispatched by vcpu_loop.c. */
 #ifndef PTV_VMX_EXITS_H
 #define PTV_VMX_EXITS_H
 
@@ -29,7 +29,7 @@ enum exit_action handle_nmi_window(struct vcpu *v, const struct vmexit *e);
 /* exit_misc.c: the exit the preemption timer makes while a dump goes out */
 enum exit_action handle_preemption_timer(struct vcpu *v, const struct vmexit *e);
 
-/* vmx_run.c: re-deliver an event whose delivery the exit interrupted */
+/* vcpu_loop.c: re-deliver an event whose delivery the exit interrupted */
 void vmx_reinject_idt_vectoring(struct vcpu *v, const struct vmexit *e);
 
 #endif
