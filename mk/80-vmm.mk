@@ -69,3 +69,4 @@ TEST_TARGETS += test-layers
 .PHONY: test-layers
 test-layers:
 	$(Q)tests/step.sh $(BUILD)/results layers:vmm tools/check-layers.sh
+	$(Q)tests/step.sh $(BUILD)/results layers:selftest tests/check-layers-selftest.sh

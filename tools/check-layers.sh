@@ -4,8 +4,9 @@
 # folders of one rank never include each other (the feature shims).  Prints each offending
 # include as FILE:LINE: "INCLUDE": FOLDER (rank) may not include FOLDER (rank), and exits 1.
 # A folder missing from the table fails too: a new folder says where it stands.
+# Usage: tools/check-layers.sh [TREE]   (TREE: a checkout, default the one this script is in)
 set -u
-cd "$(dirname "$0")/.."
+cd "${1:-$(dirname "$0")/..}" || exit 2
 
 # folder (relative to vmm/) -> rank; higher folders may include lower ones
 declare -A RANK=(

@@ -232,23 +232,6 @@ enum exit_action handle_sipi(struct vcpu *v, const struct vmexit *e)
  * is not modelled; vcpu/exit/exit_task_switch.c: the VMCS side).  In IA-32e mode, which
  * cannot raise one, the guest gets #UD and a rate-limited line.
  */
-/* NMI window: the blocking of an NMI owed from root ended (vcpu_loop.c armed it); the next
- * entry injects it */
-enum exit_action handle_nmi_window(struct vcpu *v, const struct vmexit *e)
-{
-    (void)e;
-    vcpu_nmi_window(v, false);
-    return EXIT_RESUME;
-}
-
-/* monitor trap flag: armed to deliver an NMI owed from root where the CPU has no NMI
- * window (vcpu_loop.c), or the software tracer's step; the next entry decides again */
-enum exit_action handle_mtf(struct vcpu *v, const struct vmexit *e)
-{
-    v->trace_mtf_seen = true; /* one instruction or event ran (trace_step.c) */
-    return EXIT_RESUME;
-}
-
 enum exit_action handle_entry_failure(struct vcpu *v, const struct vmexit *e)
 {
     pr_err("vmx", "VM entry failed: %s (qualification %#lx): invalid guest state",

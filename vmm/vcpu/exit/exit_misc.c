@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* XSETBV, INVD, WBINVD, GETSEC and guest VMX instructions (pt-facts G.5). */
+/* XSETBV, INVD, WBINVD, GETSEC and guest VMX instructions (pt-facts G.5); the exits that end a
+ * wait: the VMX-preemption timer, the NMI window, the monitor trap flag. */
 #include "vmx/vcpu.h"
 #include "hw/percpu.h"
 #include "vcpu/exit/exits.h"
@@ -57,5 +58,22 @@ enum exit_action handle_preemption_timer(struct vcpu *v, const struct vmexit *e)
 {
     (void)e;
     trace_dump_timer_exit(v);
+    return EXIT_RESUME;
+}
+
+/* NMI window: the blocking of an NMI owed from root ended (vcpu_loop.c armed it); the next
+ * entry injects it */
+enum exit_action handle_nmi_window(struct vcpu *v, const struct vmexit *e)
+{
+    (void)e;
+    vcpu_nmi_window(v, false);
+    return EXIT_RESUME;
+}
+
+/* monitor trap flag: armed to deliver an NMI owed from root where the CPU has no NMI
+ * window (vcpu_loop.c), or the software tracer's step; the next entry decides again */
+enum exit_action handle_mtf(struct vcpu *v, const struct vmexit *e)
+{
+    v->trace_mtf_seen = true; /* one instruction or event ran (trace_step.c) */
     return EXIT_RESUME;
 }
