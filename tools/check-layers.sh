@@ -26,35 +26,47 @@ declare -A RANK=(
     [include]=0        # include/ptv: the ABI shared with the loader, guest tools and host tools
 )
 
-folder_of() { # vmm/a/b/c.h -> a/b ; include/ptv/x.h -> include
+folder_of() { # sets FOLDER: vmm/a/b/c.h -> a/b ; include/ptv/x.h -> include
     case $1 in
-    include/*) echo include ;;
-    vmm/*) local d=${1#vmm/}; d=${d%/*}; [ "$d" = "${1#vmm/}" ] && d=. ; echo "$d" ;;
+    include/*) FOLDER=include ;;
+    vmm/*) FOLDER=${1#vmm/}; FOLDER=${FOLDER%/*}; [ "$FOLDER" = "${1#vmm/}" ] && FOLDER=. ;;
+    *) FOLDER="" ;;
     esac
 }
 
 bad=0
-while IFS= read -r f; do
-    src=$(folder_of "$f")
+declare -A SEEN=()
+# every quoted include of every file, one grep: FILE:LINE:TEXT
+while IFS=: read -r f line inc; do
+    folder_of "$f"; src=$FOLDER
     if [ -z "${RANK[$src]+x}" ]; then
-        echo "$f: folder vmm/$src is not in the layer table of tools/check-layers.sh"
+        [ -n "${SEEN[$f]+x}" ] || echo "$f: folder vmm/$src is not in the layer table of tools/check-layers.sh"
+        SEEN[$f]=1
         bad=1
         continue
     fi
-    while IFS=: read -r line inc; do
-        inc=${inc#*\"}; inc=${inc%%\"*}
-        tgt=""
-        for c in "$(dirname "$f")/$inc" "vmm/$inc" "include/$inc"; do
-            if [ -f "$c" ]; then tgt=$(realpath --relative-to=. "$c"); break; fi
-        done
-        [ -n "$tgt" ] || { echo "$f:$line: \"$inc\": not found under vmm/ or include/"; bad=1; continue; }
-        dst=$(folder_of "$tgt")
-        [ "$dst" = "$src" ] && continue
-        if [ -z "${RANK[$dst]+x}" ] || [ "${RANK[$dst]}" -ge "${RANK[$src]}" ]; then
-            echo "$f:$line: \"$inc\": $src (${RANK[$src]}) may not include $dst (${RANK[$dst]:-unranked})"
-            bad=1
-        fi
-    done < <(grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$f")
+    inc=${inc#*\"}; inc=${inc%%\"*}
+    tgt=""
+    for c in "${f%/*}/$inc" "vmm/$inc" "include/$inc"; do
+        if [ -f "$c" ]; then tgt=$c; break; fi
+    done
+    [ -n "$tgt" ] || { echo "$f:$line: \"$inc\": not found under vmm/ or include/"; bad=1; continue; }
+    [[ $tgt == */../* ]] && tgt=$(realpath -m --relative-to=. "$tgt")
+    folder_of "$tgt"; dst=$FOLDER
+    [ "$dst" = "$src" ] && continue
+    if [ -z "${RANK[$dst]+x}" ] || [ "${RANK[$dst]}" -ge "${RANK[$src]}" ]; then
+        echo "$f:$line: \"$inc\": $src (${RANK[$src]}) may not include $dst (${RANK[$dst]:-unranked})"
+        bad=1
+    fi
+done < <(find vmm -type f \( -name '*.c' -o -name '*.h' -o -name '*.S' -o -name '*.def' \) -print0 | sort -z |
+         xargs -0 grep -Hn '^[[:space:]]*#[[:space:]]*include[[:space:]]*"')
+# a file of an unranked folder with no include at all is still unranked
+while IFS= read -r f; do
+    folder_of "$f"; src=$FOLDER
+    [ -n "${RANK[$src]+x}" ] || [ -n "${SEEN[$f]+x}" ] || {
+        echo "$f: folder vmm/$src is not in the layer table of tools/check-layers.sh"
+        bad=1
+    }
 done < <(find vmm -type f \( -name '*.c' -o -name '*.h' -o -name '*.S' -o -name '*.def' \) | sort)
 [ $bad = 0 ] && echo "check-layers: every include of vmm/ goes downward"
 exit $bad
