@@ -38,4 +38,9 @@ void host_exception(struct exc_frame *f);
     ".pushsection .extable,\"a\"\n\t.balign 4\n\t.long " #insn " - ., " #fixup                     \
     " - .\n\t.popsection\n\t"
 
+/* MSR access that survives a #GP (Bochs #GPs on DEBUGCTL, PERF_CAPABILITIES, RTIT MSRs).
+ * Return 0 on success, -1 if the access faulted.  The fix-up is the host IDT's (desc.c). */
+int rdmsr_safe(uint32_t msr, uint64_t *val) __attribute__((warn_unused_result));
+int wrmsr_safe(uint32_t msr, uint64_t val) __attribute__((warn_unused_result));
+
 #endif

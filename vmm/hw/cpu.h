@@ -57,11 +57,6 @@ static inline void wrmsr(uint32_t msr, uint64_t v)
     asm volatile("wrmsr" ::"c"(msr), "a"((uint32_t)v), "d"((uint32_t)(v >> 32)) : "memory");
 }
 
-/* MSR access that survives a #GP (Bochs #GPs on DEBUGCTL, PERF_CAPABILITIES, RTIT MSRs).
- * Return 0 on success, -1 if the access faulted.  Implemented with the host IDT's fix-up. */
-int rdmsr_safe(uint32_t msr, uint64_t *val) __attribute__((warn_unused_result));
-int wrmsr_safe(uint32_t msr, uint64_t val) __attribute__((warn_unused_result));
-
 #define DEFINE_CR(n)                                                                               \
     static inline uint64_t read_cr##n(void)                                                        \
     {                                                                                              \

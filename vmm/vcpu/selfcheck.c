@@ -11,6 +11,7 @@
 #include "vmx/vmcs.h"
 #include "base/vmm_state.h"
 #include "hw/cpu.h"
+#include "host/desc.h"
 #include "host/paging.h"
 #include "pt/rtit.h"
 #include "emul/guest_policy.h"

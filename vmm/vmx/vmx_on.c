@@ -3,6 +3,7 @@
 #include "vmx/vmx_cpu.h"
 #include "vmx/vmcs.h"
 #include "hw/cpu.h"
+#include "host/desc.h"
 #include "base/log.h"
 #include "base/palloc.h"
 #include "vmx/vmx_caps_policy.h"

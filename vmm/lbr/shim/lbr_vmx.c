@@ -11,6 +11,7 @@
 #include "vmx/vmx_cpu.h"
 #include "vmx/vmcs.h"
 #include "hw/cpu.h"
+#include "host/desc.h"
 #include "base/log.h"
 #include "hw/percpu.h"
 

@@ -9,6 +9,7 @@
 #include "vmx/vmx_cpu.h"
 #include "vmx/vmcs.h"
 #include "hw/cpu.h"
+#include "host/desc.h"
 #include "hw/lapic.h"
 #include "base/log.h"
 #include "hw/percpu.h"

@@ -13,6 +13,7 @@
 #include "vmx/vmcs.h"
 #include "base/vmm_state.h"
 #include "hw/cpu.h"
+#include "host/desc.h"
 #include "base/log.h"
 #include "base/palloc.h"
 

@@ -34,6 +34,7 @@
 #include "hw/spinlock.h"
 #include "smp/smp.h"
 #include "hw/cpu.h"
+#include "host/desc.h"
 #include "base/log.h"
 #include "hw/percpu.h"
 #include "base/handoff.h"

@@ -14,6 +14,7 @@
 #include "vcpu/exit/exits.h"
 #include "vmx/vmx_cpu.h"
 #include "hw/cpu.h"
+#include "host/desc.h"
 #include "base/log.h"
 #include "base/palloc.h"
 #include "hw/percpu.h"
