@@ -14,7 +14,7 @@ VMM_DEBUG_ELF := $(BUILD)/vmm/vmm.debug.elf
 # the software tracer's per-exit path and every exit's (vmx_run, the dispatch, the CPUID, VMCALL,
 # MSR and I/O handlers, the PMU and LBR hooks they call): no frame pointer (a register and three
 # instructions a call back on the hottest path; nothing in the VMM walks frames)
-VMM_HOT_SRCS := $(wildcard vmm/trace/*.c) vmm/trace/shim/trace_step.c vmm/vcpu/vcpu_loop.c vmm/pt/pt_pkt.c \
+VMM_HOT_SRCS := $(wildcard vmm/trace/*.c) vmm/trace/shim/trace_step.c vmm/trace/shim/trace_guest.c vmm/vmx/vcpu_ops.c vmm/vcpu/vcpu_loop.c vmm/pt/pt_pkt.c \
                 vmm/core/main.c vmm/vcpu/exit/exit_cpuid.c vmm/vcpu/exit/exit_vmcall.c \
                 vmm/vcpu/exit/exit_msr.c vmm/vcpu/exit/exit_io.c vmm/pmu/shim/pmu_vmx.c vmm/lbr/shim/lbr_vmx.c \
                 vmm/emul/guest_policy.c vmm/dev/uart_console.c vmm/dev/uart_mux.c
