@@ -15,7 +15,7 @@ test_lbr_report_SRCS := tests/unit/test_lbr_report.c tests/model/lbr_model.c $(L
 # the differential: the LBR model alone (bare metal) against the model driven through the VMM's
 # policy at every exit / entry (what lbr_vmx.c and the VMCS do), with mutants that must be caught
 LBR_DIFF_SRCS := tests/model/lbr_model.c $(LBR_SRCS) vmm/lib/fmt.c vmm/emul/guest_policy.c \
-                 vmm/emul/emul_policy.c vmm/pt/pt_caps.c vmm/pt/pt_msr.c vmm/pt/pt_ctl_policy.c
+                 vmm/emul/msr_owner.c vmm/emul/emul_policy.c vmm/pt/pt_caps.c vmm/pt/pt_msr.c vmm/pt/pt_ctl_policy.c
 HOST_TESTS += test_lbr_diff
 test_lbr_diff_SRCS := tests/model/test_lbr_diff.c $(LBR_DIFF_SRCS)
 

@@ -17,7 +17,7 @@ VMM_DEBUG_ELF := $(BUILD)/vmm/vmm.debug.elf
 VMM_HOT_SRCS := $(wildcard vmm/trace/*.c) vmm/trace/shim/trace_step.c vmm/trace/shim/trace_guest.c vmm/vmx/vcpu_ops.c vmm/vcpu/vcpu_loop.c vmm/pt/pt_pkt.c \
                 vmm/core/main.c vmm/vcpu/exit/exit_cpuid.c vmm/vcpu/exit/exit_vmcall.c \
                 vmm/vcpu/exit/exit_msr.c vmm/vcpu/exit/exit_io.c vmm/pmu/shim/pmu_vmx.c vmm/lbr/shim/lbr_vmx.c \
-                vmm/emul/guest_policy.c vmm/dev/uart_console.c vmm/dev/uart_mux.c
+                vmm/emul/guest_policy.c vmm/emul/msr_owner.c vmm/dev/uart_console.c vmm/dev/uart_mux.c
 $(patsubst %,$(BUILD)/vmm-obj/%.o,$(VMM_HOT_SRCS)): VMM_HOT_CFLAGS := -fomit-frame-pointer
 
 $(BUILD)/vmm-obj/%.c.o: %.c
@@ -58,6 +58,13 @@ FUZZERS += fuzz_guest_policy
 fuzz_guest_policy_SRCS := tests/fuzz/fuzz_guest_policy.c vmm/emul/guest_policy.c vmm/emul/emul_policy.c vmm/pt/pt_caps.c \
                           vmm/pt/pt_msr.c vmm/pt/pt_ctl_policy.c
 test_guest_check_SRCS := tests/unit/test_guest_check.c vmm/emul/guest_check.c
+# the MSR owner table (the exit's dispatch and the MSR bitmap) against the decisions the exit
+# handler made before the table existed, with the LBR policy's real claims
+HOST_TESTS += test_msr_owner
+test_msr_owner_SRCS := tests/unit/test_msr_owner.c vmm/emul/msr_owner.c vmm/emul/emul_policy.c \
+                       vmm/pt/pt_msr.c vmm/pt/pt_ctl_policy.c vmm/pt/pt_caps.c $(LBR_SRCS) vmm/lib/fmt.c
+FUZZERS += fuzz_msr_owner
+fuzz_msr_owner_SRCS := tests/fuzz/fuzz_msr_owner.c vmm/emul/msr_owner.c vmm/lbr/lbr_policy.c vmm/lib/fmt.c
 # the architectural rules of emulated CPU state (issue 7): RIP/RF/TF, CR0/CR4, APIC base, MTRRs
 HOST_TESTS += test_emul_policy
 test_emul_policy_SRCS := tests/unit/test_emul_policy.c vmm/emul/emul_policy.c

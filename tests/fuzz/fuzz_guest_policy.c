@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Fuzzer: guest-controlled exit data (CPUID leaf/subleaf + host answer + guest
- * CR4, XSETBV operands, MSR indices) through the guest policy.  Invariants:
+ * CR4, XSETBV operands) through the guest policy (MSR indices: fuzz_msr_owner.c).  Invariants:
  * the hypervisor bit is always set and VMX always hidden on leaf 1, OSXSAVE/
  * OSPKE mirror the guest CR4, TSC deadline is the CPU's unless the VMM hides it,
  * PT is never visible unless the guest owns it,
@@ -60,11 +60,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (x == XSETBV_OK)
         CHECK(in.xidx == 0 && (in.xval & 1) && !(in.xval & ~in.sup) &&
               (!(in.xval & 4) || (in.xval & 2)) && (in.cr4 & (1ull << 18)));
-    enum msr_verdict m = msr_policy(in.msr);
-    if (in.msr >= 0x480 && in.msr <= 0x492)
-        CHECK(m == MSR_GP);
-    if (m == MSR_PT_ENGINE)
-        CHECK((in.msr >= 0x560 && in.msr <= 0x561) || (in.msr >= 0x570 && in.msr <= 0x572) ||
-              (in.msr >= 0x580 && in.msr <= 0x587));
     return 0;
 }

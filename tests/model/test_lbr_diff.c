@@ -30,6 +30,7 @@
 #include "model/lbr_model.h"
 #include "lbr/lbr_policy.h"
 #include "emul/guest_policy.h"
+#include "emul/msr_owner.h"
 
 #define BIT(n)      (1ull << (n))
 #define VMM_BASE    0x7f000000ull /* where the VMM's code is (identity-mapped, CPL 0) */
@@ -594,22 +595,30 @@ __attribute__((noinline)) static void lbr_hook_cpuid(struct twin *t, uint32_t le
     lbr_cpuid_filter(&t->d, leaf, sub, q);
 }
 
-/* exit_msr.c: the LBR hook, then the guest policy (IA32_XSS, or the real MSR in root) */
+static bool lbr_claims(enum msr_owner owner, uint32_t msr, const void *ctx)
+{
+    return owner == MSR_OWNER_LBR && lbr_msr_intercepted(ctx, msr);
+}
+
+/* exit_msr.c: the owner table, then the owner's hook (the LBR hook; IA32_XSS or the real MSR) */
 static int vmm_msr(struct twin *t, uint32_t msr, bool write, uint64_t *val)
 {
-    enum lbr_verdict r = lbr_hook_msr(t, msr, write, val);
-    if (r != LBR_NOT_MINE)
-        return r == LBR_GP ? -1 : 0;
-    enum msr_verdict v = msr_policy(msr);
-    if (v == MSR_XSS && write && !xss_policy(*val, t->host_xss))
+    enum msr_owner o = msr_owner(msr);
+    if (o == MSR_OWNER_LBR) {
+        enum lbr_verdict r = lbr_hook_msr(t, msr, write, val);
+        if (r != LBR_NOT_MINE)
+            return r == LBR_GP ? -1 : 0;
+    } else if (o == MSR_OWNER_XSS && write && !xss_policy(*val, t->host_xss)) {
         return -1;
-    assert_true(v == MSR_XSS || v == MSR_PASS_THROUGH);
+    } else {
+        assert_true(o == MSR_OWNER_XSS || o == MSR_OWNER_NONE);
+    }
     return write ? lbrm_wrmsr(&t->cpu, msr, *val) : lbrm_rdmsr(&t->cpu, msr, val);
 }
 
-static bool exits(const struct twin *t, uint32_t msr) /* the MSR bitmap (exit_msr.c) */
+static bool exits(const struct twin *t, uint32_t msr) /* the MSR bitmap (msr_owner.c) */
 {
-    return msr_policy(msr) != MSR_PASS_THROUGH || lbr_msr_intercepted(&t->d, msr);
+    return msr_intercepted(msr, lbr_claims, &t->d);
 }
 
 static int guest_msr(struct twin *t, uint64_t rip, uint32_t msr, bool write, uint64_t *val)

@@ -25,6 +25,7 @@
 #include "pt/pt_ctrl.h"
 #include "pt/rtit.h"
 #include "emul/guest_policy.h"
+#include "emul/msr_owner.h"
 
 #define MAXPA   39
 #define KERNEL  0xffffffff81000000ull
@@ -562,7 +563,7 @@ static void guest_sees_no_pt(void **state)
         struct pt_msr_result res;
         uint64_t v = 0, wr = x->tw.vmm_wrmsrs;
         struct pt_msr_file before = x->c.sys.f;
-        assert_int_equal(msr_policy(msr), MSR_PT_ENGINE);
+        assert_int_equal(msr_owner(msr), MSR_OWNER_PT);
         assert_int_equal(pt_ctrl_rdmsr(&x->c, msr, &v, &res), PT_MSR_GP);
         assert_int_equal(pt_ctrl_wrmsr(&x->c, msr, 0, &res), PT_MSR_GP);
         assert_int_equal(pt_ctrl_wrmsr(&x->c, msr, RTIT_CTL_TRACEEN, &res), PT_MSR_GP);

@@ -179,24 +179,6 @@ static void test_xsetbv(void **state)
     assert_int_equal(xsetbv_policy(0, 0xf, sup, CR4_OSXSAVE), XSETBV_GP); /* unsupported */
 }
 
-static void test_msr(void **state)
-{
-    assert_int_equal(msr_policy(MSR_IA32_RTIT_CTL), MSR_PT_ENGINE);
-    assert_int_equal(msr_policy(MSR_IA32_RTIT_ADDR3_B), MSR_PT_ENGINE);
-    assert_int_equal(msr_policy(0x480), MSR_GP);
-    assert_int_equal(msr_policy(0x491), MSR_GP);
-    assert_int_equal(msr_policy(0x38f), MSR_PERF_GLOBAL);
-    assert_int_equal(msr_policy(0x10), MSR_PASS_THROUGH); /* TSC */
-    assert_int_equal(msr_policy(0xc0000080), MSR_PASS_THROUGH);
-    assert_int_equal(msr_policy(0x1b), MSR_APIC_BASE);
-    assert_int_equal(msr_policy(0x2ff), MSR_MTRR);
-    assert_int_equal(msr_policy(0x201), MSR_MTRR);
-    assert_int_equal(msr_policy(0x26f), MSR_MTRR);
-    assert_int_equal(msr_policy(0x79), MSR_UCODE_WRITE);
-    assert_int_equal(msr_policy(0x150), MSR_GP);
-    assert_int_equal(msr_policy(0x277), MSR_PASS_THROUGH); /* PAT is VMCS-switched */
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -205,7 +187,6 @@ int main(void)
         cmocka_unit_test(test_leaf7_pt_and_ospke),
         cmocka_unit_test(test_xsetbv),
         cmocka_unit_test(test_features_follow_controls),
-        cmocka_unit_test(test_msr),
         cmocka_unit_test(test_leaf1_tsc_deadline),
         cmocka_unit_test(test_tsc_deadline_erratum),
     };

@@ -1,9 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Guest-visible policy for CPUID, XSETBV and MSR exits (pure; see guest_policy.h). */
+/* Guest-visible policy for CPUID, XSETBV and IA32_XSS (pure; see guest_policy.h). */
 #include "emul/guest_policy.h"
-#include "pt/pt_msr.h"
-#include "hw/vmx.h"
-#include "emul/emul_policy.h"
 
 #define CPUID_1_ECX_VMX           (1u << 5)
 #define CPUID_1_ECX_OSXSAVE       (1u << 27)
@@ -123,27 +120,6 @@ enum xsetbv_verdict xsetbv_policy(uint32_t index, uint64_t val, uint64_t support
         (val & ~supported))
         return XSETBV_GP;
     return XSETBV_OK;
-}
-
-enum msr_verdict msr_policy(uint32_t msr)
-{
-    if (pt_msr_is_rtit(msr))
-        return MSR_PT_ENGINE;
-    if (msr == MSR_CORE_PERF_GLOBAL_CTRL)
-        return MSR_PERF_GLOBAL;
-    if (msr == MSR_IA32_XSS)
-        return MSR_XSS;
-    if (msr == MSR_IA32_APIC_BASE)
-        return MSR_APIC_BASE;
-    if (mtrr_is_msr(msr))
-        return MSR_MTRR;
-    if (msr == MSR_IA32_BIOS_UPDT_TRIG)
-        return MSR_UCODE_WRITE;
-    if (msr == MSR_OC_MAILBOX)
-        return MSR_GP; /* undervolting from a guest faults the VMM's own computations */
-    if (msr >= MSR_IA32_VMX_FIRST && msr <= MSR_IA32_VMX_LAST)
-        return MSR_GP; /* VMX is not offered to the guest */
-    return MSR_PASS_THROUGH;
 }
 
 bool xss_policy(uint64_t value, uint64_t host_supported)

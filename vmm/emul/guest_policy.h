@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What the guest may see and do, as pure functions of guest-controlled exit
- * data (CPUID leaf/subleaf, XSETBV operands, MSR indices).  The exit handlers
+ * data (CPUID leaf/subleaf, XSETBV operands, IA32_XSS values).  The exit handlers
  * feed them decoded values; host tests and a fuzzer call them directly.
  */
 #ifndef PTV_VMX_GUEST_POLICY_H
@@ -68,17 +68,7 @@ enum xsetbv_verdict {
 enum xsetbv_verdict xsetbv_policy(uint32_t index, uint64_t value, uint64_t supported,
                                   uint64_t guest_cr4);
 
-enum msr_verdict {
-    MSR_PASS_THROUGH, /* the real MSR (an access that faults becomes the guest's #GP) */
-    MSR_PT_ENGINE,    /* the PT engine's virtual RTIT MSR file */
-    MSR_GP,           /* hidden from the guest: #GP */
-    MSR_PERF_GLOBAL,  /* IA32_PERF_GLOBAL_CTRL: kept in the VMCS, 0 while the VMM runs */
-    MSR_XSS,          /* IA32_XSS: checked by xss_policy(), then the real MSR */
-    MSR_APIC_BASE,    /* IA32_APIC_BASE: virtual base, the real APIC never moves */
-    MSR_MTRR,         /* the MTRRs: a guest copy (EPT gives guest memory types) */
-    MSR_UCODE_WRITE,  /* IA32_BIOS_UPDT_TRIG: a microcode load is ignored, as KVM does */
-};
-enum msr_verdict msr_policy(uint32_t msr);
+/* MSRs the owner table names (emul/msr_owner.c) */
 #define MSR_IA32_APIC_BASE      0x1b
 #define MSR_IA32_BIOS_UPDT_TRIG 0x79
 #define MSR_OC_MAILBOX          0x150 /* overclocking / voltage mailbox (Plundervolt): hidden */

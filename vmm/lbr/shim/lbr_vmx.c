@@ -17,8 +17,7 @@
 
 #define MSR_IA32_MISC_ENABLE 0x1a0
 
-static struct lbr_decision lbr_dec;        /* decided by the BSP before any guest code ran */
-uint8_t lbr_vmx_owned[LBR_OWNED_MSRS / 8]; /* lbr_vmx.h: lbr_msr_intercepted() per MSR */
+static struct lbr_decision lbr_dec; /* decided by the BSP before any guest code ran */
 static bool lbr_decided;
 
 /* The caller's IA32_DEBUGCTL / IA32_LBR_CTL, taken at VMM entry (lbr_vmx_root_enter): the
@@ -109,10 +108,6 @@ void lbr_vmx_setup(struct vcpu *v)
         struct lbr_host h = {0};
         lbr_read_host(&h);
         lbr_decide(&h, &lbr_dec);
-        /* the decision never changes from here on: its MSR test, once per MSR */
-        for (uint32_t m = 0; m < LBR_OWNED_MSRS; m++)
-            if (lbr_msr_intercepted(&lbr_dec, m))
-                lbr_vmx_owned[m / 8] |= (uint8_t)(1u << (m % 8));
         lbr_decided = true;
         pr_info("lbr", "%s; per VM exit: 0 VMM instructions, 0 LBR MSR accesses", lbr_dec.reason);
     }
@@ -173,8 +168,7 @@ static __attribute__((noinline)) int lbr_msr_exit(struct vcpu *v, uint32_t msr, 
     return EXIT_RESUME_SKIP_INSN;
 }
 
-/* the MSRs lbr_vmx_owned has set, and any from LBR_OWNED_MSRS up (lbr_vmx.h) */
-int lbr_vmx_msr_policy(struct vcpu *v, uint32_t msr, bool write, uint64_t val)
+int lbr_vmx_msr(struct vcpu *v, uint32_t msr, bool write, uint64_t val)
 {
     return lbr_msr_intercepted(&lbr_dec, msr) ? lbr_msr_exit(v, msr, write, val) : -1;
 }

@@ -29,22 +29,13 @@ void lbr_vmx_root_leave(void);
  * controls, set GUEST_IA32_LBR_CTL from the caller's value. */
 void lbr_vmx_setup(struct vcpu *v);
 
-/* The MSR bitmap: does msr exit for LBR's sake? */
+/* The MSR bitmap: does msr, in an LBR row of the owner table, exit for LBR's sake? */
 bool lbr_vmx_intercepts(uint32_t msr);
 
-/* RDMSR/WRMSR exit: -1 if msr is not the LBR policy's, else the enum exit_action it took
- * (the result of a read is in the guest's RDX:RAX, a refusal is a queued #GP).  Every MSR exit
- * asks: below LBR_OWNED_MSRS (where every LBR MSR is) one bit of lbr_vmx_owned answers, the
- * policy's own test (lbr_msr_intercepted) evaluated for each MSR once the decision was made. */
-#define LBR_OWNED_MSRS 0x2000u
-extern uint8_t lbr_vmx_owned[LBR_OWNED_MSRS / 8];
-int lbr_vmx_msr_policy(struct vcpu *v, uint32_t msr, bool write, uint64_t val);
-static inline int lbr_vmx_msr(struct vcpu *v, uint32_t msr, bool write, uint64_t val)
-{
-    if (msr < LBR_OWNED_MSRS && !(lbr_vmx_owned[msr / 8] >> (msr % 8) & 1))
-        return -1;
-    return lbr_vmx_msr_policy(v, msr, write, val);
-}
+/* RDMSR/WRMSR exit of an MSR the owner table gives LBR (emul/msr_owner.c): -1 if the decision
+ * leaves msr to the guest (the caller passes it through), else the enum exit_action it took (the
+ * result of a read is in the guest's RDX:RAX, a refusal is a queued #GP). */
+int lbr_vmx_msr(struct vcpu *v, uint32_t msr, bool write, uint64_t val);
 
 /* IA32_DEBUGCTL in effect for the guest, read after an exit (GUEST_IA32_DEBUGCTL as "save
  * debug controls" stored it); 0 where the VMM keeps a copy that is not in effect. */
