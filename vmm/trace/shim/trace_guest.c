@@ -73,31 +73,6 @@ bool trace_vmx_code_read(struct vcpu *v, uint64_t cr3, uint64_t va, void *buf, u
 
 /* --- the vCPU's registers --- */
 
-/* the vCPU as the stepping logic sees it */
-void trace_observe(struct swtrace_cpu *c)
-{
-    uint32_t cs_ar = vmcs_read32(GUEST_CS_AR_BYTES);
-    bool lma = vmcs_read32(VM_ENTRY_CONTROLS) & VM_ENTRY_IA32E_MODE;
-    c->rip = vmcs_readl(GUEST_RIP);
-    c->rsp = vmcs_readl(GUEST_RSP);
-    c->cs_sel = vmcs_read16(GUEST_CS_SELECTOR);
-    /* 64-bit code ignores the CS base (linear IP = RIP, as swtrace's lin_of) */
-    c->cs_base = lma && (cs_ar & VMX_AR_L) ? 0 : vmcs_readl(GUEST_CS_BASE);
-    c->ctx.cpl = (vmcs_read32(GUEST_SS_AR_BYTES) >> 5) & 3;
-    c->ctx.cr3 = vmcs_readl(GUEST_CR3);
-    c->ctx.cs = lma && (cs_ar & VMX_AR_L) ? X86_CODE64
-                : (cs_ar & VMX_AR_DB)     ? X86_CODE32
-                                          : X86_CODE16;
-    c->paging = (struct gw_paging){
-        .cr0 = vmcs_readl(GUEST_CR0),
-        .cr3 = c->ctx.cr3,
-        .cr4 = vmcs_readl(GUEST_CR4),
-        .efer = lma ? 1ull << 10 : 0,
-    };
-    c->tsc = rdtsc();
-    c->rf = false;
-}
-
 /* --- how this CPU steps --- */
 
 /* sw_trace = auto: whether this CPU delivers MTF exits, measured at the BSP's first entries
@@ -120,21 +95,6 @@ bool trace_vmx_available(const char **why)
         return false;
     }
     return true;
-}
-
-/*
- * sw_trace = tf (include/ptv/config.h): the step is the trap flag's #DB, caught by the
- * exception bitmap (vcpu_mtf_update).  TF is set before every entry (POPF / IRET may have
- * cleared it), and the single-step bit a VM exit may leave in the pending debug exceptions
- * (an emulated instruction retired with TF = 1; Bochs 2.7 saves it at every exit) is dropped:
- * the tracer counts an emulated instruction itself, a second #DB before the next instruction
- * would read as a step that did not move -- except where VM entry needs it (MOV SS blocking,
- * HLT), and an STI shadow the step's #DB ended is ended (tf_step_arm: SDM Vol. 3C 27.3.1.5).
- */
-bool trace_vmx_tf(void)
-{
-    return vmm_cfg->trace_sw == PTV_SW_TRACE_TF ||
-           (vmm_cfg->trace_sw == PTV_SW_TRACE_AUTO && trace_mtf_delivered == 0);
 }
 
 /* the monitor trap flag has three users: the NMI owed from root (v->nmi_stepping, vcpu_loop.c),

@@ -12,6 +12,11 @@
 #include "trace/codepages.h"
 #include "trace/gwalk.h"
 #include "trace/swtrace.h"
+#include "vmx/vmcs.h"
+#include "hw/vmx.h"
+#include "hw/cpu.h"
+#include "base/vmm_state.h"
+#include <ptv/config.h>
 
 struct vcpu;
 
@@ -80,8 +85,6 @@ bool trace_read_gpa(void *ctx, uint64_t gpa, void *buf, unsigned len);
 /* the window's stepping ends: TF, DEBUGCTL.BTF and MTF back as the guest had them */
 void trace_stepping_off(struct vcpu *v);
 
-/* the vCPU as the stepping logic sees it, read from the VMCS (trace_guest.c) */
-void trace_observe(struct swtrace_cpu *c);
 /* sw_trace = auto: whether this CPU delivers MTF exits, measured by the probe (trace_boot.c) at
  * the BSP's first entries (-1: not measured, 0: it does not, 1: it does) */
 extern int trace_mtf_delivered;
@@ -89,6 +92,46 @@ extern int trace_mtf_delivered;
 bool trace_have_mtf(void);
 /* a window of this vCPU goes to system-mode Intel PT, not the software tracer (trace_vmx.c) */
 bool trace_vmx_hw_source(const struct vcpu *v);
+
+/*
+ * sw_trace = tf (include/ptv/config.h): the step is the trap flag's #DB, caught by the
+ * exception bitmap (vcpu_mtf_update).  TF is set before every entry (POPF / IRET may have
+ * cleared it), and the single-step bit a VM exit may leave in the pending debug exceptions
+ * (an emulated instruction retired with TF = 1; Bochs 2.7 saves it at every exit) is dropped:
+ * the tracer counts an emulated instruction itself, a second #DB before the next instruction
+ * would read as a step that did not move -- except where VM entry needs it (MOV SS blocking,
+ * HLT), and an STI shadow the step's #DB ended is ended (tf_step_arm: SDM Vol. 3C 27.3.1.5).
+ */
+static inline bool trace_vmx_tf(void)
+{
+    return vmm_cfg->trace_sw == PTV_SW_TRACE_TF ||
+           (vmm_cfg->trace_sw == PTV_SW_TRACE_AUTO && trace_mtf_delivered == 0);
+}
+
+/* the vCPU as the stepping logic sees it, read from the VMCS (inline: every step reads it) */
+static inline void trace_observe(struct swtrace_cpu *c)
+{
+    uint32_t cs_ar = vmcs_read32(GUEST_CS_AR_BYTES);
+    bool lma = vmcs_read32(VM_ENTRY_CONTROLS) & VM_ENTRY_IA32E_MODE;
+    c->rip = vmcs_readl(GUEST_RIP);
+    c->rsp = vmcs_readl(GUEST_RSP);
+    c->cs_sel = vmcs_read16(GUEST_CS_SELECTOR);
+    /* 64-bit code ignores the CS base (linear IP = RIP, as swtrace's lin_of) */
+    c->cs_base = lma && (cs_ar & VMX_AR_L) ? 0 : vmcs_readl(GUEST_CS_BASE);
+    c->ctx.cpl = (vmcs_read32(GUEST_SS_AR_BYTES) >> 5) & 3;
+    c->ctx.cr3 = vmcs_readl(GUEST_CR3);
+    c->ctx.cs = lma && (cs_ar & VMX_AR_L) ? X86_CODE64
+                : (cs_ar & VMX_AR_DB)     ? X86_CODE32
+                                          : X86_CODE16;
+    c->paging = (struct gw_paging){
+        .cr0 = vmcs_readl(GUEST_CR0),
+        .cr3 = c->ctx.cr3,
+        .cr4 = vmcs_readl(GUEST_CR4),
+        .efer = lma ? 1ull << 10 : 0,
+    };
+    c->tsc = rdtsc();
+    c->rf = false;
+}
 
 /* the trap-flag side (trace_tf.c): TF on or off for the next step with what VM entry needs;
  * the guest's own TF back at a window's close (with its DEBUGCTL.BTF); TF armed for a step;

@@ -35,9 +35,6 @@ uint64_t trace_vmx_bytes(struct vcpu *v, uint64_t off, void *buf, uint64_t len);
 int trace_vmx_read(struct vcpu *v, uint64_t gpa, uint64_t len, uint64_t off, uint64_t *copied,
                    uint64_t *oldest, uint64_t *written);
 
-/* the tracer steps with RFLAGS.TF and #DB exits instead of MTF: sw_trace = tf, or auto on a
- * CPU that does not deliver MTF exits (trace_vmx_probe) */
-bool trace_vmx_tf(void);
 
 /* a #DB exit (qualification = its DR6 bits): true when it was the tracer's own single step
  * (sw_trace = tf) alone and is consumed; false: deliver it to the guest with *guest_qual, the
