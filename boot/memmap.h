@@ -3,7 +3,7 @@
  * The memory map handed to the VMM: the firmware's map, already classified
  * into PTV_MEM_* types by the caller, turned into sorted, merged,
  * non-overlapping ranges with the VMM's own span carved out as PTV_MEM_VMM.
- * Pure code (host-tested in tests/unit/test_handoff.c).
+ * Pure code (host-tested in tests/unit/boot/test_handoff.c).
  */
 #ifndef PTV_BOOT_MEMMAP_H
 #define PTV_BOOT_MEMMAP_H

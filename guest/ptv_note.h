@@ -3,7 +3,7 @@
  * Guest notes: what software in the guest sends over the console beside the VMM's trace
  * dumps, as frame lines of types b, d and e (docs/serial-protocol.md section 12), which
  * `ptvisor-trace extract` joins to the dumps they belong to.  Written by guest/ptvisor-ctl.c
- * (and by the host tests' generator, tests/unit/mkdump.c, with the same code):
+ * (and by the host tests' generator, tests/tools/mkdump.c, with the same code):
  *
  *   kallsyms  the kernel's code symbols at their run addresses (KASLR included), from
  *             /proc/kallsyms: the host names kernel addresses without a vmlinux

@@ -1,6 +1,6 @@
 # Templates for host unit tests and fuzzers.
 #
-# A host test:   HOST_TESTS += test_foo ; test_foo_SRCS := tests/unit/test_foo.c vmm/foo.c
+# A host test:   HOST_TESTS += test_foo ; test_foo_SRCS := tests/unit/foo/test_foo.c vmm/foo/foo.c
 #   -> $(BUILD)/host/test_foo, run by `make test` (target test-unit) as step unit:test_foo.
 # A fuzzer:      FUZZERS += fuzz_foo ; fuzz_foo_SRCS := tests/fuzz/fuzz_foo.c vmm/foo.c
 #   -> $(BUILD)/fuzz/fuzz_foo, smoke run in `make test`, long run in `make fuzz`.

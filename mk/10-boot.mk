@@ -68,13 +68,13 @@ $(BOOT_EFI_UNCHECKED): $(BUILD)/unchecked/boot/loader.so
 
 # --- host tests and fuzzers of the pure parts
 HOST_TESTS += test_config test_elf test_handoff test_vmx_verdict test_acpi_madt test_sha256
-test_config_SRCS  := tests/unit/test_config.c boot/config.c boot/fmt.c vmm/lib/fmt.c vmm/base/handoff.c
-test_elf_SRCS     := tests/unit/test_elf.c boot/elf.c boot/fmt.c vmm/lib/fmt.c
-test_handoff_SRCS := tests/unit/test_handoff.c vmm/base/handoff.c boot/memmap.c boot/fmt.c vmm/lib/fmt.c \
+test_config_SRCS  := tests/unit/boot/test_config.c boot/config.c boot/fmt.c vmm/lib/fmt.c vmm/base/handoff.c
+test_elf_SRCS     := tests/unit/boot/test_elf.c boot/elf.c boot/fmt.c vmm/lib/fmt.c
+test_handoff_SRCS := tests/unit/boot/test_handoff.c vmm/base/handoff.c boot/memmap.c boot/fmt.c vmm/lib/fmt.c \
                      boot/config.c
-test_vmx_verdict_SRCS := tests/unit/test_vmx_verdict.c boot/vmx_verdict.c boot/fmt.c vmm/lib/fmt.c
-test_acpi_madt_SRCS   := tests/unit/test_acpi_madt.c boot/acpi_madt.c vmm/lib/fmt.c
-test_sha256_SRCS      := tests/unit/test_sha256.c boot/sha256.c boot/vmm_pin.c boot/fmt.c vmm/lib/fmt.c
+test_vmx_verdict_SRCS := tests/unit/boot/test_vmx_verdict.c boot/vmx_verdict.c boot/fmt.c vmm/lib/fmt.c
+test_acpi_madt_SRCS   := tests/unit/boot/test_acpi_madt.c boot/acpi_madt.c vmm/lib/fmt.c
+test_sha256_SRCS      := tests/unit/boot/test_sha256.c boot/sha256.c boot/vmm_pin.c boot/fmt.c vmm/lib/fmt.c
 
 FUZZERS += fuzz_config fuzz_elf fuzz_acpi_madt
 fuzz_config_SRCS := tests/fuzz/fuzz_config.c boot/config.c boot/fmt.c vmm/lib/fmt.c vmm/base/handoff.c

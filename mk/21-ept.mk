@@ -5,26 +5,26 @@ EPT_SRCS := vmm/ept/ept.c vmm/ept/mtrr.c vmm/ept/ept_identity.c vmm/ept/ept_onde
             vmm/ept/ept_window.c
 
 HOST_TESTS += test_ept
-test_ept_SRCS := tests/unit/test_ept.c tests/unit/test_ept_fakemem.c vmm/ept/ept.c
+test_ept_SRCS := tests/unit/ept/test_ept.c tests/fakes/ept_fakemem.c vmm/ept/ept.c
 
 HOST_TESTS += test_mtrr
-test_mtrr_SRCS := tests/unit/test_mtrr.c vmm/ept/mtrr.c
+test_mtrr_SRCS := tests/unit/ept/test_mtrr.c vmm/ept/mtrr.c
 
 HOST_TESTS += test_ept_identity
-test_ept_identity_SRCS := tests/unit/test_ept_identity.c tests/unit/test_ept_fakemem.c \
+test_ept_identity_SRCS := tests/unit/ept/test_ept_identity.c tests/fakes/ept_fakemem.c \
                           vmm/ept/ept.c vmm/ept/mtrr.c vmm/ept/ept_identity.c
 
 # the guest's movable APIC window: N moves hold a bounded number of table pages (issue 27 item 8)
 HOST_TESTS += test_ept_window
-test_ept_window_SRCS := tests/unit/test_ept_window.c tests/unit/test_ept_fakemem.c vmm/ept/ept.c \
+test_ept_window_SRCS := tests/unit/ept/test_ept_window.c tests/fakes/ept_fakemem.c vmm/ept/ept.c \
                         vmm/ept/mtrr.c vmm/ept/ept_ondemand.c vmm/ept/ept_window.c
 
 HOST_TESTS += test_ept_ondemand
-test_ept_ondemand_SRCS := tests/unit/test_ept_ondemand.c tests/unit/test_ept_fakemem.c \
+test_ept_ondemand_SRCS := tests/unit/ept/test_ept_ondemand.c tests/fakes/ept_fakemem.c \
                           vmm/ept/ept.c vmm/ept/mtrr.c vmm/ept/ept_ondemand.c
 
 FUZZERS += fuzz_ept
-fuzz_ept_SRCS := tests/fuzz/fuzz_ept.c tests/unit/test_ept_fakemem.c vmm/ept/ept.c
+fuzz_ept_SRCS := tests/fuzz/fuzz_ept.c tests/fakes/ept_fakemem.c vmm/ept/ept.c
 # comparison tracing costs 5x in the 512-entry table loops and finds nothing the
 # edge coverage does not: the input is a list of small operations, not a parser
 fuzz_ept_CFLAGS := -fno-sanitize-coverage=trace-cmp

@@ -1,3 +1,3 @@
 # The VMM's own page tables (vmm/host/paging.c, W^X): pure builder and walker, host-tested.
 HOST_TESTS += test_paging
-test_paging_SRCS := tests/unit/test_paging.c vmm/host/paging.c
+test_paging_SRCS := tests/unit/host/test_paging.c vmm/host/paging.c

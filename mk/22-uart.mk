@@ -5,11 +5,11 @@
 UART_SRCS := vmm/dev/uart_mux.c vmm/dev/uart_console.c
 
 HOST_TESTS += test_uart_mux
-test_uart_mux_SRCS := tests/unit/test_uart_mux.c tests/unit/test_uart_fake.c vmm/dev/uart_mux.c
+test_uart_mux_SRCS := tests/unit/dev/test_uart_mux.c tests/fakes/uart_fake.c vmm/dev/uart_mux.c
 
 FUZZERS += fuzz_uart_mux
-fuzz_uart_mux_SRCS := tests/fuzz/fuzz_uart_mux.c tests/unit/test_uart_fake.c vmm/dev/uart_mux.c
+fuzz_uart_mux_SRCS := tests/fuzz/fuzz_uart_mux.c tests/fakes/uart_fake.c vmm/dev/uart_mux.c
 
 # the transmit credit of vmm/dev/serial.c (vmm/dev/uart_tx.h, header-only) against a 16550A FIFO model
 HOST_TESTS += test_uart_tx
-test_uart_tx_SRCS := tests/unit/test_uart_tx.c
+test_uart_tx_SRCS := tests/unit/dev/test_uart_tx.c

@@ -1,13 +1,13 @@
 # The VMX set-up decision (issue 8, "nested under QEMU/KVM"): vmm/vmx/vmx_caps_policy.c is pure
 # logic, compiled into the VMM by mk/80-vmm.mk's vmm/vmx/*.c; vmx_on.c gathers its inputs.  The
 # host test runs it, the PT mode decision and the AP decision against capability profiles of real
-# vehicles (tests/unit/vmx_profiles.h: nested KVM, Bochs, Skylake); the fuzzer against random MSRs.
+# vehicles (tests/fakes/vmx_profiles.h: nested KVM, Bochs, Skylake); the fuzzer against random MSRs.
 # `make run-kvm` stops at once, in one line, where nested QEMU/KVM cannot run (tools/run.sh).
 
 VMX_CAPS_SRCS := vmm/vmx/vmx_caps_policy.c vmm/vmx/vmx_controls.c vmm/lib/fmt.c vmm/pt/pt_caps.c
 
 HOST_TESTS += test_vmx_profiles
-test_vmx_profiles_SRCS := tests/unit/test_vmx_profiles.c $(VMX_CAPS_SRCS)
+test_vmx_profiles_SRCS := tests/unit/vmx/test_vmx_profiles.c $(VMX_CAPS_SRCS)
 
 FUZZERS += fuzz_vmx_caps
 fuzz_vmx_caps_SRCS := tests/fuzz/fuzz_vmx_caps.c $(VMX_CAPS_SRCS)
@@ -16,7 +16,7 @@ fuzz_vmx_caps_SRCS := tests/fuzz/fuzz_vmx_caps.c $(VMX_CAPS_SRCS)
 TEST_TARGETS += test-run-kvm
 .PHONY: test-run-kvm
 test-run-kvm:
-	$(Q)tests/step.sh $(BUILD)/results unit:run-kvm tests/unit/test-run-kvm.sh
+	$(Q)tests/step.sh $(BUILD)/results unit:run-kvm tests/unit/tools/test-run-kvm.sh
 
 # Check before building the image: the image's prerequisites come first in the rule that
 # mk/90-image.mk gives run-kvm, so the check runs while this file is read.

@@ -4,7 +4,7 @@
 # the VM-entry guest-state model (vmm/emul/guest_check.c).
 
 HOST_TESTS += test_task_switch
-test_task_switch_SRCS := tests/unit/test_task_switch.c vmm/emul/task_switch.c vmm/emul/guest_check.c
+test_task_switch_SRCS := tests/unit/emul/test_task_switch.c vmm/emul/task_switch.c vmm/emul/guest_check.c
 
 FUZZERS += fuzz_task_switch
 fuzz_task_switch_SRCS := tests/fuzz/fuzz_task_switch.c vmm/emul/task_switch.c vmm/emul/guest_check.c

@@ -3,4 +3,4 @@
 # against a byte-by-byte reference, the old note_lin loop shape caught by the same checker, and
 # gwalk.c's reads at the top of the 64-bit and 32-bit linear spaces.
 HOST_TESTS += test_range
-test_range_SRCS := tests/unit/test_range.c vmm/trace/gwalk.c
+test_range_SRCS := tests/unit/lib/test_range.c vmm/trace/gwalk.c

@@ -8,12 +8,12 @@ IOMMU_PURE_SRCS := vmm/iommu/dmar.c vmm/iommu/vtd_tables.c vmm/iommu/vtd.c
 IOMMU_SRCS      := $(IOMMU_PURE_SRCS) vmm/iommu/iommu_boot.c vmm/iommu/shim/iommu_vmm.c
 
 HOST_TESTS += test_dmar test_vtd_tables test_vtd test_iommu_boot
-test_dmar_SRCS       := tests/unit/test_dmar.c vmm/iommu/dmar.c vmm/lib/fmt.c
-test_vtd_tables_SRCS := tests/unit/test_vtd_tables.c vmm/iommu/vtd_tables.c vmm/lib/fmt.c \
-                        tests/unit/test_ept_fakemem.c vmm/ept/ept.c vmm/ept/mtrr.c \
+test_dmar_SRCS       := tests/unit/iommu/test_dmar.c vmm/iommu/dmar.c vmm/lib/fmt.c
+test_vtd_tables_SRCS := tests/unit/iommu/test_vtd_tables.c vmm/iommu/vtd_tables.c vmm/lib/fmt.c \
+                        tests/fakes/ept_fakemem.c vmm/ept/ept.c vmm/ept/mtrr.c \
                         vmm/ept/ept_identity.c
-test_vtd_SRCS        := tests/unit/test_vtd.c vmm/iommu/vtd.c vmm/lib/fmt.c
-test_iommu_boot_SRCS := tests/unit/test_iommu_boot.c vmm/iommu/iommu_boot.c $(IOMMU_PURE_SRCS) \
+test_vtd_SRCS        := tests/unit/iommu/test_vtd.c vmm/iommu/vtd.c vmm/lib/fmt.c
+test_iommu_boot_SRCS := tests/unit/iommu/test_iommu_boot.c vmm/iommu/iommu_boot.c $(IOMMU_PURE_SRCS) \
                         vmm/lib/fmt.c
 
 FUZZERS += fuzz_dmar
@@ -23,7 +23,7 @@ fuzz_dmar_SRCS := tests/fuzz/fuzz_dmar.c vmm/iommu/dmar.c vmm/iommu/vtd_tables.c
 # per layout: iommu_setup()'s pure steps at -O2 as in the VMM; skipped without valgrind) and the
 # remapping tables' pages for 512 MiB and 4 GiB of RAM (bench_vtd, test_vtd_tables)
 VTD_BENCH := $(BUILD)/host/bench_vtd
-$(VTD_BENCH): tests/unit/bench_vtd.c $(IOMMU_PURE_SRCS) vmm/iommu/iommu_boot.c vmm/lib/fmt.c
+$(VTD_BENCH): tests/bench/bench_vtd.c $(IOMMU_PURE_SRCS) vmm/iommu/iommu_boot.c vmm/lib/fmt.c
 	@mkdir -p $(@D)
 	$(Q)$(HOST_CC) -std=gnu11 -O2 -g $(WARN) -Iinclude -Ivmm -o $@ $^
 

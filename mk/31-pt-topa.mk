@@ -10,9 +10,9 @@ PT_CTRL_SRCS := vmm/pt/pt_ctrl.c vmm/pt/pt_sys.c vmm/pt/pt_mem_view.c
 PT_MODEL_SRCS := tests/model/fake_world.c tests/model/ptm.c tests/model/ptgen.c
 
 HOST_TESTS += test_pt_topa test_pt_shadow test_pt_eptv test_ptm test_pt_e2e test_pt_adversarial
-test_pt_topa_SRCS        := tests/unit/test_pt_topa.c tests/model/fake_world.c vmm/pt/pt_topa.c
-test_pt_shadow_SRCS      := tests/unit/test_pt_shadow.c $(PT_MODEL_SRCS) $(PT_TOPA_SRCS)
-test_pt_eptv_SRCS        := tests/unit/test_pt_eptv.c tests/model/fake_world.c vmm/pt/pt_eptv.c
+test_pt_topa_SRCS        := tests/unit/pt/test_pt_topa.c tests/model/fake_world.c vmm/pt/pt_topa.c
+test_pt_shadow_SRCS      := tests/unit/pt/test_pt_shadow.c $(PT_MODEL_SRCS) $(PT_TOPA_SRCS)
+test_pt_eptv_SRCS        := tests/unit/pt/test_pt_eptv.c tests/model/fake_world.c vmm/pt/pt_eptv.c
 test_ptm_SRCS            := tests/model/test_ptm.c $(PT_MODEL_SRCS)
 test_pt_e2e_SRCS         := tests/model/test_pt_e2e.c tests/model/harness.c $(PT_MODEL_SRCS) $(PT_TOPA_SRCS)
 test_pt_e2e_LDLIBS       := -lipt
@@ -52,6 +52,6 @@ bench-pt-steady: $(BUILD)/host/bench_steady
 
 # The engine's view of a GPA as the VMM decides it (the shim pt_vmx.c only gathers the facts).
 HOST_TESTS += test_pt_mem_view
-test_pt_mem_view_SRCS := tests/unit/test_pt_mem_view.c vmm/pt/pt_mem_view.c
+test_pt_mem_view_SRCS := tests/unit/pt/test_pt_mem_view.c vmm/pt/pt_mem_view.c
 FUZZERS += fuzz_pt_mem_view
 fuzz_pt_mem_view_SRCS := tests/fuzz/fuzz_pt_mem_view.c vmm/pt/pt_mem_view.c

@@ -6,11 +6,11 @@ LBR_SRCS := vmm/lbr/lbr_policy.c vmm/lbr/lbr_report.c
 
 # the policy's rules and decision against hand-written expectations
 HOST_TESTS += test_lbr_policy
-test_lbr_policy_SRCS := tests/unit/test_lbr_policy.c $(LBR_SRCS) vmm/lib/fmt.c
+test_lbr_policy_SRCS := tests/unit/lbr/test_lbr_policy.c $(LBR_SRCS) vmm/lib/fmt.c
 
 # the crash report's guest LBR text (lbr_report.c) read from the model after known branches
 HOST_TESTS += test_lbr_report
-test_lbr_report_SRCS := tests/unit/test_lbr_report.c tests/model/lbr_model.c $(LBR_SRCS) vmm/lib/fmt.c
+test_lbr_report_SRCS := tests/unit/lbr/test_lbr_report.c tests/model/lbr_model.c $(LBR_SRCS) vmm/lib/fmt.c
 
 # the differential: the LBR model alone (bare metal) against the model driven through the VMM's
 # policy at every exit / entry (what lbr_vmx.c and the VMCS do), with mutants that must be caught

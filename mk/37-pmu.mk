@@ -6,7 +6,7 @@ PMU_SRCS := vmm/pmu/pmu_policy.c
 
 # the policy's rules and decisions against hand-written expectations (real CPUID.0AH values)
 HOST_TESTS += test_pmu_policy
-test_pmu_policy_SRCS := tests/unit/test_pmu_policy.c $(PMU_SRCS) vmm/lib/fmt.c
+test_pmu_policy_SRCS := tests/unit/pmu/test_pmu_policy.c $(PMU_SRCS) vmm/lib/fmt.c
 
 # the differential: the PMU + LBR models alone (bare metal) against the same models driven
 # through the VMM's PMU policy and the VMX transitions, with mutants that must be caught

@@ -4,5 +4,5 @@
 # faults (each must fail); lbr_seq.S is assembled in for its label table (never run: it needs
 # CPL 0).
 HOST_TESTS += test_lbr_selftest
-test_lbr_selftest_SRCS := tests/unit/test_lbr_selftest.c tests/guest/lbr_check.c tests/guest/lbr_seq.S \
+test_lbr_selftest_SRCS := tests/unit/guest/test_lbr_selftest.c tests/guest/lbr_check.c tests/guest/lbr_seq.S \
                           tests/model/lbr_model.c vmm/lib/fmt.c

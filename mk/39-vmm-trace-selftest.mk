@@ -3,4 +3,4 @@
 # streams written with the VMM's packet encoder, as the software tracer and as hardware write
 # them, and planted faults.
 HOST_TESTS += test_pt_seq
-test_pt_seq_SRCS := tests/unit/test_pt_seq.c tests/guest/pt_seq_check.c vmm/pt/pt_pkt.c vmm/lib/fmt.c
+test_pt_seq_SRCS := tests/unit/guest/test_pt_seq.c tests/guest/pt_seq_check.c vmm/pt/pt_pkt.c vmm/lib/fmt.c

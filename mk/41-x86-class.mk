@@ -3,7 +3,7 @@
 # against Zydis (libzydis-dev, test oracle only: never linked into vmm.elf).
 
 HOST_TESTS += test_x86_class
-test_x86_class_SRCS := tests/unit/test_x86_class.c vmm/trace/x86_class.c
+test_x86_class_SRCS := tests/unit/trace/test_x86_class.c vmm/trace/x86_class.c
 test_x86_class_LDLIBS := -lZydis -lZycore
 
 FUZZERS += fuzz_x86_class

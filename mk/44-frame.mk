@@ -10,7 +10,7 @@ FRAME_HOST_SRCS := tools/ptvisor-trace/frame_dec.c tools/ptvisor-trace/fx.c tool
                    tools/ptvisor-trace/fx_out.c tools/ptvisor-trace/extract.c
 
 HOST_TESTS += test_frame
-test_frame_SRCS := tests/unit/test_frame.c $(FRAME_VMM_SRCS) $(FRAME_HOST_SRCS) \
+test_frame_SRCS := tests/unit/trace/test_frame.c $(FRAME_VMM_SRCS) $(FRAME_HOST_SRCS) \
                    vmm/trace/swpt.c vmm/pt/pt_pkt.c vmm/trace/x86_class.c
 test_frame_CFLAGS := -Itools/ptvisor-trace
 test_frame_LDLIBS := -llz4
@@ -25,6 +25,6 @@ fuzz_frame_LDLIBS := -llz4
 # The dump driver (vmm/trace/dump.c: sections, one line per step, the window cut at a PSB)
 # against extract's core, with console lines between frames and a block the ring lost.
 HOST_TESTS += test_dump
-test_dump_SRCS := tests/unit/test_dump.c vmm/trace/dump.c $(FRAME_VMM_SRCS) $(FRAME_HOST_SRCS)
+test_dump_SRCS := tests/unit/trace/test_dump.c vmm/trace/dump.c $(FRAME_VMM_SRCS) $(FRAME_HOST_SRCS)
 test_dump_CFLAGS := -Itools/ptvisor-trace
 test_dump_LDLIBS := -llz4

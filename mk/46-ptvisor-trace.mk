@@ -27,34 +27,34 @@ ptvisor-trace: $(PTT_BIN)
 install: $(PTT_BIN)
 	install -D -m 755 $(PTT_BIN) $(DESTDIR)$(PREFIX)/bin/ptvisor-trace
 
-# The test input without a VMM: tests/unit/mkdump.c single-steps a real program (ptt_work,
+# The test input without a VMM: tests/tools/mkdump.c single-steps a real program (ptt_work,
 # static, no PIE: its own ELF is the -e file) with ptrace, classifies each step with the VMM's
 # vmm/trace/x86_class.c, feeds vmm/trace/swpt.c as the VMM's software tracer does, and writes
 # a dump directory (cpu0.pt, code snapshots, metadata) plus the ground truth (truth.txt), and
 # with --log the serial log of the same dump from the VMM's frame encoder (vmm/trace/frame.c).
 # test_ptt runs the sanitized tool on it (SKIP where ptrace is refused).
 HOST_TESTS += test_ptt
-test_ptt_SRCS := tests/unit/test_ptt.c
+test_ptt_SRCS := tests/unit/tools/test_ptt.c
 test_ptt_LDLIBS := -lipt
 $(BUILD)/host/test_ptt: $(BUILD)/host/ptvisor-trace-san $(BUILD)/host/ptt_mkdump $(BUILD)/host/ptt_work
 
-$(BUILD)/host/ptt_mkdump: tests/unit/mkdump.c vmm/trace/x86_class.c vmm/trace/swpt.c vmm/pt/pt_pkt.c \
+$(BUILD)/host/ptt_mkdump: tests/tools/mkdump.c vmm/trace/x86_class.c vmm/trace/swpt.c vmm/pt/pt_pkt.c \
                           vmm/trace/frame.c vmm/trace/lz4w.c vmm/trace/dump.c guest/ptv_note.c
 	@mkdir -p $(@D)
 	$(Q)$(HOST_CC) $(HOST_CFLAGS) -Iguest -MF $@.d -o $@ $^
 -include $(BUILD)/host/ptt_mkdump.d
 
-$(BUILD)/host/ptt_work: tests/unit/ptt_work.c
+$(BUILD)/host/ptt_work: tests/tools/ptt_work.c
 	@mkdir -p $(@D)
 	$(Q)$(HOST_CC) -std=gnu11 -O1 -g -fno-inline -fno-omit-frame-pointer -static -no-pie $(WARN) -o $@ $<
 
-# host:readme-trace: README's "On the host" commands run as they stand (tests/unit/ptt-readme.sh),
+# host:readme-trace: README's "On the host" commands run as they stand (tests/system/ptt-readme.sh),
 # on a serial log of three dumps with the guest's notes (ptt_mkdump, and the guest's own
 # ptvisor-ctl writing its kallsyms), the sanitized tool as `ptvisor-trace`
 .PHONY: test-ptt-readme
 test-ptt-readme: $(BUILD)/host/ptvisor-trace-san $(BUILD)/host/ptt_mkdump $(BUILD)/host/ptt_work \
                  $(GUEST_CTL)
-	$(Q)tests/step.sh $(BUILD)/results host:readme-trace tests/unit/ptt-readme.sh README.md \
+	$(Q)tests/step.sh $(BUILD)/results host:readme-trace tests/system/ptt-readme.sh README.md \
 	    $(BUILD)/host/ptvisor-trace-san $(BUILD)/host/ptt_mkdump $(BUILD)/host/ptt_work $(GUEST_CTL)
 TEST_TARGETS += test-ptt-readme
 

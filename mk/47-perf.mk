@@ -10,7 +10,7 @@
 # dump must agree.  It takes the tool's path, so it is its own step, not a HOST_TESTS entry;
 # SKIP when perf is not installed or ptrace is refused.  Prints "BENCH perf-script-decode".
 
-test_perfdata_SRCS   := tests/unit/test_perfdata.c tests/unit/ptrace_probe.c tools/ptvisor-trace/perfdata.c \
+test_perfdata_SRCS   := tests/unit/tools/test_perfdata.c tests/fakes/ptrace_probe.c tools/ptvisor-trace/perfdata.c \
                         tools/ptvisor-trace/perfdata_read.c \
                         vmm/trace/swpt.c vmm/pt/pt_pkt.c vmm/trace/x86_class.c
 test_perfdata_CFLAGS := -Itools/ptvisor-trace

@@ -1,6 +1,6 @@
 # bench-swtrace: the software tracer's decode cache (vmm/trace/bcache.c, issue 9), one line.
 # A real program is single-stepped with ptrace and its code put behind fake 4-level page
-# tables (tests/unit/test_swtrace_ptrace.c --bench); the recorded steps are replayed into
+# tables (tests/unit/trace/test_swtrace_ptrace.c --bench); the recorded steps are replayed into
 # vmm/trace/swtrace.c five times each: without the cache, with it (the 64 instructions inside
 # struct swtrace, what the VMM has unless the shim gives it a table), and as the VMM runs it:
 # a 32 KiB table (1024 instructions, swtrace_cache_mem) and the code page read in place
@@ -14,7 +14,7 @@
 SWTRACE_BENCH      := $(BUILD)/host/bench_swtrace
 SWTRACE_BENCH_PROG ?= /usr/bin/sort /etc/passwd
 
-$(SWTRACE_BENCH): $(test_swtrace_ptrace_SRCS) $(wildcard vmm/trace/*.h vmm/pt/*.h tests/unit/*.h)
+$(SWTRACE_BENCH): $(test_swtrace_ptrace_SRCS) $(wildcard vmm/trace/*.h vmm/pt/*.h tests/fakes/*.h)
 	@mkdir -p $(@D)
 	$(Q)$(HOST_CC) -std=gnu11 -O2 -g $(WARN) -Iinclude -Ivmm -Itests -DPTV_HOST=1 -o $@ \
 	    $(filter %.c,$^) -lcmocka -lipt

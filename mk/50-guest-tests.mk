@@ -142,7 +142,7 @@ $(eval $(call BOCHS_GUEST_STEP,smp,$(GUEST_OUT)/smp.efi $(VMM_BOOT_DEPS)))
 
 # The software tracer (issue 9): trace.efi as the guest, then the host decode of its
 # printed trace with libipt (tests/guest/trace_check.c).
-$(BUILD)/host/trace_check: tests/guest/trace_check.c tests/unit/swpt_dec.c
+$(BUILD)/host/trace_check: tests/guest/trace_check.c tests/fakes/swpt_dec.c
 	@mkdir -p $(@D)
 	$(Q)$(HOST_CC) -std=gnu11 -O2 -g $(WARN) -Itests -o $@ $^ -lipt
 $(eval $(call BOCHS_GUEST_STEP,trace,$(GUEST_OUT)/trace.efi $(VMM_BOOT_DEPS) $(BUILD)/host/trace_check $(PTT_BIN)))

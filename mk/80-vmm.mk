@@ -50,24 +50,24 @@ ALL_TARGETS += $(VMM_ELF)
 
 # host tests of vmm/vmx pure parts
 HOST_TESTS += test_vmcs_fields test_vmx_controls test_guest_policy test_guest_check
-test_vmcs_fields_SRCS := tests/unit/test_vmcs_fields.c vmm/vmx/vmcs_table.c
-test_vmx_controls_SRCS := tests/unit/test_vmx_controls.c vmm/vmx/vmx_controls.c
-test_guest_policy_SRCS := tests/unit/test_guest_policy.c vmm/emul/guest_policy.c vmm/emul/emul_policy.c vmm/pt/pt_caps.c \
+test_vmcs_fields_SRCS := tests/unit/vmx/test_vmcs_fields.c vmm/vmx/vmcs_table.c
+test_vmx_controls_SRCS := tests/unit/vmx/test_vmx_controls.c vmm/vmx/vmx_controls.c
+test_guest_policy_SRCS := tests/unit/emul/test_guest_policy.c vmm/emul/guest_policy.c vmm/emul/emul_policy.c vmm/pt/pt_caps.c \
                           vmm/pt/pt_msr.c vmm/pt/pt_ctl_policy.c
 FUZZERS += fuzz_guest_policy
 fuzz_guest_policy_SRCS := tests/fuzz/fuzz_guest_policy.c vmm/emul/guest_policy.c vmm/emul/emul_policy.c vmm/pt/pt_caps.c \
                           vmm/pt/pt_msr.c vmm/pt/pt_ctl_policy.c
-test_guest_check_SRCS := tests/unit/test_guest_check.c vmm/emul/guest_check.c
+test_guest_check_SRCS := tests/unit/emul/test_guest_check.c vmm/emul/guest_check.c
 # the MSR owner table (the exit's dispatch and the MSR bitmap) against the decisions the exit
 # handler made before the table existed, with the LBR policy's real claims
 HOST_TESTS += test_msr_owner
-test_msr_owner_SRCS := tests/unit/test_msr_owner.c vmm/emul/msr_owner.c vmm/emul/emul_policy.c \
+test_msr_owner_SRCS := tests/unit/emul/test_msr_owner.c vmm/emul/msr_owner.c vmm/emul/emul_policy.c \
                        vmm/pt/pt_msr.c vmm/pt/pt_ctl_policy.c vmm/pt/pt_caps.c $(LBR_SRCS) vmm/lib/fmt.c
 FUZZERS += fuzz_msr_owner
 fuzz_msr_owner_SRCS := tests/fuzz/fuzz_msr_owner.c vmm/emul/msr_owner.c vmm/lbr/lbr_policy.c vmm/lib/fmt.c
 # the architectural rules of emulated CPU state (issue 7): RIP/RF/TF, CR0/CR4, APIC base, MTRRs
 HOST_TESTS += test_emul_policy
-test_emul_policy_SRCS := tests/unit/test_emul_policy.c vmm/emul/emul_policy.c
+test_emul_policy_SRCS := tests/unit/emul/test_emul_policy.c vmm/emul/emul_policy.c
 FUZZERS += fuzz_emul_policy
 fuzz_emul_policy_SRCS := tests/fuzz/fuzz_emul_policy.c vmm/emul/emul_policy.c
 

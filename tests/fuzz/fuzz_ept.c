@@ -7,7 +7,7 @@
  * that a later call undid is merged back: issue 27 item 8).  A record with
  * op bit 6 set runs the caller's INVEPT after it (fakemem_flush(): retired
  * tables become spares).  Every store goes through the fake memory's
- * break-before-make checker (test_ept_fakemem.h): no entry changes page size
+ * break-before-make checker (tests/fakes/ept_fakemem.h): no entry changes page size
  * in place, and no leaf of one size becomes present over GPAs a leaf of
  * another size left since the last invalidation.
  *
@@ -21,7 +21,7 @@
 
 #include "ept/ept.h"
 #include "ept/ept_entry.h"
-#include "../unit/test_ept_fakemem.h"
+#include "fakes/ept_fakemem.h"
 
 #define WIN_PAGES 2048u
 #define WIN_BASE  ((1ull << 30) - (4ull << 20))

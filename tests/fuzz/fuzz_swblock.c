@@ -28,7 +28,7 @@
 #include "trace/swtrace.h"
 
 #define RAM_SIZE 0x4000u
-#include "unit/fake_ram.h"
+#include "fakes/fake_ram.h"
 
 #define CODE 0x1000u /* two pages of code at 0x1000 and 0x2000 */
 #define RING 4096u

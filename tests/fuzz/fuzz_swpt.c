@@ -24,7 +24,7 @@
 #include "trace/dump.h"
 #include "trace/swpt.h"
 #include "trace/treq.h"
-#include "unit/swpt_dec.h"
+#include "fakes/swpt_dec.h"
 
 #define GUARD 32
 

@@ -20,7 +20,7 @@
 #include <string.h>
 #include "emul/task_switch.h"
 #include "emul/guest_check.h"
-#include "unit/ts_entry.h"
+#include "fakes/ts_entry.h"
 
 #define CHECK(c)                                                                                   \
     do {                                                                                           \

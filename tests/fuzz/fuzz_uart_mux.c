@@ -3,7 +3,7 @@
  * Fuzzer: random guest I/O to the shared UART (every register, loopback on and
  * off, DLAB, console bytes) interleaved with VMM lines (whole, in two pieces,
  * urgent), time steps and flushes, through the real multiplexer
- * (vmm/dev/uart_mux.c) over the fake 16550 of tests/unit/test_uart_fake.c.
+ * (vmm/dev/uart_mux.c) over the fake 16550 of tests/fakes/uart_fake.c.
  * Invariants:
  *   - the real UART is never put in loopback, and never sent a VMM byte with DLAB set;
  *   - the chip keeps the VMM's line (divisor, LCR, FIFOs on, DTR/RTS up, MCR bits 7:4
@@ -22,7 +22,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "unit/test_uart_fake.h"
+#include "fakes/uart_fake.h"
 
 #define CHECK(c)                                                                                   \
     do {                                                                                           \

@@ -2,7 +2,7 @@
 /*
  * Fuzzer: random VMX capability MSRs and CPUID facts through the VMX set-up decision
  * (vmm/vmx/vmx_caps_policy.c), the AP decision and the PT mode decision (vmm/pt/pt_caps.c).
- * The input starts from one of the real profiles (tests/unit/vmx_profiles.h), then overwrites or
+ * The input starts from one of the real profiles (tests/fakes/vmx_profiles.h), then overwrites or
  * flips its fields, so both near-real and wholly random capability sets are reached.
  * Invariants:
  *   - never crashes; a refusal carries a one-line, NUL-terminated reason;
@@ -17,7 +17,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include "unit/vmx_profiles.h"
+#include "fakes/vmx_profiles.h"
 
 #define CHECK(c)                                                                                   \
     do {                                                                                           \

@@ -3,12 +3,12 @@
  * libFuzzer differential of the x86 classifier (vmm/trace/x86_class.c) against Zydis:
  * the first byte picks the code size and the IP (near a 64 KiB / 4 GiB wrap or not),
  * the rest is the instruction.  The oracle, its mapping to the header's classes and
- * its documented exceptions are those of tests/unit/test_x86_class.c, included here
+ * its documented exceptions are those of tests/unit/trace/test_x86_class.c, included here
  * (its cmocka part is left out under PTV_FUZZ).  The bytes sit in an exact-size heap
  * block, so ASan traps any read past `avail`; every shorter avail of an instruction
  * both decode must be X86_E_SHORT.
  */
-#include "unit/test_x86_class.c"
+#include "unit/trace/test_x86_class.c"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -14,7 +14,7 @@
  */
 #define _GNU_SOURCE
 #include <intel-pt.h>
-#include "unit/swpt_dec.h"
+#include "fakes/swpt_dec.h"
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -177,7 +177,7 @@ static bool is_rep_string(uint64_t ip)
     return false;
 }
 
-/* one stream through the shared libipt decoder (tests/unit/swpt_dec.c): 0 or -1 + err */
+/* one stream through the shared libipt decoder (tests/fakes/swpt_dec.c): 0 or -1 + err */
 static int decode(const uint8_t *buf, size_t len, struct ips *o, struct swpt_dec_stats *st,
                   char *err, size_t errlen)
 {

@@ -2,7 +2,7 @@
 /*
  * Validation of struct ptv_handoff (include/ptv/handoff.h).  The VMM calls
  * ptv_handoff_check() on entry, before it trusts any field; the same code
- * runs in the host test tests/unit/test_handoff.c and in the config fuzzer.
+ * runs in the host test tests/unit/boot/test_handoff.c and in the config fuzzer.
  */
 #ifndef PTV_VMM_HANDOFF_H
 #define PTV_VMM_HANDOFF_H

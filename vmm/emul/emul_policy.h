@@ -4,7 +4,7 @@
  * retiring an instruction it ran on the guest's behalf, MOV to CR0/CR4,
  * exception injection, IA32_APIC_BASE, the MTRRs and NMIs that hit VMX root.
  * Pure functions of guest-controlled values: the exit handlers (exit_*.c) feed
- * them decoded state; host tests (tests/unit/test_emul_policy.c) and a fuzzer
+ * them decoded state; host tests (tests/unit/emul/test_emul_policy.c) and a fuzzer
  * (tests/fuzz/fuzz_emul_policy.c) call them directly.  A "check" returns NULL
  * when the hardware would accept the value, else the reason for the #GP(0).
  */

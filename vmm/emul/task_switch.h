@@ -5,7 +5,7 @@
  * 28.2.1: bits 15:0 the new TSS selector, bits 31:30 the source) and only happens outside
  * IA-32e mode.  Pure: no VMCS, no globals; guest memory through struct ts_mem.  The same file
  * runs in vmm.elf (vmm/vcpu/exit/exit_task_switch.c gathers the state and writes it back) and in
- * tests/unit/test_task_switch.c and tests/fuzz/fuzz_task_switch.c.
+ * tests/unit/emul/test_task_switch.c and tests/fuzz/fuzz_task_switch.c.
  *
  * What it does, in the order of SDM Vol. 3A 7.3 "Task Switching" (steps 1-13) and Table 7-1:
  *  Before the commit point (a fault here leaves every register and every byte of guest memory

@@ -3,7 +3,7 @@
  * A 4 KiB window of guest-physical space shown onto one fixed host page, movable by the guest:
  * the relocated xAPIC window (vcpu/exit/exit_msr.c; the real APIC never moves).  Placing it saves
  * what the page mapped before; removing it gives that back.  Pure: the same file compiles into
- * the VMM and into tests/unit/test_ept_window.c.
+ * the VMM and into tests/unit/ept/test_ept_window.c.
  *
  * Bound (issue 27 item 8; README, Security): a placed window holds at most levels - 1 EPT
  * table pages (a 1 GiB leaf split down to 4 KiB, or fresh tables over a hole), and removing it

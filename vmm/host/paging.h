@@ -13,7 +13,7 @@
  * values the VMCS host state must load on every exit (SDM Vol. 3A 4.6, 4.1.3).
  *
  * The builder and the walker are pure (hpt_*: no CPU access, an allocator and
- * a physical-to-virtual hook), so tests/unit/test_paging.c builds tables for
+ * a physical-to-virtual hook), so tests/unit/host/test_paging.c builds tables for
  * any layout in a buffer and checks every page.
  */
 #ifndef PTV_PAGING_H

@@ -3,7 +3,7 @@
  * Guest LBR policy (issue 11): what the guest is shown of the last branch records and what the
  * VMM answers itself.  Pure logic: the VMM fills a struct lbr_host with raw values (CPUID, two
  * MSRs, the VMX controls it chose) and calls lbr_decide() once; the shim (vmm/lbr/shim/lbr_vmx.c)
- * only executes the decision.  The same file runs in host tests (tests/unit/test_lbr_policy.c),
+ * only executes the decision.  The same file runs in host tests (tests/unit/lbr/test_lbr_policy.c),
  * in the differential against the LBR model (tests/model/test_lbr_diff.c) and in fuzz_lbr.
  *
  * The design (docs/lbr.md): ptvisor has no PMU of its own and one guest, so the LBR hardware

@@ -4,7 +4,7 @@
  * decision lbr_decide() took for this CPU says which stack the guest was shown (model-specific
  * with its layout, architectural, or none), an MSR-read callback reads it, and the lines go
  * into a caller's buffer.  The shim lbr_vmx_crash_text() (vmm/lbr/shim/lbr_vmx.c) passes RDMSR and
- * the VMCS guest fields; tests/unit/test_lbr_report.c and fuzz_lbr pass the LBR model.
+ * the VMCS guest fields; tests/unit/lbr/test_lbr_report.c and fuzz_lbr pass the LBR model.
  */
 #ifndef PTV_LBR_REPORT_H
 #define PTV_LBR_REPORT_H

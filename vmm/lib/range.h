@@ -20,7 +20,7 @@
  * pages it keeps, never what the guest sees.  A physical range does not wrap: check it with
  * range_fits() / range_end() first (TRACE_READ and ToPA regions refuse one that does not fit).
  *
- * Pure and header-only: the VMM and its host tests (tests/unit/test_range.c) include it.
+ * Pure and header-only: the VMM and its host tests (tests/unit/lib/test_range.c) include it.
  */
 #ifndef PTV_LIB_RANGE_H
 #define PTV_LIB_RANGE_H

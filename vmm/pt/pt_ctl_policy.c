@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Policy: when does a guest WRMSR to an RTIT MSR #GP?  One table row per rule, with the
- * source it comes from.  pt_msr.c holds the mechanism (decode, commit); tests/unit/test_pt_msr.c
+ * source it comes from.  pt_msr.c holds the mechanism (decode, commit); tests/unit/pt/test_pt_msr.c
  * proves each row with one legal and one illegal write.
  *
  * Rows are checked in order and the first rule violated decides the #GP; the order only

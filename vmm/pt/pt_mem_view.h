@@ -3,7 +3,7 @@
  * The PT engine's view of one guest-physical address (pt_mem.h, struct pt_mem_xlate) as the VMM
  * decides it.  The shim (vmm/pt/shim/pt_vmx.c) only gathers the facts — is the GPA in the VMM's own
  * span, what the EPT walk gave, what the boot memory map says — and this pure function, host-
- * tested (tests/unit/test_pt_mem_view.c), decides what PT output may do there:
+ * tested (tests/unit/pt/test_pt_mem_view.c), decides what PT output may do there:
  *  - the VMM's span, and any GPA whose EPT translation is not the identity (today only the sink
  *    page that absorbs accesses above RAM, ARCHITECTURE 2.1), are VMM memory;
  *  - no EPT translation, or a GPA no EPT can map (at or above 2^52): unmapped;

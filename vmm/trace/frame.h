@@ -4,7 +4,7 @@
  * snapshots its window ran, a crash report -- into frame lines of the protocol in
  * docs/serial-protocol.md (version 1), which the host tool `ptvisor-trace extract` reads back
  * from a captured serial log.  Pure code, freestanding, no allocation, small stack: compiled
- * unchanged into vmm.elf and into the host tests (tests/unit/test_frame.c).
+ * unchanged into vmm.elf and into the host tests (tests/unit/trace/test_frame.c).
  *
  * Use:
  *     frame_enc_begin(e, &begin, &out);               BEGIN record (1 or more lines)

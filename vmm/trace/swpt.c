@@ -4,7 +4,7 @@
  * from the project's encoder (vmm/pt/pt_pkt.c, SDM Vol. 3C 33.4.2); this file decides which
  * packets a CPU with those RTIT_CTL settings writes for each instruction or event, following
  * SDM Vol. 3C 33.2 (filtering, 33.2.5) and 33.4.2 (packet generation rules), and checks that
- * libipt's decoders accept the result (tests/unit/test_swpt*.c).
+ * libipt's decoders accept the result (tests/unit/trace/test_swpt*.c).
  *
  * Rules, with their sources:
  *  - PacketEn = ContextEn && FilterEn (33.2.5): ContextEn from CPL (OS / User) and CR3Filter,

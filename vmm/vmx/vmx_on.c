@@ -57,7 +57,7 @@ int vmx_read_caps_cpu(struct vmx_caps *c, const char **why)
 
 /* Who gives this VMX (CPUID.1:ECX[31] and leaf 0x40000000's vendor: under nested KVM,
  * "KVMKVMKVM"), and the capability MSRs the control decision reads, once, in the boot log:
- * a user's report then shows what the VMM ran on; tests/unit/vmx_profiles.h is built from them. */
+ * a user's report then shows what the VMM ran on; tests/fakes/vmx_profiles.h is built from them. */
 static void vmx_log_caps(const struct vmx_caps *c)
 {
     char below[16] = "none";
