@@ -6,11 +6,11 @@
 
 VMX_CAPS_SRCS := vmm/vmx/vmx_caps_policy.c vmm/vmx/vmx_controls.c vmm/lib/fmt.c vmm/pt/pt_caps.c
 
-HOST_TESTS += test_vmx_profiles
-test_vmx_profiles_SRCS := tests/unit/vmx/test_vmx_profiles.c $(VMX_CAPS_SRCS)
+HOST_TESTS += test_vmx_caps_policy
+test_vmx_caps_policy_SRCS := tests/unit/vmx/test_vmx_caps_policy.c $(VMX_CAPS_SRCS)
 
-FUZZERS += fuzz_vmx_caps
-fuzz_vmx_caps_SRCS := tests/fuzz/fuzz_vmx_caps.c $(VMX_CAPS_SRCS)
+FUZZERS += fuzz_vmx_caps_policy
+fuzz_vmx_caps_policy_SRCS := tests/fuzz/fuzz_vmx_caps_policy.c $(VMX_CAPS_SRCS)
 
 # tools/run.sh's KVM check against fake /dev/kvm, cpuinfo, nested parameter and QEMU
 TEST_TARGETS += test-run-kvm

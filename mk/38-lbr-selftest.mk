@@ -3,6 +3,6 @@
 # host test, which drives the LBR model with the known branch sequence (pass) and with planted
 # faults (each must fail); lbr_seq.S is assembled in for its label table (never run: it needs
 # CPL 0).
-HOST_TESTS += test_lbr_selftest
-test_lbr_selftest_SRCS := tests/unit/guest/test_lbr_selftest.c tests/guest/lbr_check.c tests/guest/lbr_seq.S \
+HOST_TESTS += test_lbr_check
+test_lbr_check_SRCS := tests/unit/guest/test_lbr_check.c tests/guest/lbr_check.c tests/guest/lbr_seq.S \
                           tests/model/lbr_model.c vmm/lib/fmt.c

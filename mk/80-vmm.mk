@@ -49,8 +49,8 @@ vmm: $(VMM_ELF)
 ALL_TARGETS += $(VMM_ELF)
 
 # host tests of vmm/vmx pure parts
-HOST_TESTS += test_vmcs_fields test_vmx_controls test_guest_policy test_guest_check
-test_vmcs_fields_SRCS := tests/unit/vmx/test_vmcs_fields.c vmm/vmx/vmcs_table.c
+HOST_TESTS += test_vmcs_table test_vmx_controls test_guest_policy test_guest_check
+test_vmcs_table_SRCS := tests/unit/vmx/test_vmcs_table.c vmm/vmx/vmcs_table.c
 test_vmx_controls_SRCS := tests/unit/vmx/test_vmx_controls.c vmm/vmx/vmx_controls.c
 test_guest_policy_SRCS := tests/unit/emul/test_guest_policy.c vmm/emul/guest_policy.c vmm/emul/emul_policy.c vmm/pt/pt_caps.c \
                           vmm/pt/pt_msr.c vmm/pt/pt_ctl_policy.c

@@ -4,7 +4,7 @@
  * no EFI, no MSR access.  pt-selftest.efi (tests/guest/lbr_selftest.c) reads CPUID and
  * IA32_PERF_CAPABILITIES, runs a known branch sequence (tests/guest/lbr_seq.S) with LBR on,
  * reads the stack back and asks lbrc_check() whether the stack holds exactly those branches;
- * tests/unit/guest/test_lbr_selftest.c asks the same of the LBR model (tests/model/lbr_model.c) with
+ * tests/unit/guest/test_lbr_check.c asks the same of the LBR model (tests/model/lbr_model.c) with
  * a recorded stack and with planted faults.
  *
  * The layout table is written here from the SDM (Vol. 3B 17.6-17.12 per microarchitecture,

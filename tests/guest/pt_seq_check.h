@@ -6,8 +6,8 @@
  * sequence, reads the ring back (TRACE_READ) and asks pt_seq_check() whether the packets say
  * exactly what ran.  The same holds for hardware system-mode PT and for the software tracer: both
  * write the packets of the SDM (Vol. 3C "Intel Processor Trace", packet formats: pt-facts E).
- * tests/unit/guest/test_pt_seq.c runs it on streams written with the VMM's own encoder (pt_pkt.c),
- * with the noise a real CPU adds (PSB+, CBR, TSC, MTC, CYC, PAD, VMCS, PIP, exits as PGD/PGE
+ * tests/unit/guest/test_pt_seq_check.c runs it on streams written with the VMM's own encoder
+ * (pt_pkt.c), with the noise a real CPU adds (PSB+, CBR, TSC, MTC, CYC, PAD, VMCS, PIP, exits as PGD/PGE
  * pairs) and with planted faults.
  *
  * The walker knows the packets of the SDM's table that a trace without PEBS-via-PT or trigger

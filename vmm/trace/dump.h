@@ -4,8 +4,8 @@
  * sections (one per CPU: its trace window, its crash report, its code snapshots); this file
  * decides what goes out in which order and feeds vmm/trace/frame.c, so the VMM shim
  * (trace/shim/trace_dump.c) only reads bytes and decides when a line may go out.  Pure code, no
- * allocation: compiled unchanged into vmm.elf and into the host tests (tests/unit/trace/test_dump.c,
- * and tests/tools/mkdump.c writes its serial logs through it).
+ * allocation: compiled unchanged into vmm.elf and into the host tests
+ * (tests/unit/trace/test_dump.c, and tests/tools/mkdump.c writes its serial logs through it).
  *
  *     dump_start(j, sections, n, &ops, &out);
  *     while (dump_step(j))        one BEGIN or END record, or one DATA line, per call:

@@ -3,7 +3,7 @@
  * The VMX set-up decision as pure logic: which controls every VMCS gets, from the raw capability
  * MSRs and the few CPUID facts the decision reads.  vmx_on.c gathers the inputs on the CPU and
  * calls it; host tests run it against capability profiles of real vehicles (nested KVM, Bochs,
- * bare-metal Skylake: tests/fakes/vmx_profiles.h) and against random MSRs (fuzz_vmx_caps).
+ * bare-metal Skylake: tests/fakes/vmx_profiles.h) and against random MSRs (fuzz_vmx_caps_policy).
  */
 #ifndef PTV_VMX_CAPS_POLICY_H
 #define PTV_VMX_CAPS_POLICY_H

@@ -394,5 +394,5 @@ int main(void)
         cmocka_unit_test(test_bad_basic_ept_maxphyaddr),
         cmocka_unit_test(test_caps_same),
     };
-    return cmocka_run_group_tests_name("vmx_profiles", tests, NULL, NULL);
+    return cmocka_run_group_tests_name("vmx_caps_policy", tests, NULL, NULL);
 }

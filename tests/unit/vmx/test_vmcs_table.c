@@ -63,5 +63,5 @@ int main(void)
         cmocka_unit_test(test_unique),
         cmocka_unit_test(test_known_fields),
     };
-    return cmocka_run_group_tests_name("vmcs_fields", tests, NULL, NULL);
+    return cmocka_run_group_tests_name("vmcs_table", tests, NULL, NULL);
 }
