@@ -40,6 +40,31 @@ HOST_CFLAGS  := -std=gnu11 -O1 -g $(WARN) -fsanitize=address,undefined \
                 -DPTV_HOST=1 -MMD -MP
 HOST_LDLIBS  := -lcmocka
 
+# The flag sets below are the only place compiler flags are spelled out; a rule elsewhere in mk/
+# adds at most its own -I, -D or -include.
+
+# --- EFI programs that include or link VMM code (the loader, vtd-dma.efi, the in-guest tests)
+EFI_VMM_CFLAGS := $(EFI_CFLAGS) -Ivmm
+
+# --- host programs built as the VMM is (-O2, no sanitizers) from the project's real sources:
+# benchmarks (instructions counted under callgrind) and the long differential run
+HOST_BENCH_CFLAGS := -std=gnu11 -O2 -g $(WARN) -Iinclude -Ivmm -Itests -DPTV_HOST=1
+
+# --- host programs of the project that are not tests (no sanitizers): ptvisor-trace's user
+# build, host-side checkers, the native stepper, the console viewer
+HOST_TOOL_CFLAGS := -std=gnu11 -O2 -g $(WARN) -Iinclude
+
+# --- programs that are traced or single-stepped (ptrace tracees, the traced workloads): plain
+# -O1, no sanitizers, frames and calls kept so their traces read like the source
+TRACEE_CFLAGS     := -std=gnu11 -O1 -g $(WARN)
+PTT_WORK_CFLAGS   := $(TRACEE_CFLAGS) -fno-inline -fno-omit-frame-pointer -static -no-pie
+# no libc at all: the same instructions on every x86-64 Linux and CPU, entry to exit
+PTT_EXACT_CFLAGS  := $(TRACEE_CFLAGS) -static -nostdlib -no-pie -fno-pie -fno-stack-protector \
+                     -fno-builtin -fcf-protection=none
+
+# --- programs of the Linux guest image (ptv-probe, ptvisor-ctl): static, stripped
+GUEST_CFLAGS := -std=gnu11 -O2 -static -s $(WARN) -Iinclude
+
 # --- libFuzzer
 FUZZ_CC      ?= clang
 FUZZ_CFLAGS  := -std=gnu11 -O1 -g -fsanitize=fuzzer,address,undefined \

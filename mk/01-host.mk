@@ -9,6 +9,11 @@
 HOST_TESTS :=
 FUZZERS    :=
 
+# Source sets that tests of several areas link (defined here, before every area's mk file).
+# The guest-visible MSR and CPUID policy with the PT rules it asks (vmm/emul/guest_policy.c).
+GUEST_POLICY_SRCS := vmm/emul/guest_policy.c vmm/emul/emul_policy.c vmm/pt/pt_caps.c \
+                     vmm/pt/pt_msr.c vmm/pt/pt_ctl_policy.c
+
 # A test is one compile-and-link of several .c files, where -MMD would keep only the last
 # file's dependencies: a separate -MM pass writes them all (every header, and a .c file a
 # test #includes) to $@.d.

@@ -12,16 +12,16 @@ BOOT_EFI       := $(BUILD)/boot/BOOTX64.EFI
 
 ALL_TARGETS += $(BOOT_EFI)
 
-# -Ivmm for lib/ptv_string.h and handoff.h.
+# EFI_VMM_CFLAGS: the loader includes lib/ptv_string.h and base/handoff.h.
 $(BUILD)/boot/obj/%.o: %.c
 	@mkdir -p $(@D)
-	$(Q)$(EFI_CC) $(EFI_CFLAGS) -Ivmm -c $< -o $@
+	$(Q)$(EFI_CC) $(EFI_VMM_CFLAGS) -c $< -o $@
 
 # vmm/lib/string.c gives the loader memcmp/strlen/...; libefi's init.o (pulled in
 # by InitializeLib) already defines memcpy and memset, so ours are made weak.
 $(BUILD)/boot/obj/vmm/lib/string.o: vmm/lib/string.c
 	@mkdir -p $(@D)
-	$(Q)$(EFI_CC) $(EFI_CFLAGS) -Ivmm -c $< -o $@
+	$(Q)$(EFI_CC) $(EFI_VMM_CFLAGS) -c $< -o $@
 	$(Q)objcopy --weaken $@
 
 # The loader is pinned to the vmm.elf built with it (boot/vmm_pin.h): its SHA-256, from

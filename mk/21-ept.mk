@@ -1,8 +1,5 @@
-# EPT (vmm/ept/): table builder, MTRR memory types, identity map.  Pure logic: the same
-# .c files go into the VMM (EPT_SRCS) and into the host tests and the fuzzer below.
-
-EPT_SRCS := vmm/ept/ept.c vmm/ept/mtrr.c vmm/ept/ept_identity.c vmm/ept/ept_ondemand.c \
-            vmm/ept/ept_window.c
+# EPT (vmm/ept/): table builder, MTRR memory types, identity map.  Pure logic: the same .c files are
+# in vmm.elf (mk/80-vmm.mk: every file under vmm/) and in the host tests and the fuzzer below.
 
 HOST_TESTS += test_ept
 test_ept_SRCS := tests/unit/ept/test_ept.c tests/fakes/ept_fakemem.c vmm/ept/ept.c

@@ -1,8 +1,8 @@
-# SMP (vmm/smp/): the EPT shootdown protocol is pure logic, compiled into the VMM (mk/80-vmm.mk
-# takes vmm/smp/*.c) and unchanged into the host test and fuzzer below.  The host test
-# force-includes tests/fakes/sd_tso.h, which turns shootdown.c's __atomic builtins into
-# scheduling points on a modelled x86-TSO memory (the source is not changed); that memory and
-# the step scheduler over the simulated CPUs are tests/fakes/sd_sim.[ch], shared with test_ept_smp.
+# SMP (vmm/smp/): the EPT shootdown protocol is pure logic, in vmm.elf (every file under vmm/) and
+# unchanged into the host test and fuzzer below.  The host test force-includes tests/fakes/sd_tso.h,
+# which turns shootdown.c's __atomic builtins into scheduling points on a modelled x86-TSO memory
+# (the source is not changed); that memory and the step scheduler over the simulated CPUs are
+# tests/fakes/sd_sim.[ch], shared with test_ept_smp.
 
 HOST_TESTS += test_shootdown
 test_shootdown_SRCS   := tests/unit/smp/test_shootdown.c tests/fakes/sd_sim.c vmm/smp/shootdown.c

@@ -1,6 +1,6 @@
-# The INIT / SIPI state of a vCPU (issue 8): vmm/emul/vcpu_reset.c is pure logic, compiled into
-# the VMM by the vmm/vmx/*.c wildcard of mk/80-vmm.mk and unchanged into the host test and
-# fuzzer below, which check it against the VM-entry guest-state model (vmm/emul/guest_check.c).
+# The INIT / SIPI state of a vCPU (issue 8): vmm/emul/vcpu_reset.c is pure logic, in vmm.elf (every
+# file under vmm/) and unchanged into the host test and fuzzer below, which check it against the
+# VM-entry guest-state model (vmm/emul/guest_check.c).
 
 HOST_TESTS += test_vcpu_reset
 test_vcpu_reset_SRCS := tests/unit/emul/test_vcpu_reset.c vmm/emul/vcpu_reset.c vmm/emul/guest_check.c

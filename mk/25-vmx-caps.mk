@@ -1,8 +1,8 @@
 # The VMX set-up decision (issue 8, "nested under QEMU/KVM"): vmm/vmx/vmx_caps_policy.c is pure
-# logic, compiled into the VMM by mk/80-vmm.mk's vmm/vmx/*.c; vmx_on.c gathers its inputs.  The
-# host test runs it, the PT mode decision and the AP decision against capability profiles of real
-# vehicles (tests/fakes/vmx_profiles.h: nested KVM, Bochs, Skylake); the fuzzer against random MSRs.
-# `make run-kvm` stops at once, in one line, where nested QEMU/KVM cannot run (tools/run.sh).
+# logic, in vmm.elf (every file under vmm/); vmx_on.c gathers its inputs.  The host test runs it,
+# the PT mode decision and the AP decision against capability profiles of real vehicles
+# (tests/fakes/vmx_profiles.h: nested KVM, Bochs, Skylake); the fuzzer against random MSRs. `make
+# run-kvm` stops at once, in one line, where nested QEMU/KVM cannot run (tools/run.sh).
 
 VMX_CAPS_SRCS := vmm/vmx/vmx_caps_policy.c vmm/vmx/vmx_controls.c vmm/lib/fmt.c vmm/pt/pt_caps.c
 

@@ -1,7 +1,6 @@
-# Hardware task switches (issue 7 item 11): vmm/emul/task_switch.c is pure logic, compiled into
-# the VMM by the vmm/vmx/*.c wildcard of mk/80-vmm.mk (vmm/vcpu/exit/exit_task_switch.c is its VMX
-# shim) and unchanged into the host test and fuzzer below; both check the new state against
-# the VM-entry guest-state model (vmm/emul/guest_check.c).
+# Hardware task switches (issue 7 item 11): vmm/emul/task_switch.c is pure logic, in vmm.elf
+# (vmm/vcpu/exit/exit_task_switch.c is its VMX shim) and unchanged into the host test and fuzzer
+# below; both check the new state against the VM-entry guest-state model (vmm/emul/guest_check.c).
 
 HOST_TESTS += test_task_switch
 test_task_switch_SRCS := tests/unit/emul/test_task_switch.c vmm/emul/task_switch.c vmm/emul/guest_check.c

@@ -1,11 +1,9 @@
 # DMA isolation with VT-d (vmm/iommu/): DMAR parsing, the remapping tables, the register
-# sequence.  Pure logic: the same .c files go into the VMM (IOMMU_SRCS, with the VMM's shim
-# iommu_vmm.c; iommu_boot.c is its pure part), the host tests, the fuzzer and the QEMU test
-# program (tests/guest/vtd_dma.c, mk/51-vtd-qemu.mk).
-# Named 28- so IOMMU_SRCS is known in 80-vmm.mk.
+# sequence.  Pure logic: the same .c files are in vmm.elf (with the VMM's shim
+# vmm/iommu/shim/iommu_vmm.c; iommu_boot.c is its pure part), the host tests, the fuzzer and the
+# QEMU test program (tests/guest/vtd_dma.c, mk/51-vtd-qemu.mk, which reads IOMMU_PURE_SRCS).
 
 IOMMU_PURE_SRCS := vmm/iommu/dmar.c vmm/iommu/vtd_tables.c vmm/iommu/vtd.c
-IOMMU_SRCS      := $(IOMMU_PURE_SRCS) vmm/iommu/iommu_boot.c vmm/iommu/shim/iommu_vmm.c
 
 HOST_TESTS += test_dmar test_vtd_tables test_vtd test_iommu_boot
 test_dmar_SRCS       := tests/unit/iommu/test_dmar.c vmm/iommu/dmar.c vmm/lib/fmt.c
@@ -25,7 +23,7 @@ fuzz_dmar_SRCS := tests/fuzz/fuzz_dmar.c vmm/iommu/dmar.c vmm/iommu/vtd_tables.c
 VTD_BENCH := $(BUILD)/host/bench_vtd
 $(VTD_BENCH): tests/bench/bench_vtd.c $(IOMMU_PURE_SRCS) vmm/iommu/iommu_boot.c vmm/lib/fmt.c
 	@mkdir -p $(@D)
-	$(Q)$(HOST_CC) -std=gnu11 -O2 -g $(WARN) -Iinclude -Ivmm -o $@ $^
+	$(Q)$(HOST_CC) $(HOST_BENCH_CFLAGS) -o $@ $^
 
 .PHONY: bench-vtd
 bench-vtd: $(VTD_BENCH) $(BUILD)/host/test_vtd_tables

@@ -1,9 +1,6 @@
-# PT engine core (vmm/pt/): capabilities + mode, virtual RTIT MSR file and its policy,
-# packet encoder, VM entry/exit switching plan, ToPA PMI routing.  Pure logic: the same .c
-# files go into the VMM (PT_CORE_SRCS) and into the host tests and the fuzzer below.
-
-PT_CORE_SRCS := vmm/pt/pt_caps.c vmm/pt/pt_msr.c vmm/pt/pt_ctl_policy.c vmm/pt/pt_pkt.c \
-                vmm/pt/pt_switch.c vmm/pt/pt_pmi.c
+# PT engine core (vmm/pt/): capabilities + mode, virtual RTIT MSR file and its policy, packet
+# encoder, VM entry/exit switching plan, ToPA PMI routing.  Pure logic: the same .c files are in
+# vmm.elf (every file under vmm/) and in the host tests and the fuzzer below.
 
 HOST_TESTS += test_pt_msr
 test_pt_msr_SRCS := tests/unit/pt/test_pt_msr.c vmm/pt/pt_msr.c vmm/pt/pt_ctl_policy.c

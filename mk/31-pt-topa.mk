@@ -28,7 +28,7 @@ BENCH_TARGETS += bench-pt-shadow
 .PHONY: bench-pt-shadow
 $(BUILD)/host/bench_shadow: tests/model/bench_shadow.c tests/model/fake_world.c $(PT_TOPA_SRCS)
 	@mkdir -p $(@D)
-	$(Q)$(HOST_CC) -std=gnu11 -O2 -g -Iinclude -Ivmm -Itests -DPTV_HOST=1 -o $@ $^
+	$(Q)$(HOST_CC) $(HOST_BENCH_CFLAGS) -o $@ $^
 bench-pt-shadow: $(BUILD)/host/bench_shadow
 	$(Q)tests/model/bench_shadow.sh $(BUILD)/host/bench_shadow
 

@@ -3,8 +3,7 @@
 
 PT_DIFF_SRCS := tests/model/diff.c tests/model/twin.c tests/model/ptm_cpu.c tests/model/ptm.c \
                 tests/model/ptgen.c tests/model/fake_world.c $(PT_CTRL_SRCS) $(PT_TOPA_SRCS) \
-                vmm/pt/pt_msr.c vmm/pt/pt_ctl_policy.c vmm/pt/pt_caps.c vmm/pt/pt_switch.c \
-                vmm/emul/guest_policy.c vmm/emul/emul_policy.c
+                vmm/pt/pt_switch.c $(GUEST_POLICY_SRCS)
 
 HOST_TESTS += test_pt_diff
 test_pt_diff_SRCS := tests/model/test_pt_diff.c $(PT_DIFF_SRCS)
@@ -23,7 +22,7 @@ test-pt-oracle-bites:
 # make fuzz: the differential for >= 10 million guest operations (all four modes).
 $(BUILD)/host/diff_long: tests/model/diff_long.c $(PT_DIFF_SRCS)
 	@mkdir -p $(@D)
-	$(Q)$(HOST_CC) -std=gnu11 -O2 -g -Iinclude -Ivmm -Itests -DPTV_HOST=1 -o $@ $^
+	$(Q)$(HOST_CC) $(HOST_BENCH_CFLAGS) -o $@ $^
 FUZZ_TARGETS += fuzz-pt-diff-long
 .PHONY: fuzz-pt-diff-long
 fuzz-pt-diff-long: $(BUILD)/host/diff_long
@@ -36,7 +35,7 @@ $(BUILD)/host/bench_ctrl: tests/model/bench_ctrl.c tests/model/fake_world.c $(PT
                           $(PT_TOPA_SRCS) vmm/pt/pt_msr.c vmm/pt/pt_ctl_policy.c vmm/pt/pt_caps.c \
                           vmm/pt/pt_switch.c
 	@mkdir -p $(@D)
-	$(Q)$(HOST_CC) -std=gnu11 -O2 -g -Iinclude -Ivmm -Itests -DPTV_HOST=1 -o $@ $^
+	$(Q)$(HOST_CC) $(HOST_BENCH_CFLAGS) -o $@ $^
 bench-pt-ctrl: $(BUILD)/host/bench_ctrl
 	$(Q)tests/model/bench_ctrl.sh $<
 

@@ -5,8 +5,7 @@
 
 PT_SYS_TEST_SRCS := tests/model/twin.c tests/model/ptm_cpu.c tests/model/ptm.c \
                     tests/model/ptgen.c tests/model/fake_world.c $(PT_CTRL_SRCS) $(PT_TOPA_SRCS) \
-                    vmm/pt/pt_msr.c vmm/pt/pt_ctl_policy.c vmm/pt/pt_caps.c vmm/pt/pt_switch.c \
-                    vmm/emul/guest_policy.c vmm/emul/msr_owner.c vmm/emul/emul_policy.c
+                    vmm/pt/pt_switch.c $(GUEST_POLICY_SRCS) vmm/emul/msr_owner.c
 
 HOST_TESTS += test_pt_sys
 test_pt_sys_SRCS := tests/model/test_pt_sys.c $(PT_SYS_TEST_SRCS)

@@ -1,6 +1,5 @@
-# Guest LBR (issue 11): the pure policy vmm/lbr/lbr_policy.c goes into the VMM (VMM_SRCS of
-# mk/80-vmm.mk; called by the shim vmm/lbr/shim/lbr_vmx.c) and unchanged into the host tests and
-# the fuzzer below.
+# Guest LBR (issue 11): the pure policy vmm/lbr/lbr_policy.c is in vmm.elf (called by the shim
+# vmm/lbr/shim/lbr_vmx.c) and unchanged into the host tests and the fuzzer below.
 
 LBR_SRCS := vmm/lbr/lbr_policy.c vmm/lbr/lbr_report.c
 
@@ -14,8 +13,8 @@ test_lbr_report_SRCS := tests/unit/lbr/test_lbr_report.c tests/model/lbr_model.c
 
 # the differential: the LBR model alone (bare metal) against the model driven through the VMM's
 # policy at every exit / entry (what lbr_vmx.c and the VMCS do), with mutants that must be caught
-LBR_DIFF_SRCS := tests/model/lbr_model.c $(LBR_SRCS) vmm/lib/fmt.c vmm/emul/guest_policy.c \
-                 vmm/emul/msr_owner.c vmm/emul/emul_policy.c vmm/pt/pt_caps.c vmm/pt/pt_msr.c vmm/pt/pt_ctl_policy.c
+LBR_DIFF_SRCS := tests/model/lbr_model.c $(LBR_SRCS) vmm/lib/fmt.c $(GUEST_POLICY_SRCS) \
+                 vmm/emul/msr_owner.c
 HOST_TESTS += test_lbr_diff
 test_lbr_diff_SRCS := tests/model/test_lbr_diff.c $(LBR_DIFF_SRCS)
 
@@ -29,6 +28,6 @@ BENCH_TARGETS += bench-lbr
 .PHONY: bench-lbr
 $(BUILD)/host/bench_lbr: tests/model/test_lbr_diff.c $(LBR_DIFF_SRCS)
 	@mkdir -p $(@D)
-	$(Q)$(HOST_CC) -std=gnu11 -O2 -g -Iinclude -Ivmm -Itests -DPTV_HOST=1 -o $@ $^ -lcmocka
+	$(Q)$(HOST_CC) $(HOST_BENCH_CFLAGS) -o $@ $^ -lcmocka
 bench-lbr: $(BUILD)/host/bench_lbr
 	$(Q)tests/model/bench_lbr.sh $<

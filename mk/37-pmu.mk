@@ -1,6 +1,6 @@
-# Guest PMU (issue 11 item 3): the pure policy vmm/pmu/pmu_policy.c goes into the VMM
-# (VMM_SRCS of mk/80-vmm.mk; called through the shim vmm/pmu/shim/pmu_vmx.c by exit_msr.c) and
-# unchanged into the host tests and the fuzzer below.
+# Guest PMU (issue 11 item 3): the pure policy vmm/pmu/pmu_policy.c is in vmm.elf (called through
+# the shim vmm/pmu/shim/pmu_vmx.c by exit_msr.c) and unchanged into the host tests and the fuzzer
+# below.
 
 PMU_SRCS := vmm/pmu/pmu_policy.c
 

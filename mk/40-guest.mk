@@ -14,7 +14,6 @@ GUEST_CTL    := $(GUEST_OUT)/ptvisor-ctl
 # a traced workload with symbols (tests/tools/ptt_work.c: static, no PIE, not stripped), so
 # the host decodes the guest's trace with -e $(GUEST_WORK)
 GUEST_WORK   := $(GUEST_OUT)/ptt-work
-GUEST_CFLAGS := -std=gnu11 -O2 -static -s $(WARN) -Iinclude
 
 .PHONY: guest-image
 guest-image: $(GUEST_KERNEL) $(GUEST_INITRD)
@@ -35,22 +34,20 @@ $(GUEST_CTL): $(GUEST_CTL_SRCS) include/ptv/vmcall.h guest/ptv_note.h vmm/trace/
 
 $(GUEST_WORK): tests/tools/ptt_work.c include/ptv/vmcall.h
 	@mkdir -p $(@D)
-	$(Q)$(CC) -std=gnu11 -O1 -g -fno-inline -fno-omit-frame-pointer -static -no-pie $(WARN) \
-	    -DPTT_SELF_TRACE -Iinclude -o $@ $<
+	$(Q)$(CC) $(PTT_WORK_CFLAGS) -DPTT_SELF_TRACE -Iinclude -o $@ $<
 
 # `ptvisor-ctl trace`'s workload: the same instructions on every x86-64 Linux and CPU, entry
 # to exit (tests/tools/ptt_exact.c: no libc, static, no PIE, not stripped)
 GUEST_EXACT  := $(GUEST_OUT)/ptt-exact
 $(GUEST_EXACT): tests/tools/ptt_exact.c
 	@mkdir -p $(@D)
-	$(Q)$(CC) -std=gnu11 -O1 -g -static -nostdlib -no-pie -fno-pie -fno-stack-protector \
-	    -fno-builtin -fcf-protection=none $(WARN) -o $@ $<
+	$(Q)$(CC) $(PTT_EXACT_CFLAGS) -o $@ $<
 
 # the native side of bochs:linux's trace differential: GUEST_WORK's window stepped here
 NATIVE_STEPS := $(BUILD)/host/native_steps
 $(NATIVE_STEPS): tests/tools/native_steps.c include/ptv/vmcall.h
 	@mkdir -p $(@D)
-	$(Q)$(HOST_CC) -std=gnu11 -O2 -g $(WARN) -Iinclude -o $@ $<
+	$(Q)$(HOST_CC) $(HOST_TOOL_CFLAGS) -o $@ $<
 
 $(GUEST_INITRD): guest/mkinitrd.sh guest/init $(GUEST_PROBE) $(GUEST_CTL) $(GUEST_WORK) $(GUEST_EXACT)
 	@mkdir -p $(@D)

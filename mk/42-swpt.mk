@@ -1,7 +1,6 @@
-# The software PT packet generator (issue 9): vmm/trace/swpt.c is pure logic, compiled into the
-# VMM by the vmm/trace/*.c wildcard of mk/80-vmm.mk (with vmm/pt/pt_pkt.c, its packet encoder)
-# and unchanged into the host tests and the fuzzer below, which decode everything it writes
-# with libipt (tests/fakes/swpt_dec.c).
+# The software PT packet generator (issue 9): vmm/trace/swpt.c is pure logic, in vmm.elf (with
+# vmm/pt/pt_pkt.c, its packet encoder) and unchanged into the host tests and the fuzzer below, which
+# decode everything it writes with libipt (tests/fakes/swpt_dec.c).
 
 SWPT_SRCS := vmm/trace/swpt.c vmm/trace/treq.c vmm/pt/pt_pkt.c tests/fakes/swpt_dec.c
 
@@ -29,4 +28,4 @@ test_swpt_ptrace_LDLIBS := -lipt
 $(BUILD)/host/test_swpt_ptrace: $(BUILD)/host/swpt_sig
 $(BUILD)/host/swpt_sig: tests/tools/swpt_sig.c
 	@mkdir -p $(@D)
-	$(Q)$(HOST_CC) -std=gnu11 -O1 -g $(WARN) -o $@ $<
+	$(Q)$(HOST_CC) $(TRACEE_CFLAGS) -o $@ $<

@@ -1,7 +1,7 @@
-# The software tracer's stepping logic and guest page walk (issue 9): vmm/trace/swtrace.c,
-# swblock.c (block stepping) and gwalk.c are pure, compiled into the VMM by the vmm/trace/*.c wildcard of mk/80-vmm.mk and
-# unchanged into this host test, which joins them to the classifier and the packet generator
-# and decodes the result with libipt (tests/fakes/swpt_dec.c).
+# The software tracer's stepping logic and guest page walk (issue 9): vmm/trace/swtrace.c, swblock.c
+# (block stepping) and gwalk.c are pure, in vmm.elf and unchanged into this host test, which joins
+# them to the classifier and the packet generator and decodes the result with libipt
+# (tests/fakes/swpt_dec.c).
 SWTRACE_SRCS := vmm/trace/swtrace.c vmm/trace/swblock.c vmm/trace/gwalk.c vmm/trace/bcache.c
 HOST_TESTS += test_swtrace
 test_swtrace_SRCS := tests/unit/trace/test_swtrace.c $(SWTRACE_SRCS) vmm/trace/x86_class.c $(SWPT_SRCS)

@@ -1,9 +1,8 @@
 # Serial trace dump (issue 10): the frame protocol of docs/serial-protocol.md.  The VMM side
-# (vmm/trace/frame.c, lz4w.c: pure, compiled into vmm.elf by the vmm/trace/*.c wildcard of
-# mk/80-vmm.mk) and the host tool's reader (tools/ptvisor-trace/frame_dec.c, fx*.c, extract.c, also
-# in the ptvisor-trace binary of mk/46) meet in one test: encoder -> lines -> extract, byte
-# for byte, with liblz4 as the independent decompressor and the packet generator
-# (vmm/trace/swpt.c) for realistic PT.
+# (vmm/trace/frame.c, lz4w.c: pure, in vmm.elf) and the host tool's reader
+# (tools/ptvisor-trace/frame_dec.c, fx*.c, extract.c, also in the ptvisor-trace binary of mk/46)
+# meet in one test: encoder -> lines -> extract, byte for byte, with liblz4 as the independent
+# decompressor and the packet generator (vmm/trace/swpt.c) for realistic PT.
 
 FRAME_VMM_SRCS  := vmm/trace/frame.c vmm/trace/lz4w.c
 FRAME_HOST_SRCS := tools/ptvisor-trace/frame_dec.c tools/ptvisor-trace/fx.c tools/ptvisor-trace/fx_finish.c \

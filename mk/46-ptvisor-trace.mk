@@ -6,7 +6,7 @@
 PTT_SRCS    := $(sort $(wildcard tools/ptvisor-trace/*.c))
 PTT_LIB_SRCS := $(filter-out tools/ptvisor-trace/main.c,$(PTT_SRCS))
 PTT_LDLIBS  := -lipt -lelf -llz4
-PTT_CFLAGS  := -std=gnu11 -O2 -g $(WARN) -Iinclude -Ivmm -Itools/ptvisor-trace -MMD -MP
+PTT_CFLAGS  := $(HOST_TOOL_CFLAGS) -Ivmm -Itools/ptvisor-trace -MMD -MP
 PTT_BIN     := $(BUILD)/tools/ptvisor-trace
 PREFIX      ?= /usr/local
 
@@ -46,7 +46,7 @@ $(BUILD)/host/ptt_mkdump: tests/tools/mkdump.c vmm/trace/x86_class.c vmm/trace/s
 
 $(BUILD)/host/ptt_work: tests/tools/ptt_work.c
 	@mkdir -p $(@D)
-	$(Q)$(HOST_CC) -std=gnu11 -O1 -g -fno-inline -fno-omit-frame-pointer -static -no-pie $(WARN) -o $@ $<
+	$(Q)$(HOST_CC) $(PTT_WORK_CFLAGS) -o $@ $<
 
 # host:readme-trace: README's "On the host" commands run as they stand (tests/system/ptt-readme.sh),
 # on a serial log of three dumps with the guest's notes (ptt_mkdump, and the guest's own

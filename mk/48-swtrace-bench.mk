@@ -16,7 +16,7 @@ SWTRACE_BENCH_PROG ?= /usr/bin/sort /etc/passwd
 
 $(SWTRACE_BENCH): $(test_swtrace_ptrace_SRCS) $(wildcard vmm/trace/*.h vmm/pt/*.h tests/fakes/*.h)
 	@mkdir -p $(@D)
-	$(Q)$(HOST_CC) -std=gnu11 -O2 -g $(WARN) -Iinclude -Ivmm -Itests -DPTV_HOST=1 -o $@ \
+	$(Q)$(HOST_CC) $(HOST_BENCH_CFLAGS) -o $@ \
 	    $(filter %.c,$^) -lcmocka -lipt
 
 .PHONY: bench-swtrace

@@ -34,15 +34,15 @@ TEST_TARGETS += test-guest-harness test-qemu-guest-lib test-bochs-conformance
 
 $(GUEST_OUT)/%.o: tests/guest/%.c
 	@mkdir -p $(@D)
-	$(Q)$(EFI_CC) $(EFI_CFLAGS) -Ivmm -c -o $@ $<
+	$(Q)$(EFI_CC) $(EFI_VMM_CFLAGS) -c -o $@ $<
 
 $(GUEST_OUT)/exitcost-trace.o: tests/guest/exitcost.c
 	@mkdir -p $(@D)
-	$(Q)$(EFI_CC) $(EFI_CFLAGS) -DEXITCOST_TRACE -Ivmm -c -o $@ $<
+	$(Q)$(EFI_CC) $(EFI_VMM_CFLAGS) -DEXITCOST_TRACE -c -o $@ $<
 
 $(GUEST_OUT)/lib_fmt.o: vmm/lib/fmt.c
 	@mkdir -p $(@D)
-	$(Q)$(EFI_CC) $(EFI_CFLAGS) -Ivmm -c -o $@ $<
+	$(Q)$(EFI_CC) $(EFI_VMM_CFLAGS) -c -o $@ $<
 
 $(GUEST_OUT)/%_stubs.o: tests/guest/%.S
 	@mkdir -p $(@D)
@@ -144,5 +144,5 @@ $(eval $(call BOCHS_GUEST_STEP,smp,$(GUEST_OUT)/smp.efi $(VMM_BOOT_DEPS)))
 # printed trace with libipt (tests/guest/trace_check.c).
 $(BUILD)/host/trace_check: tests/guest/trace_check.c tests/fakes/swpt_dec.c
 	@mkdir -p $(@D)
-	$(Q)$(HOST_CC) -std=gnu11 -O2 -g $(WARN) -Itests -o $@ $^ -lipt
+	$(Q)$(HOST_CC) $(HOST_TOOL_CFLAGS) -Itests -o $@ $^ -lipt
 $(eval $(call BOCHS_GUEST_STEP,trace,$(GUEST_OUT)/trace.efi $(VMM_BOOT_DEPS) $(BUILD)/host/trace_check $(PTT_BIN)))

@@ -12,16 +12,16 @@ vtd-dma_GUEST_OBJS := $(GUEST_OUT)/vtd_dma.o \
 # the loader's map builder, as the loader compiles it (mk/10-boot.mk)
 $(GUEST_OUT)/boot_%.o: boot/%.c
 	@mkdir -p $(@D)
-	$(Q)$(EFI_CC) $(EFI_CFLAGS) -Ivmm -c -o $@ $<
+	$(Q)$(EFI_CC) $(EFI_VMM_CFLAGS) -c -o $@ $<
 
 $(GUEST_OUT)/iommu_%.o: vmm/iommu/%.c
 	@mkdir -p $(@D)
-	$(Q)$(EFI_CC) $(EFI_CFLAGS) -Ivmm -c -o $@ $<
+	$(Q)$(EFI_CC) $(EFI_VMM_CFLAGS) -c -o $@ $<
 
 # memcpy/memset also come from libefi: ours are weak (as in the loader, mk/10-boot.mk)
 $(GUEST_OUT)/lib_string.o: vmm/lib/string.c
 	@mkdir -p $(@D)
-	$(Q)$(EFI_CC) $(EFI_CFLAGS) -Ivmm -c -o $@ $<
+	$(Q)$(EFI_CC) $(EFI_VMM_CFLAGS) -c -o $@ $<
 	$(Q)objcopy --weaken $@
 
 ALL_TARGETS  += $(VTD_DMA_EFI)

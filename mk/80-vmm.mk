@@ -52,11 +52,9 @@ ALL_TARGETS += $(VMM_ELF)
 HOST_TESTS += test_vmcs_table test_vmx_controls test_guest_policy test_guest_check
 test_vmcs_table_SRCS := tests/unit/vmx/test_vmcs_table.c vmm/vmx/vmcs_table.c
 test_vmx_controls_SRCS := tests/unit/vmx/test_vmx_controls.c vmm/vmx/vmx_controls.c
-test_guest_policy_SRCS := tests/unit/emul/test_guest_policy.c vmm/emul/guest_policy.c vmm/emul/emul_policy.c vmm/pt/pt_caps.c \
-                          vmm/pt/pt_msr.c vmm/pt/pt_ctl_policy.c
+test_guest_policy_SRCS := tests/unit/emul/test_guest_policy.c $(GUEST_POLICY_SRCS)
 FUZZERS += fuzz_guest_policy
-fuzz_guest_policy_SRCS := tests/fuzz/fuzz_guest_policy.c vmm/emul/guest_policy.c vmm/emul/emul_policy.c vmm/pt/pt_caps.c \
-                          vmm/pt/pt_msr.c vmm/pt/pt_ctl_policy.c
+fuzz_guest_policy_SRCS := tests/fuzz/fuzz_guest_policy.c $(GUEST_POLICY_SRCS)
 test_guest_check_SRCS := tests/unit/emul/test_guest_check.c vmm/emul/guest_check.c
 # the MSR owner table (the exit's dispatch and the MSR bitmap) against the decisions the exit
 # handler made before the table existed, with the LBR policy's real claims

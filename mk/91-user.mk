@@ -71,7 +71,7 @@ shell: $(PTT_BIN) $(SERIAL_VIEW)
 # the guest's serial console for a person: frame lines of dumps left out (tools/serial-view.c)
 $(SERIAL_VIEW): tools/serial-view.c
 	@mkdir -p $(@D)
-	$(Q)$(HOST_CC) -std=gnu11 -O2 $(WARN) -o $@ $<
+	$(Q)$(HOST_CC) $(HOST_TOOL_CFLAGS) -o $@ $<
 
 ALL_TARGETS += $(SERIAL_VIEW)
 

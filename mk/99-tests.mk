@@ -1,5 +1,5 @@
 # Wiring of the host test and fuzzer lists into `make test` / `make fuzz`.
-# (Named 99- so that every area's HOST_TESTS/FUZZERS are known here.)
+# (Read last, mk/*.mk being read in name order, so every area's HOST_TESTS/FUZZERS are known here.)
 
 $(foreach t,$(HOST_TESTS),$(eval $(call HOST_TEST_template,$(t))))
 $(foreach f,$(FUZZERS),$(eval $(call FUZZER_template,$(f))))
