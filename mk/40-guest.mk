@@ -28,7 +28,8 @@ $(GUEST_PROBE): guest/ptv-probe.c include/ptv/vmcall.h
 
 # its notes (guest/ptv_note.c) go out through the VMM's own frame encoder and LZ4
 GUEST_CTL_SRCS := guest/ptvisor-ctl.c guest/ptv_note.c vmm/trace/frame.c vmm/trace/lz4w.c
-$(GUEST_CTL): $(GUEST_CTL_SRCS) include/ptv/vmcall.h guest/ptv_note.h vmm/trace/frame.h vmm/trace/lz4w.h
+$(GUEST_CTL): $(GUEST_CTL_SRCS) include/ptv/vmcall.h guest/ptv_note.h vmm/trace/frame.h vmm/trace/lz4w.h \
+              include/ptv/frame.h
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(GUEST_CFLAGS) -DPTV_HOST -Ivmm -Iguest -o $@ $(GUEST_CTL_SRCS)
 

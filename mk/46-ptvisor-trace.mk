@@ -6,7 +6,7 @@
 PTT_SRCS    := $(sort $(wildcard tools/ptvisor-trace/*.c))
 PTT_LIB_SRCS := $(filter-out tools/ptvisor-trace/main.c,$(PTT_SRCS))
 PTT_LDLIBS  := -lipt -lelf -llz4
-PTT_CFLAGS  := $(HOST_TOOL_CFLAGS) -Ivmm -Itools/ptvisor-trace -MMD -MP
+PTT_CFLAGS  := $(HOST_TOOL_CFLAGS) -Itools/ptvisor-trace -MMD -MP
 PTT_BIN     := $(BUILD)/tools/ptvisor-trace
 PREFIX      ?= /usr/local
 

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "frame_dec.h"
+#include "trace/frame.h"
 
 #define MAX_LINES 4096
 

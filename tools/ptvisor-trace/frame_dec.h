@@ -9,8 +9,9 @@
  *   extract.c    the extractor core below (sections, blocks by offset, dumps, reports)
  *                and the `extract` subcommand that writes the dump directory of ptt.h.
  *
- * Only the constants come from the VMM's header (one spelling of the wire format); none of
- * the VMM's code is linked into the tool.
+ * Only the protocol's constants and record entries are shared with the VMM, through
+ * include/ptv/frame.h (one spelling of the wire format); none of the VMM's code or headers is
+ * used by the tool.
  */
 #ifndef PTV_TOOLS_FRAME_DEC_H
 #define PTV_TOOLS_FRAME_DEC_H
@@ -20,7 +21,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../../vmm/trace/frame.h"
+#include "ptv/frame.h"
 
 /* ---- one line ---- */
 

@@ -21,7 +21,7 @@
 #include <cmocka.h>
 
 #include "trace/dump.h"
-#include "../../../tools/ptvisor-trace/frame_dec.h"
+#include "frame_dec.h"
 
 static uint64_t rng_state = 0x243f6a8885a308d3ull;
 

@@ -36,8 +36,8 @@
 #include "trace/lz4w.h"
 #include "trace/swpt.h"
 #include "trace/x86_class.h"
-#include "../../../tools/ptvisor-trace/frame_dec.h"
-#include "../../../tools/ptvisor-trace/ptt.h"
+#include "frame_dec.h"
+#include "ptt.h"
 
 #define MIB (1u << 20)
 
