@@ -222,7 +222,7 @@ void acpi_add_madt_if_missing(void)
 }
 
 /*
- * The firmware's DMAR table for the VMM (handoff acpi_dmar, issue 31).  Only found here: the
+ * The firmware's DMAR table for the VMM (handoff acpi_dmar).  Only found here: the
  * VMM checks it itself before it uses any field (vmm/iommu/dmar.c).
  */
 uint64_t acpi_find_dmar(void)

@@ -112,7 +112,7 @@ bool acpi_madt_build(const struct acpi_scan *s, const struct acpi_madt_in *in, u
 void acpi_add_madt_if_missing(void);
 
 /*
- * The DMAR table for the VMM (issue 31).  acpi_find_table: the first table with signature sig
+ * The DMAR table for the VMM.  acpi_find_table: the first table with signature sig
  * the scanned roots list (XSDT first), 0 if none.  acpi_resign: give the table whose header
  * starts at hdr (its first 10 bytes: signature, length, revision, checksum) signature sig,
  * keeping its checksum right -- how the loader hides the DMAR from the guest once the VMM owns

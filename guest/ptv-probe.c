@@ -14,7 +14,7 @@
  *   ptv-probe cpuid-loop N [R] N x CPUID(0), R rounds (default 5), smallest RDTSC delta
  *   ptv-probe pin CPU [N]      pinned to CPU (sched_setaffinity): N rounds of a small workload
  *                              (default 1000000), the CPU it ran on, that CPU's CPUID view
- *   ptv-probe trace-user [refusals]  the CPL 3 trace rule attacked (issue 27 defect 2; needs
+ *   ptv-probe trace-user [refusals]  the CPL 3 trace rule attacked (needs
  *                              vmcall_user = trace): one line per check, then a summary;
  *                              "refusals": the refused calls only, no window of its own
  *   ptv-probe trace-own CPU    pinned to CPU, its own window around 200 getpid calls: its
@@ -22,7 +22,7 @@
  *   ptv-probe spin-child N     a child process on this CPU spins N rounds of a busy loop and
  *                              prints the TSC ticks they took; the parent waits for it (under
  *                              `ptvisor-ctl trace`: another process's speed while a window is
- *                              open, issue 29)
+ *                              open)
  *
  * VMCALL outside VMX non-root operation raises #UD, so the VMCALL subcommands
  * first check CPUID.1:ECX[31] and the 0x40000000 signature and refuse (exit 2)
@@ -326,7 +326,7 @@ static int do_pin(const char *cpu_s, const char *count)
 }
 
 /*
- * rip-wrap: the CPL 3 attack of issue 7 item 7.  A 32-bit compatibility-mode
+ * rip-wrap: a CPL 3 attack on the VMM's RIP emulation.  A 32-bit compatibility-mode
  * program (Linux's __USER32_CS) puts CPUID, which always exits to a VMM, in
  * the last two bytes below 4 GiB.  On hardware the next instruction is fetched
  * at EIP 0 (EIP is 32 bits wide outside 64-bit mode), which is unmapped: SIGSEGV
@@ -595,7 +595,7 @@ static int do_trace_user(const char *arg)
 
 /* ptv-probe trace-own CPU: this process's own window on CPU (pinned there), around the getpid
  * loop, while another copy does the same on the other CPU (guest/init): a window on each vCPU at
- * once, each told only its own figures (issue 32) */
+ * once, each told only its own figures */
 static int do_trace_own(const char *arg)
 {
     unsigned long cpu = arg ? strtoul(arg, NULL, 0) : 0;

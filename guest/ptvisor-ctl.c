@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ptvisor-ctl: control the VMM's trace of this guest from inside it (issue 9).  A static
+ * ptvisor-ctl: control the VMM's trace of this guest from inside it.  A static
  * user-space program: its VMCALLs are allowed at CPL 3 only with `vmcall_user = trace` in
  * ptvisor.cfg (the operator's opt-in; TRACE_READ stays CPL 0 only).  The trace it starts is
  * the VMM's own (system-mode PT where the CPU has it, else the software tracer), and `dump`

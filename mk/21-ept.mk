@@ -11,7 +11,7 @@ HOST_TESTS += test_ept_identity
 test_ept_identity_SRCS := tests/unit/ept/test_ept_identity.c tests/fakes/ept_fakemem.c \
                           vmm/ept/ept.c vmm/ept/mtrr.c vmm/ept/ept_identity.c
 
-# the guest's movable APIC window: N moves hold a bounded number of table pages (issue 27 item 8)
+# the guest's movable APIC window: N moves hold a bounded number of table pages
 HOST_TESTS += test_ept_window
 test_ept_window_SRCS := tests/unit/ept/test_ept_window.c tests/fakes/ept_fakemem.c vmm/ept/ept.c \
                         vmm/ept/mtrr.c vmm/ept/ept_ondemand.c vmm/ept/ept_window.c

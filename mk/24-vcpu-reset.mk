@@ -1,4 +1,4 @@
-# The INIT / SIPI state of a vCPU (issue 8): vmm/emul/vcpu_reset.c is pure logic, in vmm.elf (every
+# The INIT / SIPI state of a vCPU: vmm/emul/vcpu_reset.c is pure logic, in vmm.elf (every
 # file under vmm/) and unchanged into the host test and fuzzer below, which check it against the
 # VM-entry guest-state model (vmm/emul/guest_check.c).
 

@@ -1,4 +1,4 @@
-# The VMX set-up decision (issue 8, "nested under QEMU/KVM"): vmm/vmx/vmx_caps_policy.c is pure
+# The VMX set-up decision ("nested under QEMU/KVM"): vmm/vmx/vmx_caps_policy.c is pure
 # logic, in vmm.elf (every file under vmm/); vmx_on.c gathers its inputs.  The host test runs it,
 # the PT mode decision and the AP decision against capability profiles of real vehicles
 # (tests/fakes/vmx_profiles.h: nested KVM, Bochs, Skylake); the fuzzer against random MSRs. `make

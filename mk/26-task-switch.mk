@@ -1,4 +1,4 @@
-# Hardware task switches (issue 7 item 11): vmm/emul/task_switch.c is pure logic, in vmm.elf
+# Hardware task switches: vmm/emul/task_switch.c is pure logic, in vmm.elf
 # (vmm/vcpu/exit/exit_task_switch.c is its VMX shim) and unchanged into the host test and fuzzer
 # below; both check the new state against the VM-entry guest-state model (vmm/emul/guest_check.c).
 

@@ -1,4 +1,4 @@
-# The one wrap-safe range walk (issue 27 defect 1): vmm/lib/range.h (header-only, in the VMM
+# The one wrap-safe range walk: vmm/lib/range.h (header-only, in the VMM
 # through its users: trace_step.c, gwalk.c, bcache.c, trace_dump.c, exit_task_switch.c, ...)
 # against a byte-by-byte reference, the old note_lin loop shape caught by the same checker, and
 # gwalk.c's reads at the top of the 64-bit and 32-bit linear spaces.

@@ -1,4 +1,4 @@
-# Guest LBR (issue 11): the pure policy vmm/lbr/lbr_policy.c is in vmm.elf (called by the shim
+# Guest LBR: the pure policy vmm/lbr/lbr_policy.c is in vmm.elf (called by the shim
 # vmm/lbr/shim/lbr_vmx.c) and unchanged into the host tests and the fuzzer below.
 
 LBR_SRCS := vmm/lbr/lbr_policy.c vmm/lbr/lbr_report.c

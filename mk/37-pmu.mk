@@ -1,4 +1,4 @@
-# Guest PMU (issue 11 item 3): the pure policy vmm/pmu/pmu_policy.c is in vmm.elf (called through
+# Guest PMU: the pure policy vmm/pmu/pmu_policy.c is in vmm.elf (called through
 # the shim vmm/pmu/shim/pmu_vmx.c by exit_msr.c) and unchanged into the host tests and the fuzzer
 # below.
 

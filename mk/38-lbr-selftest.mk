@@ -1,4 +1,4 @@
-# The on-box LBR self-test (issue 11, docs/lbr.md "On-box self-test"): its verdicts
+# The on-box LBR self-test (docs/lbr.md "On-box self-test"): its verdicts
 # (tests/guest/lbr_check.c, pure) go into pt-selftest.efi (mk/50-guest-tests.mk) and into this
 # host test, which drives the LBR model with the known branch sequence (pass) and with planted
 # faults (each must fail); lbr_seq.S is assembled in for its label table (never run: it needs

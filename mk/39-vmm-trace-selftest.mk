@@ -1,4 +1,4 @@
-# The on-box self-test of the VMM's own trace (issue 9): its verdict (tests/guest/pt_seq_check.c,
+# The on-box self-test of the VMM's own trace: its verdict (tests/guest/pt_seq_check.c,
 # pure) goes into pt-selftest.efi (mk/50-guest-tests.mk) and into this host test, which feeds it
 # streams written with the VMM's packet encoder, as the software tracer and as hardware write
 # them, and planted faults.

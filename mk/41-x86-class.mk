@@ -1,4 +1,4 @@
-# The x86 length / control-flow classifier of the software PT tracer (issue 9):
+# The x86 length / control-flow classifier of the software PT tracer:
 # vmm/trace/x86_class.c is pure freestanding code; the host test and the fuzzer check it
 # against Zydis (libzydis-dev, test oracle only: never linked into vmm.elf).
 

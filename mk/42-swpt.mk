@@ -1,4 +1,4 @@
-# The software PT packet generator (issue 9): vmm/trace/swpt.c is pure logic, in vmm.elf (with
+# The software PT packet generator: vmm/trace/swpt.c is pure logic, in vmm.elf (with
 # vmm/pt/pt_pkt.c, its packet encoder) and unchanged into the host tests and the fuzzer below, which
 # decode everything it writes with libipt (tests/fakes/swpt_dec.c).
 
@@ -8,7 +8,7 @@ HOST_TESTS += test_swpt
 test_swpt_SRCS := tests/unit/trace/test_swpt.c $(SWPT_SRCS)
 test_swpt_LDLIBS := -lipt
 
-# The trace VMCALLs' rules (issue 27): the CPL 3 rule (a process's own window, its owner only,
+# The trace VMCALLs' rules: the CPL 3 rule (a process's own window, its owner only,
 # figures of its own stream) and TRACE_READ's destination resolved once
 HOST_TESTS += test_treq
 test_treq_SRCS := tests/unit/trace/test_treq.c vmm/trace/treq.c vmm/trace/swpt.c vmm/pt/pt_pkt.c

@@ -1,4 +1,4 @@
-# The software tracer's stepping logic and guest page walk (issue 9): vmm/trace/swtrace.c, swblock.c
+# The software tracer's stepping logic and guest page walk: vmm/trace/swtrace.c, swblock.c
 # (block stepping) and gwalk.c are pure, in vmm.elf and unchanged into this host test, which joins
 # them to the classifier and the packet generator and decodes the result with libipt
 # (tests/fakes/swpt_dec.c).
@@ -7,7 +7,7 @@ HOST_TESTS += test_swtrace
 test_swtrace_SRCS := tests/unit/trace/test_swtrace.c $(SWTRACE_SRCS) vmm/trace/x86_class.c $(SWPT_SRCS)
 test_swtrace_LDLIBS := -lipt
 
-# The code pages a window executed (issue 10's code snapshots): vmm/trace/codepages.c.
+# The code pages a window executed (the dump's code snapshots): vmm/trace/codepages.c.
 HOST_TESTS += test_codepages
 test_codepages_SRCS := tests/unit/trace/test_codepages.c vmm/trace/codepages.c
 

@@ -1,4 +1,4 @@
-# Serial trace dump (issue 10): the frame protocol of docs/serial-protocol.md.  The VMM side
+# Serial trace dump: the frame protocol of docs/serial-protocol.md.  The VMM side
 # (vmm/trace/frame.c, lz4w.c: pure, in vmm.elf) and the host tool's reader
 # (tools/ptvisor-trace/frame_dec.c, fx*.c, extract.c, also in the ptvisor-trace binary of mk/46)
 # meet in one test: encoder -> lines -> extract, byte for byte, with liblz4 as the independent

@@ -1,4 +1,4 @@
-# ptvisor-trace (issue 10): the host tool that reads the VMM's trace dumps (tools/ptvisor-trace,
+# ptvisor-trace: the host tool that reads the VMM's trace dumps (tools/ptvisor-trace,
 # one file per command; *.c so that every command's file is in).  Built twice from the same
 # sources: $(BUILD)/tools/ptvisor-trace for users (-O2, no sanitizers: `make`, `make install`)
 # and $(BUILD)/host/ptvisor-trace-san under ASan/UBSan for the tests.

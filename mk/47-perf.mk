@@ -1,4 +1,4 @@
-# ptvisor-trace perf (issue 10): the dump as a perf.data that Debian's perf decodes with its own
+# ptvisor-trace perf: the dump as a perf.data that Debian's perf decodes with its own
 # Intel PT decoder.  tools/ptvisor-trace/perfdata.c writes the format (and the code ELF files),
 # perfdata_read.c reads it back for the checks; perf.c the plan from a dump and the command;
 # all built into the tool by mk/46's wildcard.

@@ -1,4 +1,4 @@
-# bench-swtrace: the software tracer's decode cache (vmm/trace/bcache.c, issue 9), one line.
+# bench-swtrace: the software tracer's decode cache (vmm/trace/bcache.c), one line.
 # A real program is single-stepped with ptrace and its code put behind fake 4-level page
 # tables (tests/unit/trace/test_swtrace_ptrace.c --bench); the recorded steps are replayed into
 # vmm/trace/swtrace.c five times each: without the cache, with it (the 64 instructions inside

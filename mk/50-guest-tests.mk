@@ -4,9 +4,9 @@
 #   build/tests/guest/conformance.efi   the VMM seen from inside (started by the loader)
 #   build/tests/guest/selftest.efi      the report library and trap catcher themselves
 #   build/tests/guest/pt-selftest.efi   on-box PT self-test (make selftest-usb; SKIPs without PT)
-#   build/tests/guest/attack.efi        the adversarial suite (a hostile guest; issue 7)
-#   build/tests/guest/smp.efi           the second CPU under the VMM (Bochs CPUS=2; issue 8)
-#   build/tests/guest/exitcost.efi      VM exit cost per exit kind (make bench-exits; issue 29)
+#   build/tests/guest/attack.efi        the adversarial suite (a hostile guest)
+#   build/tests/guest/smp.efi           the second CPU under the VMM (Bochs CPUS=2)
+#   build/tests/guest/exitcost.efi      VM exit cost per exit kind (make bench-exits)
 #
 #   make test-bochs-conformance   loader + VMM + conformance.efi in Bochs (real VMX/EPT)
 #   make test-qemu-guest-lib      selftest.efi and conformance.efi booted bare in QEMU TCG
@@ -128,7 +128,7 @@ test-bochs-$(1):
 endef
 VMM_BOOT_DEPS := $(BUILD)/boot/BOOTX64.EFI $(BUILD)/vmm/vmm.elf
 
-# The adversarial suite (issue 7): attack.efi as a hostile guest.  bochs:attacks: 2 CPUs (the
+# The adversarial suite: attack.efi as a hostile guest.  bochs:attacks: 2 CPUs (the
 # idle AP answers every shootdown the attacks cause) on Debian 12's Bochs 2.7, because Bochs
 # 3.0 with 2 CPUs triple-faults the BSP at a DR0 instruction breakpoint (attack 3's), also
 # without the VMM ("exception(): 3rd (14) exception with no resolution"; 1 CPU: none).
@@ -137,10 +137,10 @@ VMM_BOOT_DEPS := $(BUILD)/boot/BOOTX64.EFI $(BUILD)/vmm/vmm.elf
 $(eval $(call BOCHS_GUEST_STEP,attacks,$(GUEST_OUT)/attack.efi $(VMM_BOOT_DEPS),BOCHS=2.7))
 $(eval $(call BOCHS_GUEST_STEP,attacks-mtf,$(GUEST_OUT)/attack.efi $(VMM_BOOT_DEPS),CPUS=1,attacks))
 
-# The SMP suite (issue 8): smp.efi as the guest, Bochs with 2 CPUs.
+# The SMP suite: smp.efi as the guest, Bochs with 2 CPUs.
 $(eval $(call BOCHS_GUEST_STEP,smp,$(GUEST_OUT)/smp.efi $(VMM_BOOT_DEPS)))
 
-# The software tracer (issue 9): trace.efi as the guest, then the host decode of its
+# The software tracer: trace.efi as the guest, then the host decode of its
 # printed trace with libipt (tests/guest/trace_check.c).
 $(BUILD)/host/trace_check: tests/guest/trace_check.c tests/fakes/swpt_dec.c
 	@mkdir -p $(@D)

@@ -1,4 +1,4 @@
-# The VMM's VT-d code against QEMU's intel-iommu and edu device (issue 31): vtd-dma.efi links
+# The VMM's VT-d code against QEMU's intel-iommu and edu device: vtd-dma.efi links
 # vmm/iommu/{iommu_boot,dmar,vtd_tables,vtd}.c and boot/memmap.c unchanged (GNU-EFI flags) and
 # is booted bare in QEMU TCG
 # (tests/system/qemu-vtd.sh).  No VMX needed.

@@ -63,7 +63,7 @@ test_msr_owner_SRCS := tests/unit/emul/test_msr_owner.c vmm/emul/msr_owner.c vmm
                        vmm/pt/pt_msr.c vmm/pt/pt_ctl_policy.c vmm/pt/pt_caps.c $(LBR_SRCS) vmm/lib/fmt.c
 FUZZERS += fuzz_msr_owner
 fuzz_msr_owner_SRCS := tests/fuzz/fuzz_msr_owner.c vmm/emul/msr_owner.c vmm/lbr/lbr_policy.c vmm/lib/fmt.c
-# the architectural rules of emulated CPU state (issue 7): RIP/RF/TF, CR0/CR4, APIC base, MTRRs
+# the architectural rules of emulated CPU state: RIP/RF/TF, CR0/CR4, APIC base, MTRRs
 HOST_TESTS += test_emul_policy
 test_emul_policy_SRCS := tests/unit/emul/test_emul_policy.c vmm/emul/emul_policy.c
 FUZZERS += fuzz_emul_policy

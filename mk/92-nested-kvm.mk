@@ -17,7 +17,7 @@ NESTED_QEMU_TIMEOUT ?= 1200
 # bochs:linux's config without the boot trace, ptt-work (ptv.work=0: 75,000 steps, each a nested VM
 # exit) and most of the CPUID loop: every VM exit of the guest is a nested one there, every byte
 # ptvisor sends a trip to QEMU.  The windows that step run (trace-user's, ptvisor-ctl trace of
-# ptt-exact, the ptrace steps): outside the traced process the vCPU runs free (issue 29)
+# ptt-exact, the ptrace steps): outside the traced process the vCPU runs free
 NESTED_CFG  := $(NESTED_OUT)/ptvisor.cfg
 $(NESTED_CFG): $(TEST_CFG)
 	@mkdir -p $(@D)
@@ -34,7 +34,7 @@ $(NESTED_PTV): tools/mkimage.sh tools/mkesp.sh $(BOOT_EFI) $(VMM_ELF) $(NESTED_C
 
 # ptvisor with the adversarial suite as its guest (tests/guest/attack*.c, attack.cfg), run first
 # in the same L1 boot with QEMU's intel-iommu and edu (tests/system/nested/l1-init): the isolation
-# attacks under KVM's VMX, and DMA onto the VMM under the VMM (issue 31).  NESTED_ATK_SKIP: groups
+# attacks under KVM's VMX, and DMA onto the VMM under the VMM.  NESTED_ATK_SKIP: groups
 # left out there (attack.efi's atk.no-<group> options; tests/system/nested-kvm.sh says why):
 # trace-storm (its 20 TRACE_DUMPs over the nested console would take many minutes) and ia32e
 # (KVM's MOV CR0 emulation lacks the 16-bit TSS rule: the guest triple-faults, the suite ends)

@@ -8,7 +8,7 @@ bench-linux: $(BOOT_EFI) $(VMM_ELF) $(IMG_CFG) $(GUEST_KERNEL) $(GUEST_INITRD)
 	    tools/bench-linux.sh $(IMG_CFG) $(BUILD)/bench/linux
 
 # bench-linux-smp: the same with 2 CPUs (Bochs 3.0: OVMF's ExitBootServices and Linux restart the
-# AP under the VMM), issue 32's boot-to-marker figure
+# AP under the VMM), boot to the marker
 .PHONY: bench-linux-smp
 bench-linux-smp: $(BOOT_EFI) $(VMM_ELF) $(IMG_CFG) $(GUEST_KERNEL) $(GUEST_INITRD)
 	$(Q)BENCH_CPUS=2 LOADER=$(BOOT_EFI) VMM=$(VMM_ELF) GUEST_KERNEL=$(GUEST_KERNEL) \
@@ -16,7 +16,7 @@ bench-linux-smp: $(BOOT_EFI) $(VMM_ELF) $(IMG_CFG) $(GUEST_KERNEL) $(GUEST_INITR
 
 BENCH_TARGETS += bench-linux bench-linux-smp
 
-# bench-attacks: figures of the adversarial suite (issue 7), from one Bochs boot of attack.efi:
+# bench-attacks: figures of the adversarial suite, from one Bochs boot of attack.efi:
 # the cost of a refused CPL 3 VMCALL against a CPL 0 VERSION and against the same CPL 3 trip with
 # VERSION (guest RDTSC = instructions).  Bochs 2.7, as bochs:attacks: Bochs 3.0 with 2 CPUs
 # triple-faults at attack 3's DR0 breakpoint (mk/50-guest-tests.mk), before the figures.
@@ -35,7 +35,7 @@ bench-attacks: $(GUEST_OUT)/attack.efi $(BUILD)/boot/BOOTX64.EFI $(BUILD)/vmm/vm
 
 BENCH_TARGETS += bench-attacks
 
-# bench-exits: issue 29's figures from one Bochs boot of exitcost.efi, 1 CPU: guest ticks per
+# bench-exits: figures from one Bochs boot of exitcost.efi, 1 CPU: guest ticks per
 # iteration of a loop around one exiting instruction and the VMM's share (ticks - the same
 # loop with a NOP) per exit kind; Bochs ticks = instructions, VM exit and VMRESUME included.
 .PHONY: bench-exits
@@ -57,7 +57,7 @@ BENCH_TARGETS += bench-exits
 exit-profile: $(GUEST_OUT)/exitcost-trace.efi $(BUILD)/boot/BOOTX64.EFI $(BUILD)/vmm/vmm.elf
 	$(Q)tools/exit-profile.sh $(BUILD)
 
-# bench-smp: issue 8 figures from one Bochs boot of smp.efi with 2 CPUs: the cost of one EPT
+# bench-smp: figures from one Bochs boot of smp.efi with 2 CPUs: the cost of one EPT
 # shootdown to the other CPU (initiator's TSC ticks, NMI IPI to acknowledgement) and the VM exits
 # per second of an AP idle as a guest.
 .PHONY: bench-smp

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Where one VM exit's VMM instructions go, per exit kind and per function (issue 29): one boot of
+# Where one VM exit's VMM instructions go, per exit kind and per function: one boot of
 # exitcost-trace.efi (tests/guest/exitcost.c built with EXITCOST_TRACE) under the VMM in Debian's
 # Bochs 2.7, whose debugger traces every instruction.  The guest runs CPUID, VMCALL VERSION,
 # RDMSR IA32_APIC_BASE and IN from the UART's LCR once each after a magic breakpoint

@@ -103,7 +103,7 @@ struct ptv_config {
     uint32_t crash_action;   /* enum ptv_crash_action, on_crash = halt */
     uint32_t start_vmm;      /* vmm = on|off (off: boot natively, for comparisons) */
     uint32_t vmcall_user;    /* PTV_VMCALL_USER_*, vmcall_user = none | stats | trace */
-    /* tracing (issue 9) */
+    /* tracing */
     uint32_t trace_sw;   /* PTV_SW_TRACE_*, sw_trace = auto */
     uint32_t trace_wrap; /* trace_wrap = on (circular ring) | off (stop when full) */
     uint32_t psb_period; /* psb_period = 4K (bytes between PSB+, software tracer) */
@@ -112,7 +112,7 @@ struct ptv_config {
         uint64_t lo, hi;                 /* inclusive */
     } trace_range[PTV_CFG_TRACE_RANGES]; /* pt_range = 0xlo-0xhi[,...] (none: every IP) */
     uint64_t trace_boot; /* trace_boot = N: trace the first N guest instructions (0 = off) */
-    /* trace delivery (issue 10) */
+    /* trace delivery */
     uint64_t dump_window;   /* dump_window = 64K: newest trace bytes a dump sends (0 = the ring) */
     uint32_t dump_stall_us; /* dump_stall = 20ms: longest the guest is held per dump slice */
     /* trace_free = on: a software-tracer window with a CR3 filter lets the vCPU run unstepped

@@ -4,8 +4,8 @@
  * cut short, against a per-4K reference model of an 8 MiB window around a
  * 1 GiB boundary; ept_translate must agree with the model after every step, and
  * no reachable table is uniform where a larger leaf could replace it (a split
- * that a later call undid is merged back: issue 27 item 8).  A record with
- * op bit 6 set runs the caller's INVEPT after it (fakemem_flush(): retired
+ * that a later call undid is merged back, so a guest's splits cannot pile up tables).  A record
+ * with op bit 6 set runs the caller's INVEPT after it (fakemem_flush(): retired
  * tables become spares).  Every store goes through the fake memory's
  * break-before-make checker (tests/fakes/ept_fakemem.h): no entry changes page size
  * in place, and no leaf of one size becomes present over GPAs a leaf of

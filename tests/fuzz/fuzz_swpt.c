@@ -6,7 +6,7 @@
  * stop-on-full ring holds whole packets only and its head never passes its size, and
  * libipt's packet decoder parses every byte from the first PSB to the end, finding as many OVF
  * packets as the generator counted (its overflows: the window's gaps).  The CPL 3 rule
- * (vmm/trace/treq.c, issue 27): a TRACE_START a guest process may make is a window on its own
+ * (vmm/trace/treq.c): a TRACE_START a guest process may make is a window on its own
  * process in user mode, whose stream, traced count, events and gaps never move at a step or a
  * loss that leaves and enters only other contexts (a PSB+ when due aside), and only its owner
  * may act on it.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * attack.efi: the adversarial in-guest suite (issue 7).  Each attack is one
+ * attack.efi: the adversarial in-guest suite.  Each attack is one
  * hostile act of a CPL 0 guest (or of a CPL 3 program inside it) against a
  * README promise, and reports PASS/FAIL lines (libtest.h) on what the guest
  * saw.  After every attack the driver (attack.c) asks the VMM to check its

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * attack.efi group "cpu": CPU state the VMM emulates (issue 7 items 7, 8, 9).
+ * attack.efi group "cpu": CPU state the VMM emulates.
  * The guest runs instructions that always exit (CPUID, MOV CR0 that touches a
  * VMM-owned bit, VMX instructions) in corners where the emulation must match
  * hardware: RIP wrap at 4 GiB outside 64-bit mode, TF / RF around the emulated
@@ -235,7 +235,7 @@ static void atk_cr4_reserved(void)
     report(v == TRAP_GP && after == cr4, "MOV CR4 reserved bit 31: #GP, CR4 kept (vector %d)", v);
 }
 
-/* issue 27 defect 4: after the trace windows (attacks_vmcall, attacks_mode), where sw_trace = tf
+/* after the trace windows (attacks_vmcall, attacks_mode), where sw_trace = tf
  * left #DB intercepted, a DR0 breakpoint still reaches the guest with DR6.B0 set */
 static void atk_db_after_windows(void)
 {
@@ -313,7 +313,7 @@ static void atk_tf_after_windows(void)
 }
 
 /*
- * Free running (issue 29, trace_step.c): a window on another CR3 lets the vCPU run unstepped,
+ * Free running (trace_step.c): a window on another CR3 lets the vCPU run unstepped,
  * every MOV to CR3 exiting for the VMM to complete.  Attacked: the MOV keeps its rules there
  * (bit 63 without CR4.PCIDE and an address beyond MAXPHYADDR #GP, CR3 kept), and the way into
  * the window's CR3 is seen: a stretch under it (a copy of this PML4, so the same mappings) is

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * attack.efi group "dma" (issue 31): a device the guest drives writes the VMM.
+ * attack.efi group "dma": a device the guest drives writes the VMM.
  *
  * The guest finds QEMU's edu device (PCI 1234:11e8, configuration space through 0xCF8/0xCFC,
  * bus 0), turns on its memory decoding and bus mastering, and has it DMA (QEMU

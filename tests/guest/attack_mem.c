@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * attack.efi group "mem" (issue 7 items 3, 6, 11): EPT on-demand maps, VMM
+ * attack.efi group "mem": EPT on-demand maps, VMM
  * memory, the VMM's own page tables, the pool.
  *
  * Addresses above RAM are reached through a private window: a copy of the

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * IA-32e activation the 64-bit mode consistency checks refuse (issue 27 defect 3; attack_mode.c
+ * IA-32e activation the 64-bit mode consistency checks refuse (attack_mode.c
  * has the block and the checks).  atk_mode_code..atk_mode_end is copied to BLOCK + MB_CODE in a
  * block below 4 GiB (identity-mapped by the firmware) and called with RDI = the block.  It
  * goes to compatibility mode, clears CR0.PG (IA-32e mode off; EFER.LME stays 1: IA-32e mode

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * attack.efi group "mode" (issue 27 defects 1 and 3): the address space's top and IA-32e mode
+ * attack.efi group "mode": the address space's top and IA-32e mode
  * activation, where the VMM's emulation once hung or stopped the guest.
  *
  * 1. A traced call into the last page of the 64-bit linear space.  The software tracer notes

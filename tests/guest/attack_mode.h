@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The block attack_mode.c builds below 4 GiB and attack_mode.S runs in (offsets from its base):
- * IA-32e activation refused by the 64-bit mode consistency checks (issue 27 defect 3). */
+ * IA-32e activation refused by the 64-bit mode consistency checks. */
 #ifndef PTV_GUEST_ATTACK_MODE_H
 #define PTV_GUEST_ATTACK_MODE_H
 

@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * attack.efi group "msr" (issue 7 items 1, 2, 5, 12 and the VMX-instruction
- * exits of item 11): MSRs and instructions a hostile CPL 0 guest uses to reach
- * the VMM's own execution environment; and the "lbr:" checks (issue 11): what a
- * guest reads of the last branch records, natively and under the VMM.  After each attack the
+ * attack.efi group "msr" (and the VMX-instruction exits): MSRs and instructions a hostile CPL 0
+ * guest uses to reach the VMM's own execution environment; and the "lbr:" checks: what a guest
+ * reads of the last branch records, natively and under the VMM.  After each attack the
  * driver's SELFCHECK confirms the real APIC base, MTRRs, IA32_XSS, PERF_GLOBAL_CTRL and DEBUGCTL
  * the VMM runs with are as they must be.
  */
@@ -260,7 +259,7 @@ static void atk_vmx_insns(void)
 }
 
 /*
- * ---- lbr: the guest's last branch records (issue 11, docs/lbr.md) ----
+ * ---- lbr: the guest's last branch records (docs/lbr.md) ----
  * What a guest reads of LBR, checked by rules that hold on bare hardware and under the VMM
  * alike, so the same lines pass natively (verified by booting these checks without the VMM)
  * and under it:

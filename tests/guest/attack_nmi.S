@@ -2,7 +2,7 @@
 /*
  * The NMI handler of the nested-NMI check (attack_nmi.c): the first NMI sends this CPU a second
  * one from inside the handler and waits there, where virtual-NMI blocking must hold it; the
- * second must arrive at the first one's IRET (issue 27 defect 10).
+ * second must arrive at the first one's IRET.
  */
     .text
     .globl atk_nmi_handler

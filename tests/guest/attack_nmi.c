@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A nested NMI (issue 27 defect 10): an NMI the guest sends itself inside its NMI handler is held
+ * A nested NMI: an NMI the guest sends itself inside its NMI handler is held
  * until the handler's IRET and taken right there, as on bare metal.  Under the VMM every NMI the
  * CPU receives exits (NMI exiting), and one the guest cannot take yet is owed: NMI-window exiting
  * brings it back when the blocking ends.  Before, the VMM stepped the guest with MTF for it, and

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Hardware task switches (issue 7 item 11): a 32-bit protected-mode guest JMPs to a task,
+ * Hardware task switches: a 32-bit protected-mode guest JMPs to a task,
  * which JMPs back; CALLs a task, which IRETs back.  Each switch exits to the VMM, which
  * emulates it (vmm/emul/task_switch.c).  The guest checks what the CPU architecture promises
  * (SDM Vol. 3A 7.3): the registers the new task's TSS held, TR, busy bits (JMP clears the

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
  * attack.efi group "uart" (attack.h): the serial port the guest shares with
- * the VMM's log (issue 7 item 4).  The guest drives COM1 directly (port I/O,
+ * the VMM's log.  The guest drives COM1 directly (port I/O,
  * interrupts off so the firmware's console timer stays out) and makes the VMM
  * log (a microcode WRMSR, which it ignores and reports).  Claims: the guest never reads a VMM byte
  * back (loopback is virtual), loopback still behaves as a 16550's, and a guest line written in
  * pieces around VMM lines reaches the serial log whole (judged by
  * tests/guest/check-attack-log.sh from the marker ATK-UART-WHOLE-LINE), the guest's line
- * settings stay its own (issue 27 item 6: the VMM's line keeps its speed) and a panic line a
+ * settings stay its own (the VMM's line keeps its speed) and a panic line a
  * user can spoof makes no crash report (item 5).  Every attack leaves IER/LCR/MCR (and the
  * divisor) as it found them: the firmware console uses them.
  */
@@ -197,7 +197,7 @@ static void atk_line_whole(void)
     report_info("uart: check-attack-log.sh wants 'ATK-UART-WHOLE-LINE begin middle end' whole");
 }
 
-/* ---- the line is the VMM's (issue 27 item 6) ---- */
+/* ---- the line is the VMM's ---- */
 
 /* 50 baud, 7 bits even parity 2 stop bits with a break, FIFOs off, MCR bits 7:5 (auto flow
  * control on a 16750, prescaler / IrDA on a 16950): the guest reads its own values back, the
@@ -238,7 +238,7 @@ static void atk_line_settings(void)
            iir & IIR_FIFO, iir_on & IIR_FIFO);
 }
 
-/* ---- a spoofed panic line (issue 27 item 5) ---- */
+/* ---- a spoofed panic line ---- */
 
 /* Linux's panic line as a user can print it: through the tty (interrupt-driven, IER.THRI on;
  * interrupts are off here, so none is taken) and inside a line a kernel message prints (a

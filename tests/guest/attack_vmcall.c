@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * attack.efi group "vmcall" (issue 7 item 10): the VMCALL ABI from CPL 3 and
+ * attack.efi group "vmcall": the VMCALL ABI from CPL 3 and
  * as a flood.  Everything but VERSION is CPL 0 only (EPERM, RBX untouched);
  * no VMCALL prints on the guest's behalf, so a flood leaves the VMM's line
  * count as it was.
@@ -36,9 +36,9 @@ static void atk_cpl3_calls(void)
     }
 }
 
-/* the figure of issue 7: a refused CPL 3 call costs about what VERSION costs.  The ring-3 trip
+/* the figure: a refused CPL 3 call costs about what VERSION costs.  The ring-3 trip
  * (user.c: the switch to CPL 3, its page-table edits, the #UD back) costs more than either call
- * since issue 29, so the same trip with VERSION, which CPL 3 may call, is measured too: the
+ * (measured), so the same trip with VERSION, which CPL 3 may call, is measured too: the
  * refusal's own cost is the difference of the two trips */
 static void atk_cpl3_cost(void)
 {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * exitcost.efi: what one VM exit costs, per exit kind (issue 29, "every VM exit got dearer"),
+ * exitcost.efi: what one VM exit costs, per exit kind ("every VM exit got dearer"),
  * in the style of kvm-unit-tests' vmexit test.  Run by the loader in place of Linux in Bochs
  * (tests/guest/exitcost.cfg, tests/system/bochs-exitcost.sh, `make bench-exits`), where the
  * guest's RDTSC counts instructions retired (root and non-root alike).

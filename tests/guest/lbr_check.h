@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The verdicts of the on-box LBR self-test (issue 11, docs/lbr.md "On-box self-test"), pure:
+ * The verdicts of the on-box LBR self-test (docs/lbr.md "On-box self-test"), pure:
  * no EFI, no MSR access.  pt-selftest.efi (tests/guest/lbr_selftest.c) reads CPUID and
  * IA32_PERF_CAPABILITIES, runs a known branch sequence (tests/guest/lbr_seq.S) with LBR on,
  * reads the stack back and asks lbrc_check() whether the stack holds exactly those branches;

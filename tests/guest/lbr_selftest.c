@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The LBR part of pt-selftest.efi (issue 11, docs/lbr.md "On-box self-test"): with the guest's
+ * The LBR part of pt-selftest.efi (docs/lbr.md "On-box self-test"): with the guest's
  * LBR on, run the known branch sequence of lbr_seq.S (three VM exits inside it), turn LBR off,
  * read the stack and let lbrc_check() (lbr_check.c, host-tested on the LBR model) decide:
  * exactly the five branches in order, nothing recorded for the exits, no VMM address, LBR_TOS

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The verdict of the on-box self-test's long trace (issue 6: "trace across >= 1,000 VM exits and
+ * The verdict of the on-box self-test's long trace ("trace across >= 1,000 VM exits and
  * check that the output is continuous"), pure: no EFI, no MSR access.  pt-selftest.efi
  * (tests/guest/pt_selftest.c) fills one ToPA output region with a known byte, traces a loop
  * that makes two VM exits per round (CPUID, RDMSR OUTPUT_MASK_PTRS), keeps every MASK_PTRS it

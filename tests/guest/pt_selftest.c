@@ -9,8 +9,8 @@
  *
  * Where the CPU or the VMM does not offer PT to the guest, every check is
  * SKIPPED with the reason: this program never passes without real PT.
- * First it runs the guest-LBR checks of lbr_selftest.c (issue 11), SKIPPED likewise, and the
- * check of the VMM's own trace of a known sequence (vmm_trace_selftest.c, issue 9): hardware
+ * First it runs the guest-LBR checks of lbr_selftest.c, SKIPPED likewise, and the
+ * check of the VMM's own trace of a known sequence (vmm_trace_selftest.c): hardware
  * system-mode PT where the VMM has it, else the software tracer, SKIPPED where neither runs.
  */
 #include <efi.h>
@@ -83,7 +83,7 @@ static uint64_t exits_so_far(void)
 }
 
 /*
- * 5. (issue 6) one trace across >= 1,000 VM exits must be continuous, as on bare metal: the
+ * 5. one trace across >= 1,000 VM exits must be continuous, as on bare metal: the
  * VMM switches the trace off and on around every exit, and must resume where the hardware was
  * (never at the start of the buffer).  One 1 MiB output region filled with FILL; every round
  * runs some branches, a CPUID (always exits) and a RDMSR OUTPUT_MASK_PTRS (exits: the RTIT
@@ -155,8 +155,8 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *st)
         report_summary();
         return EFI_SUCCESS;
     }
-    lbr_selftest();         /* guest LBR (issue 11): before the PT checks, which may end early */
-    vmm_trace_selftest(st); /* the VMM's own trace of its guest (issue 9) */
+    lbr_selftest();         /* guest LBR: before the PT checks, which may end early */
+    vmm_trace_selftest(st); /* the VMM's own trace of its guest */
     if (!(cpuid(7, 0).ebx & CPUID_7_EBX_INTEL_PT)) {
         report_skip("no Intel PT for the guest: the CPU has none, or the VMM hides it "
                     "(its [cpu0 pt] boot lines say why; pt_mode = host-guest is needed)");

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The known code sequence of the on-box self-test of the VMM's own trace (issue 9:
+ * The known code sequence of the on-box self-test of the VMM's own trace (
  * tests/guest/vmm_trace_selftest.c).  Traced through an IP range that covers exactly
  * [ptv_pt_seq, ptv_pt_seq_end), it must decode to (tests/guest/pt_seq_check.h):
  *   TIP.PGE ptv_pt_seq

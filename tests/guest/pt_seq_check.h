@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The verdict of the on-box self-test of the VMM's own trace (issue 9 item 1: "on-box self-test
+ * The verdict of the on-box self-test of the VMM's own trace ("on-box self-test
  * traces a known code sequence and checks it"), pure: no EFI.  tests/guest/vmm_trace_selftest.c
  * opens a trace window (TRACE_START with an IP range around tests/guest/pt_seq.S), runs the
  * sequence, reads the ring back (TRACE_READ) and asks pt_seq_check() whether the packets say

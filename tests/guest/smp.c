@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * smp.efi: every CPU under the VMM, seen from inside a guest (issue 8).  Run by
+ * smp.efi: every CPU under the VMM, seen from inside a guest.  Run by
  * the loader in place of Linux in Bochs with 2 CPUs (tests/guest/smp.cfg,
  * tests/system/bochs-smp.sh).  The checks, in this order:
  *

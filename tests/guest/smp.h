@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * smp.efi (issue 8): the second CPU seen from inside a guest.  First, while
+ * smp.efi: the second CPU seen from inside a guest.  First, while
  * the AP still idles in the firmware's HLT loop as the VMM's guest, the BSP
  * makes the VMM shoot an EPT change down (smp_shoot.c: the AP must answer).
  * Then it starts the AP twice: through the firmware's EFI MP services

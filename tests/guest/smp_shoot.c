@@ -242,7 +242,7 @@ void smp_check_shootdown_idle(unsigned long cpus)
         report_answered("xAPIC window", &s1, &s2);
     if (bsp_smp_stats(&s2) && s2.rdx > s0.rdx)
         report_info("bench ept_shootdown_ticks=%lu shootdowns=%lu", s2.rsi, s2.rdx);
-    /* issue 8 figure: VM exits of the AP, idle as a guest in the firmware's loop, over
+    /* the figure: VM exits of the AP, idle as a guest in the firmware's loop, over
      * one second (SMP_STATS R10 = exit total of the vCPU named in RBX) */
     struct smp_regs a0, a1;
     if (smp_vmcall(PTV_VMCALL_SMP_STATS, 1, &a0) == TRAP_NONE && a0.rax == PTV_VMCALL_OK) {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * trace.efi: the software tracer seen from inside (issue 9).  Runs as the VMM's
+ * trace.efi: the software tracer seen from inside.  Runs as the VMM's
  * guest in Bochs (tests/system/bochs-trace.sh).
  *
  *  1. The reference: the workload single-stepped by the guest itself with

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The on-box self-test of the VMM's trace of its guest (issue 9 item 1), part of
+ * The on-box self-test of the VMM's trace of its guest, part of
  * pt-selftest.efi: a trace window (TRACE_START, an IP range around tests/guest/pt_seq.S, kernel
  * only) over the known sequence, TRACE_STOP, the ring read back with TRACE_READ, and
  * pt_seq_check() must find exactly the sequence's branches.  The source is whatever the VMM has:

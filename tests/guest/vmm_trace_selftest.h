@@ -4,7 +4,7 @@
 
 #include <efi.h>
 
-/* The VMM's own trace of a known sequence (issue 9); needs BootServices for a buffer. */
+/* The VMM's own trace of a known sequence; needs BootServices for a buffer. */
 void vmm_trace_selftest(EFI_SYSTEM_TABLE *st);
 
 #endif

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# PT controller figures (issue 6), in instructions counted by callgrind (skips without valgrind).
+# PT controller figures, in instructions counted by callgrind (skips without valgrind).
 # The counts are the engine's plus the fake EPT view's callbacks (tests/model/fake_world.c, O(1)
 # per translation like an EPT walk, but cheaper than vmm.elf's pt_vmx.c): the callbacks an
 # enable makes are printed too, to scale by what they cost on the target.

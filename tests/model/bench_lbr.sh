@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Guest LBR figures (issue 11), from the LBR differential's twin (tests/model/test_lbr_diff.c
+# Guest LBR figures, from the LBR differential's twin (tests/model/test_lbr_diff.c
 # built -O2 without sanitizers): a guest using LBR (random branches, PMIs, every LBR MSR read
 # and written, CPUID, VM exits for other reasons) on a legacy-LBR and an arch-LBR CPU.
 #   - VMM instructions its LBR work adds per VM exit: callgrind counts the LBR hooks of the

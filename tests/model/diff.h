@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The bare-metal differential (issue 6): one guest program — RTIT MSR writes and reads, ToPA
+ * The bare-metal differential: one guest program — RTIT MSR writes and reads, ToPA
  * set-ups and edits, traced bursts, TraceEn toggles, VM exits of every kind, remapped guest
  * pages, PMIs, IA32_XSS / XRSTORS of PT state — runs
  *   (a) on "bare metal": the PT output model + the SDM's RTIT MSR rules (ptm_cpu) with the

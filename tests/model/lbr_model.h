@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A model of a CPU's last branch records (test code, issue 11): model-specific LBR (TOS
+ * A model of a CPU's last branch records (test code): model-specific LBR (TOS
  * rotation, LBR_SELECT filters, call-stack mode, FROM flags of formats 3/4, LBR_INFO of format
  * 5) and architectural LBR (IA32_LBR_CTL filters, depth, entry 0 = newest, INFO branch type /
  * cycles), freeze on PMI (legacy: DEBUGCTL.LBR cleared; PMU v4 and arch: GLOBAL_STATUS.LBR_Frz),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prove the differential can fail: rebuild test_pt_diff with issue 6's defects 1 (shadow
+# Prove the differential can fail: rebuild test_pt_diff with the wiring's old defects 1 (shadow
 # region capacity never set) and 2 (output rewinds at every entry) put back into a scratch copy
 # of vmm/pt/pt_ctrl.c; each build must FAIL.  With CONT_SRCS, the on-box self-test's verdict
 # (test_pt_cont: tests/guest/pt_cont.c on the twin, no bare-metal reference) must also catch

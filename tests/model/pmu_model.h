@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A model of a CPU's architectural performance monitoring (test code, issue 11 item 3), written
+ * A model of a CPU's architectural performance monitoring (test code), written
  * from the Intel SDM Vol. 3B ch. 20 "Performance Monitoring" (ch. 18 in editions before 2023):
  * CPUID leaf 0AH (versions 1-5), IA32_PERFEVTSELx with the OS/USR qualifiers, IA32_PMCx (32-bit
  * writes, sign-extended) and IA32_A_PMCx (full-width writes), IA32_FIXED_CTRx with

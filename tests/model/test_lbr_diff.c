@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The LBR differential (issue 11).  One random guest program -- taken branches of every class
+ * The LBR differential.  One random guest program -- taken branches of every class
  * at CPL 0 and 3, PMIs, #DBs, WRMSR/RDMSR of every LBR MSR with valid and reserved values,
  * CPUID, VM exits for unrelated reasons -- runs twice:
  *   (a) bare metal: the LBR model (tests/model/lbr_model.c) of the CPU the guest must see;

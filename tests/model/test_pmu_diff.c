@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The PMU differential (issue 11 item 3).  One random guest program -- it reads CPUID.0AH first
+ * The PMU differential.  One random guest program -- it reads CPUID.0AH first
  * and programs what it finds: PERFEVTSELs (instructions / cycles / other events, OS/USR, INT),
  * FIXED_CTR_CTRL, counters set close to overflow through IA32_PMCx, IA32_A_PMCx and
  * IA32_FIXED_CTRx, IA32_PERF_GLOBAL_CTRL (valid and reserved bits), STATUS_RESET, STATUS_SET,

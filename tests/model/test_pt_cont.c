@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The on-box self-test's long trace (tests/guest/pt_selftest.c, issue 6), run on the host: the
+ * The on-box self-test's long trace (tests/guest/pt_selftest.c), run on the host: the
  * same guest program — one ToPA output region filled with a known byte, then rounds of a traced
  * burst, a VM exit and a RDMSR of OUTPUT_MASK_PTRS (another exit), >= 1,000 rounds — runs through
  * the real controller + engine on the CPU twin (tests/model/diff.h), and the self-test's own
  * verdict (tests/guest/pt_cont.c) must accept what the guest sees; the differential against
  * bare metal must agree at the end.  Planted faults in the result (a sample going backwards, a
  * byte past the final pointer, a lost PSB) must each be refused; oracle-bites.sh rebuilds this
- * test with the controller's rewind defect (issue 6 defect 2) put back, and it must fail.
+ * test with the controller's rewind defect put back, and it must fail.
  */
 #include <setjmp.h>
 #include <stdarg.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The PT wiring on the CPU twin against bare metal (diff.h): random guest programs in every
- * mode, plus one test per defect of issue 6, each failing on the wiring as it was.
+ * mode, plus one test per defect the wiring once had, each failing on the wiring as it was.
  */
 #include <setjmp.h>
 #include <stdarg.h>

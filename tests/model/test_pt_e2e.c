@@ -294,7 +294,7 @@ static void test_edit_while_tracing(void **state)
  * Single-entry ToPA guests (no CPUID.14.0:ECX[1]), on multi and single-entry hosts: one table
  * [region, END back to itself] (SDM "ToPA Errors": an END naming another table is an
  * operational error).  The pointer comes to rest on entry 1 (the END) after the region fills
- * (lazy END, ptm.h); re-enabling from there goes on at entry 0 (issue 6 defect 5).
+ * (lazy END, ptm.h); re-enabling from there goes on at entry 0.
  */
 static void single_entry_case(bool host_multi)
 {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench-decode (issue 10 figure): the host tool's decode rate against perf's own Intel PT decoder
+# bench-decode (a figure): the host tool's decode rate against perf's own Intel PT decoder
 # on the same trace.  A real program is single-stepped with ptrace into a dump (ptt_mkdump: the
 # VMM's classifier and packet generator), exported with `ptvisor-trace perf`, then decoded by
 # `ptvisor-trace decode` and by `perf script --itrace=i1i`, best of 3 each.  One line.

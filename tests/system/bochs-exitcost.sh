@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The VM exit cost benchmark (issue 29) under the VMM in Bochs, one boot: loader -> VMM ->
+# The VM exit cost benchmark under the VMM in Bochs, one boot: loader -> VMM ->
 # exitcost.efi (tests/guest/exitcost.c).  Guest RDTSC counts instructions in Bochs, so the
 # figures are VMM instructions per exit, per exit kind.
 #

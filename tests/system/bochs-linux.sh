@@ -14,7 +14,7 @@
 #   "[cpu0 vmx] launched"                            the VMM blue-pilled the firmware
 #   PTVISOR-GUEST-READY                              the guest's /init runs (guest/init)
 #   ptvisor-guest: hypervisor=1 signature="ptvisor"  the guest sees ptvisor in CPUID
-# and, for SMP (issue 8), from inside the guest:
+# and, for SMP, from inside the guest:
 #   cpus_online=0-(N-1)                              Linux brought every CPU up
 #   cpuinfo cpu=I hypervisor_flag=1                  each CPU has the flag in /proc/cpuinfo
 #   pin cpu=I ran_on=I hypervisor=1 signature="ptvisor"
@@ -71,7 +71,7 @@ check() { # check DESCRIPTION fixed-string
 check "VMM launched" "$LAUNCHED"
 check "guest /init reached" "PTVISOR-GUEST-READY"
 check "guest sees ptvisor in CPUID" 'ptvisor-guest: hypervisor=1 signature="ptvisor"'
-check "CPL 3 CPUID at EIP 0xfffffffe wraps to 0 (issue 7)" "ptvisor-guest: rip-wrap ok rip=0"
+check "CPL 3 CPUID at EIP 0xfffffffe wraps to 0" "ptvisor-guest: rip-wrap ok rip=0"
 if [ "${EXPECT_PANIC:-0}" = 1 ]; then
     check "guest ran to the end (then panics on purpose)" "ptvisor-guest: panicking now"
 else
@@ -164,7 +164,7 @@ if grep -aq 'ptvisor-guest: trace skipped' "$serial"; then
     echo "  FAIL trace: the guest could not use ptvisor-ctl: $(grep -a 'trace skipped' "$serial" | tail -n 1 | tr -d '\r')"
     fail=1
 elif [ -n "${PTT:-}" ]; then
-    # issue 27 defect 2, from inside: a process may trace only itself in user mode, and only
+    # the CPL 3 trace rule, from inside: a process may trace only itself in user mode, and only
     # it may stop, dump or read its window (ptv-probe trace-user: one line per attack)
     check "ptvisor-ctl run (the whole CPU) refused from user space" "ptvisor-guest: trace ctl-run rc=1"
     if grep -aqE '^ptvisor-guest: trace-user passed=[1-9][0-9]* failed=0' "$serial"; then
@@ -360,7 +360,7 @@ elif [ -n "${PTT:-}" ] && [ -n "${EXACT_ELF:-}" ] && ! grep -aq 'ptvisor-guest: 
             echo "  INFO bench ctl_trace_steps_per_traced_instruction=$(awk -v s="$stepped" -v t="$traced" 'BEGIN { printf "%.3f", s / t }') ($stepped instructions stepped for the $traced the window traced)"
         fi
         # another process's busy loop while a window is open (it runs free outside the window's
-        # CR3: issue 29), against the same loop with no window: a figure, not a check
+        # CR3), against the same loop with no window: a figure, not a check
         spin_w=$(tr -d '\r' <"$serial" | sed -n 's/^ptvisor-guest: spin-child window rounds=[0-9]* ticks=\([0-9]*\).*/\1/p' | head -n 1)
         spin_a=$(tr -d '\r' <"$serial" | sed -n 's/^ptvisor-guest: spin-child alone rounds=[0-9]* ticks=\([0-9]*\).*/\1/p' | head -n 1)
         if [ -n "$spin_w" ] && [ -n "$spin_a" ] && [ "$spin_w" -gt 0 ]; then
@@ -368,7 +368,7 @@ elif [ -n "${PTT:-}" ] && [ -n "${EXACT_ELF:-}" ] && ! grep -aq 'ptvisor-guest: 
         fi
         if [ -n "${NATIVE_STEPS:-}" ] &&
             same_as_native "$out/exact" "trace exact" "ptvisor-ctl trace's window == ptt-exact stepped natively, entry to exit, @N@ instructions in order (the other process and the kernel filtered out)" -e "$EXACT_ELF"; then
-            # what the VMM told the window's owner is about the window alone (issue 27 defect 2)
+            # what the VMM told the window's owner is about the window alone
             if [ "${traced:-x}" = "$n_native" ]; then
                 echo "  ok   trace exact: the VMM told its owner $traced instructions traced: the native run's, nothing of the kernel or the hog"
             else

@@ -33,7 +33,7 @@ check '^SKIP: no Intel PT for the guest' "pt-selftest skips with the reason"
 check '^SKIP: lbr: legacy: ' "the LBR self-test skips model-specific LBR with the reason"
 check '^SKIP: lbr: arch: ' "the LBR self-test skips arch LBR with the reason"
 check '^SUMMARY: [0-9]+ tests, 0 unexpected failures, [1-9][0-9]* skipped' "summary: nothing failed, something skipped"
-# the one check that runs without PT hardware: the VMM's software tracer (issue 9) traces the
+# the one check that runs without PT hardware: the VMM's software tracer traces the
 # known sequence of tests/guest/pt_seq.S, and the guest's own verdict must find it exactly
 check '^PASS: vmm trace \(software tracer/(MTF|TF)\): sequence exact: branches TTTTNTN, 1 TIP' \
     "the VMM's software tracer traced the known sequence exactly (checked inside the guest)"

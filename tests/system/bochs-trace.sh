@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The software tracer (issue 9) under the VMM in Bochs (real VMX, EPT, MTF),
+# The software tracer under the VMM in Bochs (real VMX, EPT, MTF),
 # one boot: loader -> VMM -> trace.efi (tests/guest/trace*.c) as the guest.
 #
 #   tests/system/bochs-trace.sh BUILD_DIR

@@ -21,7 +21,7 @@
 # disk holds the attack image): l1-init brackets each nested run with "NESTED-L1: part NAME:
 # begin/end" lines, the log is split there (OUTDIR/attacks.log, OUTDIR/linux.log), the attack
 # part is judged by tests/guest/check-attack-log.sh (every attack PASS or a stated SKIP, the VMM
-# answered after each, its canary intact), and the DMA attack (issue 31) must PASS there: VT-d
+# answered after each, its canary intact), and the DMA attack must PASS there: VT-d
 # translating under the VMM, edu's DMA onto the VMM canary blocked and recorded.  Its wall time
 # (host clock: L1's nearly stops while a nested guest runs) is printed.
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# DMA isolation with the VMM's own VT-d code, in QEMU TCG (no VMX needed; issue 31):
+# DMA isolation with the VMM's own VT-d code, in QEMU TCG (no VMX needed):
 # vtd-dma.efi (tests/guest/vtd_dma.c) booted bare on q35 with QEMU's intel-iommu (interrupt
 # remapping off, as the VMM leaves it) and the edu DMA device.
 #   tests/system/qemu-vtd.sh BUILD_DIR [dma|linux]

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * perf.data writer (issue 10, `ptvisor-trace perf`): a perf.data file (the on-disk format of
+ * perf.data writer (`ptvisor-trace perf`): a perf.data file (the on-disk format of
  * linux-perf, "PERFILE2") that Debian's `perf script --itrace=...` decodes with perf's own
  * Intel PT decoder, as if `perf record -e intel_pt//` had written it.
  *

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ptvisor-trace: the host tool that turns a serial log into traces a user can read
- * (issue 10; docs/serial-protocol.md).  One binary, one subcommand per file:
+ * (docs/serial-protocol.md).  One binary, one subcommand per file:
  *
  *   extract LOG -o DIR      extract.c   serial log -> dump directory (below)
  *   decode DIR              decode.c    instruction flow with symbols (perf-script-like)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Hardware task switches, emulated (issue 7 item 11).  A task switch always exits under VMX
+ * Hardware task switches, emulated.  A task switch always exits under VMX
  * (SDM Vol. 3C 26.4.2 "Treatment of Task Switches"; exit reason 9, qualification in Vol. 3C
  * 28.2.1: bits 15:0 the new TSS selector, bits 31:30 the source) and only happens outside
  * IA-32e mode.  Pure: no VMCS, no globals; guest memory through struct ts_mem.  The same file

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The architectural INIT / SIPI state of a vCPU and what the VMM does with an
- * INIT or SIPI exit (issue 8).  Pure: no VMCS, no MSR, no globals; the same file
+ * INIT or SIPI exit.  Pure: no VMCS, no MSR, no globals; the same file
  * runs in vmm.elf and in tests/unit/emul/test_vcpu_reset.c.  vmm/vcpu/exit/exit_fault.c
  * writes a struct vreset_state into the VMCS (the field list is in the comment
  * of vreset_state() below).

@@ -297,7 +297,7 @@ static void retire_tree(struct ept *e, unsigned level, uint64_t pa)
 }
 
 /*
- * Merge a split back (issue 27 item 8): the table below entry 'cur' adds up to 'leaf'
+ * Merge a split back: the table below entry 'cur' adds up to 'leaf'
  * (collapse()).  Break-before-make: the entry is made not present (the tables below become
  * unreachable and are retired as ept_unmap_prune() retires an empty one: never written but
  * for word 0, the list link, not present to a CPU that still walks them), every CPU

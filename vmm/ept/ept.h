@@ -26,7 +26,7 @@
  *    itself counts as its leaf, so a split two levels deep comes back at once)
  *    is replaced by that one larger leaf -- every GPA translates the same
  *    before and after (break-before-make, below) -- and retired likewise with
- *    the tables below it (issue 27 item 8: splits a guest drives, e.g. by
+ *    the tables below it (splits a guest drives, e.g. by
  *    moving its APIC window, come back when undone).  A retired page is
  *    never written again (but for its not-present word 0, the list link) and
  *    is reused only after ept_flush_done(), i.e. after the caller's INVEPT

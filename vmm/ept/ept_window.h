@@ -5,7 +5,7 @@
  * what the page mapped before; removing it gives that back.  Pure: the same file compiles into
  * the VMM and into tests/unit/ept/test_ept_window.c.
  *
- * Bound (issue 27 item 8; README, Security): a placed window holds at most levels - 1 EPT
+ * Bound (README, Security): a placed window holds at most levels - 1 EPT
  * table pages (a 1 GiB leaf split down to 4 KiB, or fresh tables over a hole), and removing it
  * gives them back: the old mapping restored makes the split tables uniform again and ept.c
  * merges them into the leaf they came from; a window over a hole is unmapped with

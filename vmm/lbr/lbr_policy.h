@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Guest LBR policy (issue 11): what the guest is shown of the last branch records and what the
+ * Guest LBR policy: what the guest is shown of the last branch records and what the
  * VMM answers itself.  Pure logic: the VMM fills a struct lbr_host with raw values (CPUID, two
  * MSRs, the VMX controls it chose) and calls lbr_decide() once; the shim (vmm/lbr/shim/lbr_vmx.c)
  * only executes the decision.  The same file runs in host tests (tests/unit/lbr/test_lbr_policy.c),

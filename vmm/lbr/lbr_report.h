@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The guest's LBR state as text for the crash report (issue 11 item 4).  Pure logic: the
+ * The guest's LBR state as text for the crash report.  Pure logic: the
  * decision lbr_decide() took for this CPU says which stack the guest was shown (model-specific
  * with its layout, architectural, or none), an MSR-read callback reads it, and the lines go
  * into a caller's buffer.  The shim lbr_vmx_crash_text() (vmm/lbr/shim/lbr_vmx.c) passes RDMSR and

@@ -7,7 +7,7 @@
  * one byte, so there are at most len / chunk + 2 of them.  Never write the loop by hand as
  * `for (a = start; a <= start + n; a = (a | (chunk - 1)) + 1)`: in the last chunk of the
  * address space `(a | (chunk - 1)) + 1` wraps to 0, which is <= start + n again, and the walk
- * goes round the whole space (issue 27 defect 1: the tracer's CPU stuck in root for good).
+ * goes round the whole space (the tracer's CPU stuck in root for good).
  *
  * An address space wraps: `space` is its last address.  The VMM never hangs on, nor refuses, a
  * guest access across the top; it reads on from address 0, as the CPU computes the address.  In

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Guest PMU policy (issue 11 item 3): the performance counters and PMIs that `perf record -b`
+ * Guest PMU policy: the performance counters and PMIs that `perf record -b`
  * needs, as pure decisions.  ptvisor has no PMU use of its own and one guest, so the counters
  * are the guest's: every PMU MSR passes through the MSR bitmap except IA32_PERF_GLOBAL_CTRL,
  * which the VMCS switches ("load IA32_PERF_GLOBAL_CTRL" at exit = 0, at entry = the guest's).
@@ -10,8 +10,8 @@
  * count (vcpu_loop.c); docs/lbr.md "PMU".  The same file runs in the differential against the
  * PMU model (tests/model/test_pmu_diff.c) and in fuzz_pmu.
  *
- * Sources: Intel SDM Vol. 3B "Performance Monitoring", cited as 20.x (the edition issue 11
- * names; the same sub-sections are 18.x in editions before 2022: 20.2.1-20.2.5 = architectural
+ * Sources: Intel SDM Vol. 3B "Performance Monitoring", cited as 20.x (the 2022+
+ * edition; the same sub-sections are 18.x in editions before 2022: 20.2.1-20.2.5 = architectural
  * PMU versions 1-5, 20.2.6 = full-width writes), Vol. 3C 25-28 (VMX), Vol. 4 table 2-2 (MSRs).
  * [I] = inference, [U] = not confirmed in a source read here (docs/lbr.md).
  */

@@ -13,7 +13,7 @@
  * guest registers and the reason, with the guest table pages the walk read
  * write-protected.  Until the guest writes one of those pages, the memory map
  * changes (pt_shadow_mem_changed) or its registers differ, another TraceEn
- * 0->1 is refused again at once, without a walk (issue 6: a hostile set-up
+ * 0->1 is refused again at once, without a walk (a hostile set-up
  * costs its bounded walk once, not at every retry).
  *
  * Host layout:

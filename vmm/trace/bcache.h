@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The software tracer's decode cache (issue 9): code-page translations and decoded
+ * The software tracer's decode cache: code-page translations and decoded
  * instructions, so that a guest loop the tracer steps costs neither a guest page walk
  * nor a decode per instruction.  Fixed size, no allocation: it lives inside struct
  * swtrace (one page per vCPU in the VMM, vmm/trace/shim/trace_step.c).  Pure code, run

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The code pages a trace window executed (issue 10, "code snapshots"): a bounded set of
+ * The code pages a trace window executed ("code snapshots"): a bounded set of
  * (address space, page) with a CRC32 of the page's bytes when it first ran.  A dump sends each
  * page's bytes as they are at dump time and says which ones no longer match their CRC: the
  * host tool never decodes silently against bytes that did not run (Linux patches its own

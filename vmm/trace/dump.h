@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A serial trace dump, driven one line at a time (issue 10).  A dump is one or more
+ * A serial trace dump, driven one line at a time.  A dump is one or more
  * sections (one per CPU: its trace window, its crash report, its code snapshots); this file
  * decides what goes out in which order and feeds vmm/trace/frame.c, so the VMM shim
  * (trace/shim/trace_dump.c) only reads bytes and decides when a line may go out.  Pure code, no
@@ -75,7 +75,7 @@ static inline bool dump_done(const struct dump_job *j)
 }
 
 /*
- * Who sends a paced dump's slices (issue 27 item 9).  The VMM shim (trace/shim/trace_dump.c) sends
+ * Who sends a paced dump's slices.  The VMM shim (trace/shim/trace_dump.c) sends
  * them before one vCPU's VM entries: the owner, the vCPU that started the dump.  An owner
  * can stop entering the guest for good (an AP parked in wait-for-SIPI: no exit, not even the
  * VMX-preemption timer's, comes from that state) and would hold the dump, and every later

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Serial trace dump, VMM side (issue 10): turns a dump -- a CPU's PT bytes, the code
+ * Serial trace dump, VMM side: turns a dump -- a CPU's PT bytes, the code
  * snapshots its window ran, a crash report -- into frame lines of the protocol in
  * docs/serial-protocol.md (version 1), which the host tool `ptvisor-trace extract` reads back
  * from a captured serial log.  Pure code, freestanding, no allocation, small stack: compiled

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The software PT packet generator (issue 9): given the instructions a CPU
+ * The software PT packet generator: given the instructions a CPU
  * executed, one at a time, write exactly the Intel PT packets hardware would have
  * written for that path (SDM Vol. 3C chapter 33), so libipt decodes them as any PT
  * trace.  Pure code: compiled unchanged into vmm.elf (fed by the monitor-trap-flag

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The software tracer's stepping logic (issue 9): between two observations of a
+ * The software tracer's stepping logic: between two observations of a
  * vCPU (one monitor-trap-flag step, or a VM exit the VMM emulated) decide what
  * ran -- one instruction, an event (interrupt, exception) before it, or both --
  * and feed the packet generator (swpt.h).  Pure code: the VMM calls it from the
@@ -127,7 +127,7 @@ bool swtrace_observe(struct swtrace *t, const struct gw_mem *m, const struct swt
                      bool mtf);
 
 /*
- * Free running (issue 29): the vCPU ran unstepped from the last observation to c, with a CR3 the
+ * Free running: the vCPU ran unstepped from the last observation to c, with a CR3 the
  * window's CR3 filter leaves out (swpt_cr3_off) all along -- the caller lets it run so only
  * while every MOV to CR3 exits -- so nothing it ran was in the window.  The tracer is at c as
  * after a step it could not explain: no packet (PacketEn was 0 at both ends), a departure from

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * x86 instruction length and control-flow class, for the software PT tracer
- * (issue 9).  Pure code: compiled unchanged into vmm.elf and into the host tests,
+ * x86 instruction length and control-flow class, for the software PT tracer.
+ * Pure code: compiled unchanged into vmm.elf and into the host tests,
  * which check it against an independent decoder (Zydis, test oracle only) over
  * every instruction of real binaries.  No library in the VMM: see
  * docs/ARCHITECTURE.md section 5.

@@ -357,7 +357,7 @@ static void test_madt_present(void **state)
 }
 
 /* the DMAR for the VMM: found through either root, renamed with its checksum kept, then not
- * found under its old name (issue 31) */
+ * found under its old name */
 static void test_dmar_find_and_hide(void **state)
 {
     const uint64_t e[] = {FADT_AT, MADT_AT, HPET_AT};

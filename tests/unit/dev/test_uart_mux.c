@@ -338,7 +338,7 @@ static void test_guest_panic_line(void **state)
     assert_int_equal(m.guest_panics, 2); /* counted: each one dumps (no once), budget allowing */
 }
 
-/* issue 27 item 5: a user's spoofed panic line spends nothing that a real panic needs */
+/* a user's spoofed panic line spends nothing that a real panic needs */
 static void test_attack_spoofed_panic(void **state)
 {
     (void)state;
@@ -480,7 +480,7 @@ static void assert_chip_is_the_vmms(void)
     assert_true(uart_mux_line_intact(&m));
 }
 
-/* issue 27 item 6: a guest that sets 50 baud, 7E2 with a break, FIFOs off and auto flow
+/* a guest that sets 50 baud, 7E2 with a break, FIFOs off and auto flow
  * control sees its own settings; the chip keeps the VMM's line, and the VMM's lines go out */
 static void test_attack_line_settings(void **state)
 {

@@ -2,7 +2,7 @@
 /*
  * vmm/emul/emul_policy.c: the architectural rules of emulated CPU state, case by
  * case against the SDM (each table row names its rule).  Every case here fails
- * on the exit handlers as they were before issue 7 (no RIP wrap, no RF, any CR0
+ * on the exit handlers as they once were (no RIP wrap, no RF, any CR0
  * accepted, APIC base and MTRRs passed through).
  */
 #include <stdarg.h>
@@ -145,7 +145,7 @@ static void test_cr0(void **state)
          false,
          "LME + PG with PAE"},
         /* the other 64-bit mode consistency checks of IA-32e activation (SDM Vol. 3A 10.8.5):
-         * on the code before issue 27 the first three made VM entry fail (TR type 3, CS L and
+         * on the code before these checks the first three made VM entry fail (TR type 3, CS L and
          * D) and the fourth entered 64-bit mode (CS L, D = 0) where hardware #GPs */
         {{.cr0 = 0x33, .cr4 = 0x20, .efer = 0x100, .cs_ar = CS32, .tr_ar = 0x83},
          0x80000011,
@@ -313,7 +313,7 @@ static void test_apic_base(void **state)
     assert_non_null(apic_base_check(x, 0xfee00000 | APIC_BASE_EXTD, 39, true)); /* invalid */
 }
 
-/* issue 27 defect 11: a guest RDMSR reports the CPU's value (read after the write), with the
+/* a guest RDMSR reports the CPU's value (read after the write), with the
  * guest's window as the base; before, it reported the value the guest wrote */
 static void test_apic_base_view(void **state)
 {
@@ -524,7 +524,7 @@ static void test_tf_step(void **state)
             }
 }
 
-/* issue 27 defect 4: a #DB that exited reaches the guest with DR6 as the CPU would have set it */
+/* a #DB that exited reaches the guest with DR6 as the CPU would have set it */
 static void test_dr6_deliver(void **state)
 {
     (void)state;
@@ -595,8 +595,8 @@ static void test_nmi(void **state)
         assert_int_equal(nmi_owed_action(true, true, 3, 0, w), NMI_LATER);
         assert_int_equal(nmi_owed_action(true, false, 2, 0, w), NMI_LATER); /* shutdown */
     }
-    /* behind an event being injected: the window opens after its delivery (issue 27 defect 10:
-     * without it the NMI waited for an unrelated later exit) */
+    /* behind an event being injected: the window opens after its delivery
+     * (without it the NMI waited for an unrelated later exit) */
     assert_int_equal(nmi_owed_action(true, true, 0, 0, true), NMI_WAIT);
     assert_int_equal(nmi_owed_action(true, true, 0, 0, false), NMI_LATER);
     /* a HLT inside the guest's NMI handler: the window opens at its IRET after an interrupt

@@ -265,7 +265,7 @@ static void test_split_on_map(void **state)
             expect_map(&f.e, g, g, EPT_RWX, EPT_MT_WB, 0);
     }
     /* remap 1G over the split region: the existing tables are filled, left uniform and
-     * merged back into the 1G leaf (issue 27 item 8) with one break-before-make, whose
+     * merged back into the 1G leaf with one break-before-make, whose
      * invalidation makes both tables spare at once */
     assert_int_equal(ept_map(&f.e, GiB(1), GiB(1), GiB(1), EPT_RWX, EPT_MT_WB), 0);
     assert_int_equal(f.e.nr_breaks, 2);
@@ -318,7 +318,7 @@ static void test_protect(void **state)
     assert_true(narrowed);
     expect_map(&f.e, MiB(3) + KiB(4), MiB(3) + KiB(4), 0, EPT_MT_WB, EPT_LEVEL_4K);
     /* back to RWX: widening only; the 4K and 2M tables are uniform again and merge back
-     * into the 1G leaf (issue 27 item 8), with one break-before-make */
+     * into the 1G leaf, with one break-before-make */
     assert_int_equal(ept_protect(&f.e, MiB(3), KiB(8), EPT_RWX, &narrowed), 0);
     assert_false(narrowed);
     assert_int_equal(f.e.nr_breaks, 2);
@@ -355,7 +355,7 @@ static void test_unmap_remap(void **state)
     /* protect across the hole fails and changes nothing */
     assert_int_equal(ept_protect(&f.e, GiB(2) + MiB(4), MiB(2), EPT_R, NULL), EPT_ENOENT);
     expect_map(&f.e, GiB(2) + MiB(4), GiB(2) + MiB(4), EPT_RWX, EPT_MT_UC, EPT_LEVEL_4K);
-    /* remap the page: the split is undone, the 1G leaf is back (issue 27 item 8) */
+    /* remap the page: the split is undone, the 1G leaf is back */
     assert_int_equal(ept_map(&f.e, GiB(2) + MiB(5), GiB(2) + MiB(5), KiB(4), EPT_RWX, EPT_MT_UC),
                      0);
     expect_map(&f.e, GiB(2) + MiB(5), GiB(2) + MiB(5), EPT_RWX, EPT_MT_UC, EPT_LEVEL_1G);

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Host tests for vmm/ept/ept_window.c with ept.c's merges (issue 27 item 8): a guest moving
+ * Host tests for vmm/ept/ept_window.c with ept.c's merges: a guest moving
  * its xAPIC window around, as vcpu/exit/exit_msr.c moves it (remove the old one, place the new one,
  * INVEPT), over an identity map with 4 KiB, 2 MiB and 1 GiB leaves, holes above RAM and
  * on-demand maps there.  Thousands of moves hold a bounded number of EPT pool pages (the
  * bound ept_window.h states), every page the window left translates exactly as before, page
  * size included (the split merged back), and when the windows are gone the tree is the one
- * the identity map built.  Fails on the code before issue 27: every move split a 1 GiB or
+ * the identity map built.  Fails on the code before the merges: every move split a 1 GiB or
  * 2 MiB leaf for good, and a window over a hole left its tables behind.
  */
 #include <stdarg.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * vmm/lib/range.h, the one wrap-safe range walk (issue 27 defect 1), and the guest reads that
+ * vmm/lib/range.h, the one wrap-safe range walk, and the guest reads that
  * use it at the top of the address space.
  *
  * Every walk runs under a step bound and is compared with a byte-by-byte reference.  The old

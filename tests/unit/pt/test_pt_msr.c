@@ -228,7 +228,7 @@ static const struct rule_row rows[] = {
      {&g_full, 0, RTIT_CTL_MTC_EN | MTCF(9)},
      {&g_full, 0, RTIT_CTL_MTC_EN | MTCF(1)}},
     {PT_RULE_CTL_MTC_FREQ,
-     "pt-facts B.3 rule 4 (corrected): checked whatever MTCEn is (issue 6 defect 3)",
+     "pt-facts B.3 rule 4 (corrected): checked whatever MTCEn is",
      MSR_IA32_RTIT_CTL,
      {&g_full, 0, MTCF(3)},
      {&g_full, 0, MTCF(1)}},

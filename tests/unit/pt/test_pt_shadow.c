@@ -148,7 +148,7 @@ static void test_single_entry_host(void **state)
     check_layout();
     for (unsigned i = 0; i < sh.npages; i++)
         assert_int_equal(sh.pages[i].n, 2);
-    /* not one piece in host memory: a single-entry host never chains tables (issue 6 #5) */
+    /* not one piece in host memory: a single-entry host never chains tables */
     set(T0 + 0, ent(0x400000, 10, 0));
     assert_int_equal(build(RTIT_CTL_TOPA, T0, 0), PT_SHADOW_OPERR);
     assert_string_equal(err.reason,

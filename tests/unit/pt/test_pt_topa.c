@@ -209,14 +209,14 @@ static void test_single_entry_layout(void **state)
     set(T0 + 0, ent(0x100000, 0, 0));
     set(T0 + 8, T0 | TOPA_END);
     assert_int_equal(walk_full(RTIT_CTL_TOPA, 0, T0, 0, false), PT_TOPA_OK);
-    /* issue 6 defect 5: re-enabling with the read-back pointer resting on entry 1 (the END)
+    /* re-enabling with the read-back pointer resting on entry 1 (the END)
      * goes on at entry 0, as hardware does */
     assert_int_equal(walk_full(RTIT_CTL_TOPA, 0, T0, 1ull << 7, false), PT_TOPA_OK);
     assert_int_equal(w.runs[0].table, 0);
     assert_int_equal(w.runs[0].first_entry, 0);
     expect_err(walk_full(RTIT_CTL_TOPA, 0, T0, 2ull << 7, false),
                "single-entry ToPA: table offset must be 0 or 1", T0, 2);
-    /* issue 6 defect 5: an END naming another table is an operational error (SDM ToPA errors) */
+    /* an END naming another table is an operational error (SDM ToPA errors) */
     set(T1 + 0, ent(0x101000, 0, 0));
     set(T1 + 8, T1 | TOPA_END);
     set(T0 + 8, T1 | TOPA_END);

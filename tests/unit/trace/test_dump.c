@@ -7,7 +7,7 @@
  * Also: a block the ring overwrote while the dump went out is reported missing (never
  * invented), metadata of any section is refused before the first line, the PSB search, and
  * who sends a paced dump (struct dump_pacer): a dump whose owner stopped entering the guest
- * is taken over by the next request and finishes whole (issue 27 item 9).
+ * is taken over by the next request and finishes whole.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -448,7 +448,7 @@ static void test_pacer_rules(void **state)
     assert_false(dump_pacer_adopt(&p, 0, 10000, STALE));
 }
 
-/* issue 27 item 9: the owner parks in wait-for-SIPI after two slices; the other vCPU's
+/* the owner parks in wait-for-SIPI after two slices; the other vCPU's
  * requests are EBUSY for a bounded time, then one takes the dump over, it finishes whole from
  * that vCPU's entries (the old owner, back, sends nothing more), and the next request starts
  * a new dump */

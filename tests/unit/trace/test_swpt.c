@@ -338,7 +338,7 @@ static void check(struct sim *s, unsigned counts[SWPT_PKT_TYPES], struct swpt_de
         fail_msg("%s", err);
     assert_int_equal(s->pos, s->nexp);
     assert_int_equal(st->insns, s->nexp);
-    /* what a window's CPL 3 owner is told it traced (issue 27): what the decode yields */
+    /* what a window's CPL 3 owner is told it traced: what the decode yields */
     assert_int_equal(s->t.traced, s->nexp);
     free(b);
 }

@@ -424,7 +424,7 @@ static void oracle_check(struct oracle *o, const char *what, double t_step)
         fail_msg("%s: %s; %s", what, err, o->err);
     double t_dec = now_s() - t0;
     assert_int_equal(o->pos, o->nexp);
-    assert_int_equal(o->t.traced, o->nexp); /* what a CPL 3 owner is told (issue 27) */
+    assert_int_equal(o->t.traced, o->nexp); /* what a CPL 3 owner is told */
     print_message("%-26s %8llu steps %8zu insns %4llu syscalls %2llu signals %3llu switches "
                   "%7llu PT bytes (%.3f B/insn) PIP %u, step %.2f s, decode %.3f s\n",
                   what, (unsigned long long)o->steps, o->nexp, (unsigned long long)o->syscalls,

@@ -489,7 +489,7 @@ static void replay_blocks(const struct run *r, unsigned every, struct replay *o,
 }
 
 /*
- * The run as free running traces it (trace_step.c, issue 29): wherever the tracer stands under
+ * The run as free running traces it (trace_step.c): wherever the tracer stands under
  * a CR3 the window leaves out, the vCPU runs on unstepped and the next look is at an exit --
  * the MOV to CR3 that brings the window's CR3 back (the last state under the other CR3), or,
  * one time in `every`, an exit on the way (an interrupt, a CPUID) -- where the tracer is put by
@@ -618,7 +618,7 @@ static void check_program(char *const argv[])
         assert_int_equal(blk.t.st.steps, off.t.st.steps);
         assert_int_equal(blk.t.st.unexplained, 0);
         assert_int_equal(blk.t.st.events, off.t.st.events);
-        /* what a CPL 3 owner is told (issue 27): the same */
+        /* what a CPL 3 owner is told: the same */
         assert_int_equal(blk.t.pt.traced, off.t.pt.traced);
         assert_int_equal(blk.t.pt.win_events, off.t.pt.win_events);
         assert_true(bs.chained > 0);  /* real programs call and jump directly */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The trace VMCALLs' rules (vmm/trace/treq.c), issue 27:
+ * The trace VMCALLs' rules (vmm/trace/treq.c):
  *  - defect 2, the CPL 3 rule: every TRACE_START a guest process can make (all flag
  *    combinations, CR3 masks, budgets) is either refused or a window on the caller's own
  *    process in user mode; only a window's owner (its CR3, the PCID aside) may stop, dump or
@@ -63,7 +63,7 @@ static void test_user_start(void **state)
         {own | PTV_TRACE_F_CR3_MASK | PTV_TRACE_F_START_IP | PTV_TRACE_F_RANGE, 0xfff, 0, 1, NULL},
         {own, 0, 0, 1, NULL},
         {own | PTV_TRACE_F_RANGE, 0, 0, 1, NULL}, /* a range only narrows it */
-        /* the attacks of issue 27 defect 2 */
+        /* the attacks on the CPL 3 trace rule */
         {0, 0, 0, 0, "PTV_TRACE_F_USER and PTV_TRACE_F_CR3_SELF"}, /* the configured filter */
         {PTV_TRACE_F_KERNEL, 0, 0, 0, "user mode only"},
         {PTV_TRACE_F_KERNEL | own, 0, 0, 0, "user mode only"},

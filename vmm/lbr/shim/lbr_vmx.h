@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The LBR shim (issue 11): executes vmm/lbr/lbr_policy.c's decision on this CPU.  Each hook in
+ * The LBR shim: executes vmm/lbr/lbr_policy.c's decision on this CPU.  Each hook in
  * another file is one call here: VMCS set-up (vcpu_setup.c), the MSR bitmap and RDMSR/WRMSR
  * exits (exit_msr.c), IA32_XSS (exit_msr.c), CPUID (exit_cpuid.c).  Nothing here runs on the
  * VM-exit / VM-entry path: DEBUGCTL and IA32_LBR_CTL are switched by the VMCS (docs/lbr.md).

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The PMU shim (issue 11 item 3): executes vmm/pmu/pmu_policy.c's rules on this CPU.  Four
+ * The PMU shim: executes vmm/pmu/pmu_policy.c's rules on this CPU.  Four
  * hooks: the guest's WRMSR IA32_PERF_GLOBAL_CTRL (exit_msr.c), CPUID leaf 0xA (exit_cpuid.c),
  * every NMI that reaches the VMM (the NMI exit in exit_fault.c; those taken in root, recorded
  * by desc.c, before the next entry in vcpu_loop.c) and every instruction the VMM completes for the
