@@ -14,7 +14,7 @@
 /* clang-format on */
 #define LBR_LEGACY_MAX 32 /* the deepest model-specific stack lbr_policy.c knows */
 
-/* sorted, no overlap (tests/unit/test_msr_owner.c checks both) */
+/* sorted, no overlap (tests/unit/emul/test_msr_owner.c checks both) */
 const struct msr_range msr_owner_table[] = {
     ONE(MSR_IA32_APIC_BASE, APIC_BASE),
     ONE(MSR_IA32_BIOS_UPDT_TRIG, UCODE),

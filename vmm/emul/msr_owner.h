@@ -5,7 +5,7 @@
  * is built from the same rows (msr_bitmap_build).  An MSR in no row belongs to nobody: the
  * guest reaches the real MSR (through the bitmap where it covers the MSR, else through the exit,
  * where a fault becomes the guest's #GP).  Pure data and pure functions: host-tested
- * (tests/unit/test_msr_owner.c) and fuzzed (tests/fuzz/fuzz_msr_owner.c).
+ * (tests/unit/emul/test_msr_owner.c) and fuzzed (tests/fuzz/fuzz_msr_owner.c).
  *
  * Conditions live in the owners' hooks, with one table flag:
  * - MSR_CLAIMED: the owner takes an MSR of the range or leaves it to the guest, decided once at
