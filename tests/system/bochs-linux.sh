@@ -158,7 +158,7 @@ for i in $(seq 0 $((CPUS - 1))); do
         fail=1
     fi
 done
-# ---- issues 9 and 10: the guest traced ptt-work with ptvisor-ctl, the VMM dumped the window
+# ---- the guest traced ptt-work with ptvisor-ctl, the VMM dumped the window
 # on this console; extract it and decode it with the workload's symbols (PTT, WORK_ELF)
 if grep -aq 'ptvisor-guest: trace skipped' "$serial"; then
     echo "  FAIL trace: the guest could not use ptvisor-ctl: $(grep -a 'trace skipped' "$serial" | tail -n 1 | tr -d '\r')"

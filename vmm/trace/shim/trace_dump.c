@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Serial trace dumps from the VMM (issue 10): a thin shim.  What goes out in which order, the
+ * Serial trace dumps from the VMM: a thin shim.  What goes out in which order, the
  * window cut at a PSB and the frame lines are vmm/trace/dump.c + frame.c (host-tested); here:
  * which CPUs a dump holds, their BEGIN metadata, the code snapshots (pages the window ran,
  * sent only when their bytes still match what ran), reading the rings and guest memory, and
@@ -17,7 +17,7 @@
  *
  * The dump's owner is the vCPU it was started on (trace/dump.h, struct dump_pacer).  One that stops
  * entering the guest (an AP parked in wait-for-SIPI) would hold it for good and make every later
- * TRACE_DUMP or host request EBUSY (issue 27 item 9): a request that finds the dump going out
+ * TRACE_DUMP or host request EBUSY: a request that finds the dump going out
  * takes it over once the owner has not come for a slice in ORPHAN_SLICES stall budgets, and the
  * rest goes out from the requester's entries, paced as before.
  *

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Serial trace dumps from the VMM (issue 10): the shim over vmm/trace/dump.c. */
+/* Serial trace dumps from the VMM: the shim over vmm/trace/dump.c. */
 #ifndef PTV_TRACE_DUMP_SHIM_H
 #define PTV_TRACE_DUMP_SHIM_H
 

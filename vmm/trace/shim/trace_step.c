@@ -290,7 +290,7 @@ static void budget_closed(struct vcpu *v, struct trace_vcpu *t)
         closed(v);
 }
 
-/* --- free running (issue 29): no step and no exit outside the window's CR3 --- */
+/* --- free running: no step and no exit outside the window's CR3 --- */
 
 /*
  * A window with a CR3 filter traces nothing while another CR3 is loaded, at any CPL, and CR3

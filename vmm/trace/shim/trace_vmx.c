@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The software tracer in the VMM (issue 9), its VMCALL side: TRACE_START/STOP/STATUS/READ
+ * The software tracer in the VMM, its VMCALL side: TRACE_START/STOP/STATUS/READ
  * on this vCPU's source (system-mode PT where the vCPU has it, else the software tracer),
  * the ring and the code-page copies a window needs, trace_boot's window, and what a dump
  * reads.  Stepping the vCPU and tracing each step is trace/shim/trace_step.c; what ran and which
