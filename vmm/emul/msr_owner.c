@@ -60,10 +60,20 @@ const struct msr_range *msr_range_of(uint32_t msr)
     return 0;
 }
 
-enum msr_owner msr_owner(uint32_t msr)
+enum msr_owner msr_owner_search(uint32_t msr)
 {
     const struct msr_range *r = msr_range_of(msr);
     return r ? (enum msr_owner)r->owner : MSR_OWNER_NONE;
+}
+
+uint8_t msr_owner_index[MSR_INDEXED];
+bool msr_owner_indexed;
+
+void msr_owner_index_build(void)
+{
+    for (uint32_t m = 0; m < MSR_INDEXED; m++)
+        msr_owner_index[m] = (uint8_t)msr_owner_search(m);
+    __atomic_store_n(&msr_owner_indexed, true, __ATOMIC_RELEASE);
 }
 
 static bool row_intercepts(const struct msr_range *r, uint32_t msr, msr_claim_fn *claims,

@@ -45,7 +45,23 @@ extern const unsigned msr_owner_rows;
 
 /* The row msr is in, or NULL (nobody's) */
 const struct msr_range *msr_range_of(uint32_t msr);
-enum msr_owner msr_owner(uint32_t msr);
+/* the owner by the table's binary search */
+enum msr_owner msr_owner_search(uint32_t msr);
+
+/* the same answer for MSRs below MSR_INDEXED (every row of the table is there) read from a byte
+ * each: the exit path's look-up costs a load, not a search (bench-exits' RDMSR).  Built from the
+ * table on first use; test_msr_owner checks it against the search for every MSR */
+#define MSR_INDEXED 0x2000u
+extern uint8_t msr_owner_index[MSR_INDEXED];
+extern bool msr_owner_indexed;
+void msr_owner_index_build(void);
+
+static inline enum msr_owner msr_owner(uint32_t msr)
+{
+    if (__builtin_expect(!__atomic_load_n(&msr_owner_indexed, __ATOMIC_ACQUIRE), 0))
+        msr_owner_index_build(); /* idempotent: two CPUs may both build it, alike */
+    return msr < MSR_INDEXED ? (enum msr_owner)msr_owner_index[msr] : msr_owner_search(msr);
+}
 
 /* For MSR_CLAIMED rows: does the owner take msr?  ctx is the caller's. */
 typedef bool msr_claim_fn(enum msr_owner owner, uint32_t msr, const void *ctx);

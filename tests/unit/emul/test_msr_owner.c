@@ -125,6 +125,24 @@ static void test_sorted_disjoint(void **state)
     }
 }
 
+/* the exit path's index gives the search's answer for every MSR, indexed or not, and every row
+ * of the table lies inside the index (else its MSRs would pay the search on every exit) */
+static void test_index(void **state)
+{
+    (void)state;
+    for (uint64_t m = 0; m < 0x100000; m++)
+        assert_int_equal(msr_owner((uint32_t)m), msr_owner_search((uint32_t)m));
+    for (uint64_t m = 0xc0000000u; m < 0xc0002000u; m++)
+        assert_int_equal(msr_owner((uint32_t)m), msr_owner_search((uint32_t)m));
+    assert_true(msr_owner_indexed);
+    for (unsigned i = 0; i < msr_owner_rows; i++)
+        assert_true(msr_owner_table[i].last < MSR_INDEXED);
+    msr_owner_index[0x1b] = MSR_OWNER_NONE; /* IA32_APIC_BASE: a stale index is seen */
+    assert_int_not_equal(msr_owner(0x1b), msr_owner_search(0x1b));
+    msr_owner_index_build();
+    assert_int_equal(msr_owner(0x1b), MSR_OWNER_APIC_BASE);
+}
+
 /* probes a reader can check against the SDM, with the handler for the widest LBR decision */
 static void test_probes(void **state)
 {
@@ -247,7 +265,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sorted_disjoint), cmocka_unit_test(test_probes),
         cmocka_unit_test(test_same_handler),    cmocka_unit_test(test_engines_agree),
-        cmocka_unit_test(test_bitmap),
+        cmocka_unit_test(test_bitmap),          cmocka_unit_test(test_index),
     };
     return cmocka_run_group_tests_name("msr_owner", tests, NULL, NULL);
 }
