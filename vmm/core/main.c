@@ -152,7 +152,7 @@ static int vmm_cpu_setup(struct ptv_handoff *h, struct desc_ptr *fw_idt)
     void *stack = palloc_pages(VMM_STACK_PAGES, NULL);
     if (!v || !stack || host_desc_init())
         return PTV_ENTRY_NO_MEMORY;
-    asm volatile("sidt %0" : "=m"(*fw_idt));
+    sidt(fw_idt);
     host_idt_load();      /* from here on MSR probes survive #GP */
     lbr_vmx_root_enter(); /* the caller's LBR/BTS settings become the guest's, off in root */
     pc->stack_top = (uint64_t)(uintptr_t)stack + VMM_STACK_PAGES * PAGE_SIZE;
@@ -204,12 +204,12 @@ static int vmm_not_started(int st, const struct desc_ptr *fw_idt, uint64_t rflag
     if (st != PTV_ENTRY_OK && v && v->vmxon_pa && (read_cr4() & X86_CR4_VMXE))
         vmx_off();
     if (fw_idt->base)
-        asm volatile("lidt %0" ::"m"(*fw_idt));
+        lidt(fw_idt);
     pr_err("vmm", "not started on this CPU (status %d)", st);
     lbr_vmx_root_leave(); /* the caller's DEBUGCTL / LBR_CTL back */
     percpu_leave();
     if (rflags & X86_EFLAGS_IF)
-        asm volatile("sti");
+        sti();
     return st;
 }
 
@@ -228,9 +228,7 @@ static uint64_t park_here(void *arg)
     write_cr0(host_paging_cr0(read_cr0()));
     write_cr3(vmm_host_cr3);
     host_desc_switch();
-    for (;;)
-        asm volatile("cli; hlt");
-    return 0;
+    halt_forever();
 }
 
 static __attribute__((noreturn)) void park_in_root(int st)
@@ -238,8 +236,7 @@ static __attribute__((noreturn)) void park_in_root(int st)
     pr_err("smp", "cannot run the guest here (status %d): CPU parked in VMX root, INIT blocked",
            st);
     run_on_stack(this_cpu()->stack_top, park_here, NULL);
-    for (;;)
-        asm volatile("cli; hlt");
+    halt_forever();
 }
 
 static int vmm_bsp_main(struct ptv_handoff *h, struct caller_state *cs)

@@ -89,8 +89,7 @@ int host_desc_init(void)
      * that index too, so the same gates stay valid right after the first exit
      * (before host_idt_activate() switches them to HOST_CS_SEL).
      */
-    uint16_t cs;
-    asm volatile("mov %%cs, %0" : "=r"(cs));
+    uint16_t cs = read_cs();
     unsigned idx = cs >> 3;
     if (idx > (HOST_TR_SEL >> 3) + 1 && idx < 256 / 8)
         gdt[idx] = GDT_CODE64;
@@ -104,7 +103,7 @@ int host_desc_init(void)
 void host_idt_load(void)
 {
     struct desc_ptr p = {.limit = 32 * sizeof(struct idt_gate) - 1, .base = host_idt_base()};
-    asm volatile("lidt %0" ::"m"(p));
+    lidt(&p);
 }
 
 void host_idt_activate(void)
@@ -127,20 +126,7 @@ void host_desc_switch(void)
 {
     struct host_desc *d = this_cpu()->desc;
     struct desc_ptr g = {.limit = 256 - 1, .base = (uint64_t)(uintptr_t)d->gdt};
-    uint64_t tmp;
-    asm volatile("lgdt %1\n\t"
-                 "pushq %2\n\t"
-                 "leaq 1f(%%rip), %0\n\t"
-                 "pushq %0\n\t"
-                 "lretq\n"
-                 "1:\n\t"
-                 "mov %w3, %%ss\n\t"
-                 "mov %w3, %%ds\n\t"
-                 "mov %w3, %%es\n\t"
-                 "ltr %w4"
-                 : "=&r"(tmp)
-                 : "m"(g), "i"(HOST_CS_SEL), "r"((uint32_t)HOST_DS_SEL), "r"((uint32_t)HOST_TR_SEL)
-                 : "memory");
+    load_gdt_segments(&g, HOST_CS_SEL, HOST_DS_SEL, HOST_TR_SEL);
     host_idt_activate();
     host_idt_load();
 }
@@ -187,34 +173,5 @@ void host_exception(struct exc_frame *f)
         }
     }
     panic("host exception %lu (error %lx) at RIP %lx, RSP %lx, CR2 %lx", f->vector, f->error,
-          f->rip, f->rsp, ({
-              uint64_t cr2;
-              asm volatile("mov %%cr2, %0" : "=r"(cr2));
-              cr2;
-          }));
-}
-
-int rdmsr_safe(uint32_t msr, uint64_t *val)
-{
-    uint32_t lo = 0, hi = 0;
-    struct percpu *pc = this_cpu();
-    pc->exc_fixup_hit = 0;
-    asm volatile("1: rdmsr\n2:\n\t" EXTABLE_ENTRY(1b, 2b)
-                 : "+a"(lo), "+d"(hi)
-                 : "c"(msr)
-                 : "memory");
-    if (pc->exc_fixup_hit)
-        return -1;
-    *val = ((uint64_t)hi << 32) | lo;
-    return 0;
-}
-
-int wrmsr_safe(uint32_t msr, uint64_t val)
-{
-    struct percpu *pc = this_cpu();
-    pc->exc_fixup_hit = 0;
-    asm volatile("1: wrmsr\n2:\n\t" EXTABLE_ENTRY(1b, 2b)::"c"(msr), "a"((uint32_t)val),
-                 "d"((uint32_t)(val >> 32))
-                 : "memory");
-    return pc->exc_fixup_hit ? -1 : 0;
+          f->rip, f->rsp, read_cr2());
 }

@@ -39,8 +39,11 @@ void host_exception(struct exc_frame *f);
     " - .\n\t.popsection\n\t"
 
 /* MSR access that survives a #GP (Bochs #GPs on DEBUGCTL, PERF_CAPABILITIES, RTIT MSRs).
- * Return 0 on success, -1 if the access faulted.  The fix-up is the host IDT's (desc.c). */
+ * Return 0 on success, -1 if the access faulted.  The fix-up is the host IDT's (desc.c); the
+ * instructions are in fixup.c, the one file host tests replace by their fake MSR map. */
 int rdmsr_safe(uint32_t msr, uint64_t *val) __attribute__((warn_unused_result));
 int wrmsr_safe(uint32_t msr, uint64_t val) __attribute__((warn_unused_result));
+/* XSETBV that survives a #GP (a value the CPU refuses after the policy's checks): 0 or -1 */
+int xsetbv_safe(uint32_t index, uint64_t val) __attribute__((warn_unused_result));
 
 #endif

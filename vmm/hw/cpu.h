@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* Thin wrappers around privileged x86 instructions (VMM only). */
+/*
+ * x86 registers, MSR numbers and control bits; the instructions themselves are in cpu_insn.h,
+ * which host tests replace with a stand-in (a fake MSR map, CPUID table, registers).
+ */
 #ifndef PTV_CPU_H
 #define PTV_CPU_H
 
@@ -36,149 +39,11 @@ struct cpuid_regs {
     uint32_t eax, ebx, ecx, edx;
 };
 
-static inline struct cpuid_regs cpuid_count(uint32_t leaf, uint32_t sub)
-{
-    struct cpuid_regs r;
-    asm volatile("cpuid"
-                 : "=a"(r.eax), "=b"(r.ebx), "=c"(r.ecx), "=d"(r.edx)
-                 : "a"(leaf), "c"(sub));
-    return r;
-}
-
-static inline uint64_t rdmsr(uint32_t msr)
-{
-    uint32_t lo, hi;
-    asm volatile("rdmsr" : "=a"(lo), "=d"(hi) : "c"(msr));
-    return ((uint64_t)hi << 32) | lo;
-}
-
-static inline void wrmsr(uint32_t msr, uint64_t v)
-{
-    asm volatile("wrmsr" ::"c"(msr), "a"((uint32_t)v), "d"((uint32_t)(v >> 32)) : "memory");
-}
-
-#define DEFINE_CR(n)                                                                               \
-    static inline uint64_t read_cr##n(void)                                                        \
-    {                                                                                              \
-        uint64_t v;                                                                                \
-        asm volatile("mov %%cr" #n ", %0" : "=r"(v));                                              \
-        return v;                                                                                  \
-    }                                                                                              \
-    static inline void write_cr##n(uint64_t v)                                                     \
-    {                                                                                              \
-        asm volatile("mov %0, %%cr" #n ::"r"(v) : "memory");                                       \
-    }
-DEFINE_CR(0)
-DEFINE_CR(2)
-DEFINE_CR(3)
-DEFINE_CR(4)
-#undef DEFINE_CR
-
-static inline uint64_t read_dr0(void)
-{
-    uint64_t v;
-    asm volatile("mov %%dr0, %0" : "=r"(v));
-    return v;
-}
-
-static inline uint64_t read_dr6(void)
-{
-    uint64_t v;
-    __asm__ volatile("mov %%dr6, %0" : "=r"(v));
-    return v;
-}
-
-static inline void write_dr6(uint64_t v)
-{
-    __asm__ volatile("mov %0, %%dr6" ::"r"(v));
-}
-
-static inline void write_dr0(uint64_t v)
-{
-    asm volatile("mov %0, %%dr0" : : "r"(v));
-}
-
-static inline uint64_t read_dr7(void)
-{
-    uint64_t v;
-    asm volatile("mov %%dr7, %0" : "=r"(v));
-    return v;
-}
-
-static inline uint64_t read_rflags(void)
-{
-    uint64_t v;
-    asm volatile("pushfq; popq %0" : "=r"(v));
-    return v;
-}
-
-static inline uint64_t rdtsc(void)
-{
-    uint32_t lo, hi;
-    asm volatile("rdtsc" : "=a"(lo), "=d"(hi));
-    return ((uint64_t)hi << 32) | lo;
-}
-
-static inline void outb(uint16_t port, uint8_t v)
-{
-    asm volatile("outb %0, %1" ::"a"(v), "Nd"(port));
-}
-
-static inline uint8_t inb(uint16_t port)
-{
-    uint8_t v;
-    asm volatile("inb %1, %0" : "=a"(v) : "Nd"(port));
-    return v;
-}
-
-static inline void outw(uint16_t port, uint16_t v)
-{
-    asm volatile("outw %0, %1" ::"a"(v), "Nd"(port));
-}
-
 struct __attribute__((packed)) desc_ptr {
     uint16_t limit;
     uint64_t base;
 };
 
-static inline void cli(void)
-{
-    asm volatile("cli" ::: "memory");
-}
-
-static inline void pause(void)
-{
-    asm volatile("pause");
-}
-
-/*
- * IRET to the next instruction: ends the NMI blocking that a VM exit caused by
- * an NMI may leave in root (Bochs 2.7 keeps NMIs masked until an IRET; on
- * hardware it is harmless), so the next NMI IPI reaches this CPU.
- */
-static inline void nmi_unblock(void)
-{
-    uint64_t tmp;
-    asm volatile("mov %%rsp, %0\n\t"
-                 "pushq $0\n\t"
-                 "movw %%ss, (%%rsp)\n\t"
-                 "pushq %0\n\t"
-                 "pushfq\n\t"
-                 "pushq $0\n\t"
-                 "movw %%cs, (%%rsp)\n\t"
-                 "leaq 1f(%%rip), %0\n\t"
-                 "pushq %0\n\t"
-                 "iretq\n"
-                 "1:"
-                 : "=&r"(tmp)
-                 :
-                 : "memory", "cc");
-}
-
-static inline __attribute__((noreturn)) void halt_forever(void)
-{
-    for (;;)
-        asm volatile("cli; hlt");
-}
+#include "hw/cpu_insn.h"
 
 #endif

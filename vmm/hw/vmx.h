@@ -218,4 +218,12 @@ int vmx_adjust_controls(uint64_t cap_msr, uint32_t required, uint32_t optional, 
 const char *vmx_exit_reason_name(uint32_t reason);
 const char *vmx_insn_error_name(uint32_t err);
 
+/* the memory operands of INVEPT and INVVPID (SDM Vol. 3C 30.3) */
+struct invept_desc {
+    uint64_t eptp, rsvd;
+};
+struct invvpid_desc {
+    uint64_t vpid, lin;
+};
+
 #endif

@@ -45,40 +45,31 @@ static struct vmx_seg seg_from_gdt(const struct desc_ptr *gdtr, uint16_t sel)
 
 static uint16_t read_sel(int which)
 {
-    uint16_t v = 0;
     switch (which) {
     case 0:
-        asm volatile("mov %%es, %0" : "=r"(v));
-        break;
+        return read_es();
     case 1:
-        asm volatile("mov %%cs, %0" : "=r"(v));
-        break;
+        return read_cs();
     case 2:
-        asm volatile("mov %%ss, %0" : "=r"(v));
-        break;
+        return read_ss();
     case 3:
-        asm volatile("mov %%ds, %0" : "=r"(v));
-        break;
+        return read_ds();
     case 4:
-        asm volatile("mov %%fs, %0" : "=r"(v));
-        break;
+        return read_fs();
     case 5:
-        asm volatile("mov %%gs, %0" : "=r"(v));
-        break;
+        return read_gs();
     case 6:
-        asm volatile("sldt %0" : "=r"(v));
-        break;
+        return read_ldtr();
     case 7:
-        asm volatile("str %0" : "=r"(v));
-        break;
+        return read_tr();
     }
-    return v;
+    return 0;
 }
 
 static int guest_state_setup(struct vcpu *v, const struct caller_state *cs)
 {
     struct desc_ptr gdtr, idtr = v->guest_idtr; /* the VMM's IDT is loaded by now */
-    asm volatile("sgdt %0" : "=m"(gdtr));
+    sgdt(&gdtr);
     struct vmx_seg es = seg_from_gdt(&gdtr, read_sel(0)), csg = seg_from_gdt(&gdtr, read_sel(1));
     struct vmx_seg ss = seg_from_gdt(&gdtr, read_sel(2)), ds = seg_from_gdt(&gdtr, read_sel(3));
     struct vmx_seg fs = seg_from_gdt(&gdtr, read_sel(4)), gs = seg_from_gdt(&gdtr, read_sel(5));

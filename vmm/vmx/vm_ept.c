@@ -7,6 +7,7 @@
  */
 #include "vmx/vmx_cpu.h"
 #include "vmx/vcpu.h"
+#include "vmx/vmx_insn.h"
 #include "base/vmm_state.h"
 #include "base/handoff.h"
 #include "hw/cpu.h"
@@ -155,25 +156,17 @@ void vmx_flush_guest_linear(void)
         vmx_invept_all(); /* combined mappings of every VPID */
         return;
     }
-    struct {
-        uint64_t vpid, lin;
-    } desc = {1, 0}; /* the guest's VPID (vcpu_setup.c) */
-    uint8_t fail;
-    asm volatile("invvpid %2, %1; setna %0" : "=r"(fail) : "r"(type), "m"(desc) : "cc", "memory");
-    if (fail)
+    struct invvpid_desc desc = {1, 0}; /* the guest's VPID (vcpu_setup.c) */
+    if (__invvpid(type, &desc))
         vmx_invept_all();
 }
 
 void vmx_invept_all(void)
 {
-    struct {
-        uint64_t eptp, rsvd;
-    } desc = {vm.eptp, 0};
+    struct invept_desc desc = {vm.eptp, 0};
     /* all-context where the CPU has it, else single-context for our one EPTP */
     uint64_t type = vmx_caps.ept_vpid & VMX_EPT_EXTENT_GLOBAL_BIT ? 2 : 1;
-    uint8_t fail;
-    asm volatile("invept %2, %1; setna %0" : "=r"(fail) : "r"(type), "m"(desc) : "cc", "memory");
-    if (fail)
+    if (__invept(type, &desc))
         pr_err("ept", "INVEPT failed");
 }
 

@@ -29,17 +29,14 @@ const char *vmcs_field_name(uint32_t encoding)
 }
 
 #ifdef PTV_VMM
+#include "vmx/vmcs_insn.h"
+
 uint32_t vmx_insn_error(void)
 {
-    /* its own VMREAD, not vmcs_insn.h's: the report of a failed access stands below the
-     * accessors that call it */
-    uint8_t fail;
+    /* the raw VMREAD, not the checked accessor: the report of a failed access stands below
+     * the accessors that call it */
     uint64_t e = 0;
-    asm volatile("vmread %2, %1; setna %0"
-                 : "=r"(fail), "=rm"(e)
-                 : "r"((uint64_t)VM_INSTRUCTION_ERROR)
-                 : "cc");
-    return fail ? ~0u : (uint32_t)e;
+    return __vmread(VM_INSTRUCTION_ERROR, &e) ? ~0u : (uint32_t)e;
 }
 
 void vmcs_access_failed(uint32_t field, bool write, uint64_t val)

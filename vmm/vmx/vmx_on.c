@@ -2,6 +2,7 @@
 /* VMX capability discovery, the control decision's inputs, and VMXON (SDM Vol. 3C 24.7, 24.8). */
 #include "vmx/vmx_cpu.h"
 #include "vmx/vmcs.h"
+#include "vmx/vmx_insn.h"
 #include "hw/cpu.h"
 #include "host/desc.h"
 #include "base/log.h"
@@ -169,18 +170,13 @@ int vmx_on(struct vcpu *v, int *status)
     *vmxon = VMX_BASIC_REVISION(vmx_caps.basic);
     *vmcs = VMX_BASIC_REVISION(vmx_caps.basic);
     write_cr4(cr4);
-    uint8_t fail;
-    asm volatile("vmxon %1; setna %0" : "=r"(fail) : "m"(v->vmxon_pa) : "cc", "memory");
-    if (fail) {
+    if (__vmxon(&v->vmxon_pa)) {
         pr_err("vmx", "VMXON failed");
         write_cr4(cr4 & ~X86_CR4_VMXE);
         *status = PTV_ENTRY_VMX_FAILED;
         return -1;
     }
-    asm volatile("vmclear %1; setna %0" : "=r"(fail) : "m"(v->vmcs_pa) : "cc", "memory");
-    if (!fail)
-        asm volatile("vmptrld %1; setna %0" : "=r"(fail) : "m"(v->vmcs_pa) : "cc", "memory");
-    if (fail) {
+    if (__vmclear(&v->vmcs_pa) || __vmptrld(&v->vmcs_pa)) {
         pr_err("vmx", "VMCLEAR/VMPTRLD failed");
         vmx_off();
         *status = PTV_ENTRY_VMX_FAILED;
@@ -192,7 +188,7 @@ int vmx_on(struct vcpu *v, int *status)
 
 void vmx_off(void)
 {
-    asm volatile("vmxoff" ::: "cc", "memory");
+    __vmxoff();
     write_cr4(read_cr4() & ~X86_CR4_VMXE);
 }
 

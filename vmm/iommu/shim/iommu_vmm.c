@@ -68,9 +68,7 @@ static void *table_page(void *ctx, uint64_t *pa)
 /* for units that do not snoop (ECAP.C = 0): the tables must be in memory, not only in cache */
 static void table_flush(void *ctx, const void *va, size_t n)
 {
-    for (size_t off = 0; off < n; off += 64)
-        asm volatile("clflush %0" ::"m"(*((const volatile char *)va + off)));
-    asm volatile("mfence" ::: "memory");
+    clflush_range(va, n);
 }
 
 bool iommu_setup(const struct ptv_handoff *h, struct ept *ept)

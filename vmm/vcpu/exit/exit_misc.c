@@ -28,11 +28,7 @@ enum exit_action handle_xsetbv(struct vcpu *v, const struct vmexit *e)
     case XSETBV_OK:
         break;
     }
-    this_cpu()->exc_fixup_hit = 0;
-    asm volatile("1: xsetbv\n2:\n\t" EXTABLE_ENTRY(1b, 2b)::"c"(index), "a"((uint32_t)val),
-                 "d"((uint32_t)(val >> 32))
-                 : "memory");
-    if (this_cpu()->exc_fixup_hit) {
+    if (xsetbv_safe(index, val)) {
         vcpu_inject_gp(v);
         return EXIT_INJECT;
     }
@@ -42,7 +38,7 @@ enum exit_action handle_xsetbv(struct vcpu *v, const struct vmexit *e)
 /* INVD would discard the VMM's dirty lines too: emulate it as WBINVD (as Xen does) */
 enum exit_action handle_invd_wbinvd(struct vcpu *v, const struct vmexit *e)
 {
-    asm volatile("wbinvd" ::: "memory");
+    wbinvd();
     return EXIT_RESUME_SKIP_INSN;
 }
 
