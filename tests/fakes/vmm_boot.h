@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The VMM booted on the fake machine (vmm_world.h): a Skylake-class CPU (the VMX capabilities of
+ * tests/unit/vmx_profiles.h), a memory map with guest RAM and the VMM's span at fixed host
+ * addresses (the VMM's identity map: a physical address is a pointer), the loader's handoff, and
+ * the real start-up (core/main.c vmm_main) up to the guest's first exit.  Then exits one at a time
+ * through the real exit loop (vcpu/vcpu_loop.c vmx_loop).
+ */
+#ifndef PTV_TESTS_VMM_BOOT_H
+#define PTV_TESTS_VMM_BOOT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "vmx/vcpu.h"
+
+#define FAKE_RAM_BASE  0x10000000ull /* guest RAM [base, base + size) */
+#define FAKE_RAM_SIZE  (32ull << 20)
+#define FAKE_VMM_BASE  (FAKE_RAM_BASE + FAKE_RAM_SIZE) /* image + handoff, then the pool */
+#define FAKE_VMM_SIZE  (1ull << 20)
+#define FAKE_POOL_BASE (FAKE_VMM_BASE + FAKE_VMM_SIZE)
+#define FAKE_POOL_SIZE (24ull << 20)
+#define FAKE_GUEST_RIP 0x10100000ull
+
+/* boot once per process; the vCPU of CPU 0, or NULL (the reason on stderr) */
+struct vcpu *fake_vmm_boot(void);
+
+/* one exit as the CPU would report it */
+struct fake_exit {
+    uint32_t reason; /* raw exit reason */
+    uint64_t qual;
+    uint32_t insn_len;
+    uint32_t intr_info, intr_error, idt_vec_info, idt_vec_error;
+    uint64_t gpa;
+};
+/* run the guest to this exit, let vmx_loop handle it and enter again; true when it entered
+ * again (false: the VMM halted, e.g. the guest was stopped) */
+bool fake_run_exit(struct vcpu *v, const struct fake_exit *x);
+
+/* the event the last entry injected (VM_ENTRY_INTR_INFO_FIELD) and then clear it, as the CPU
+ * does at the entry */
+uint32_t fake_take_injected(void);
+
+#endif
