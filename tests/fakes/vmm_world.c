@@ -317,6 +317,41 @@ void *fake_guest_ctx;
 unsigned long fake_entries;
 int fake_entry_fail;
 
+/* what a VM exit loads from the host-state area (SDM Vol. 3C 28.5) */
+static void vm_exit_load_host(void)
+{
+    uint32_t ctls = (uint32_t)fake_vmcs_get(VM_EXIT_CONTROLS);
+    fake_cpu.cr0 = fake_vmcs_get(HOST_CR0);
+    fake_cpu.cr3 = fake_vmcs_get(HOST_CR3);
+    fake_cpu.cr4 = fake_vmcs_get(HOST_CR4);
+    fake_cpu.dr7 = 0x400;
+    fake_cpu.rflags = 2;
+    fake_cpu.cs = (uint16_t)fake_vmcs_get(HOST_CS_SELECTOR);
+    fake_cpu.ss = (uint16_t)fake_vmcs_get(HOST_SS_SELECTOR);
+    fake_cpu.ds = (uint16_t)fake_vmcs_get(HOST_DS_SELECTOR);
+    fake_cpu.es = (uint16_t)fake_vmcs_get(HOST_ES_SELECTOR);
+    fake_cpu.fs = (uint16_t)fake_vmcs_get(HOST_FS_SELECTOR);
+    fake_cpu.gs = (uint16_t)fake_vmcs_get(HOST_GS_SELECTOR);
+    fake_cpu.tr = (uint16_t)fake_vmcs_get(HOST_TR_SELECTOR);
+    fake_cpu.ldtr = 0;
+    fake_cpu.gdt_base = fake_vmcs_get(HOST_GDTR_BASE);
+    fake_cpu.gdt_limit = 0xffff;
+    fake_cpu.idt_base = fake_vmcs_get(HOST_IDTR_BASE);
+    fake_cpu.idt_limit = 0xffff;
+    fake_msr_set(MSR_FS_BASE, fake_vmcs_get(HOST_FS_BASE));
+    fake_msr_set(MSR_GS_BASE, fake_vmcs_get(HOST_GS_BASE));
+    fake_msr_set(MSR_IA32_SYSENTER_CS, fake_vmcs_get(HOST_IA32_SYSENTER_CS));
+    fake_msr_set(MSR_IA32_SYSENTER_ESP, fake_vmcs_get(HOST_IA32_SYSENTER_ESP));
+    fake_msr_set(MSR_IA32_SYSENTER_EIP, fake_vmcs_get(HOST_IA32_SYSENTER_EIP));
+    fake_msr_set(MSR_IA32_DEBUGCTLMSR, 0);
+    if (ctls & VM_EXIT_LOAD_IA32_EFER)
+        fake_msr_set(MSR_EFER, fake_vmcs_get(HOST_IA32_EFER));
+    if (ctls & VM_EXIT_LOAD_IA32_PAT)
+        fake_msr_set(MSR_IA32_CR_PAT, fake_vmcs_get(HOST_IA32_PAT));
+    if (ctls & VM_EXIT_LOAD_IA32_PERF_GLOBAL_CTRL)
+        fake_msr_set(0x38f, fake_vmcs_get(HOST_IA32_PERF_GLOBAL_CTRL));
+}
+
 int vmx_enter(struct guest_regs *regs, int launched);
 int vmx_enter(struct guest_regs *regs, int launched)
 {
@@ -328,6 +363,7 @@ int vmx_enter(struct guest_regs *regs, int launched)
         abort();
     }
     fake_guest(fake_guest_ctx);
+    vm_exit_load_host();
     return 0;
 }
 

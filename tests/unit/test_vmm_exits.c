@@ -10,12 +10,15 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "fakes/vmm_boot.h"
 #include "fakes/vmm_world.h"
 #include "base/vmm_state.h"
 #include "vmx/vmcs.h"
 #include "vmx/vmx_cpu.h"
+#include "ept/mtrr.h"
 #include <ptv/vmcall.h>
 
 static struct vcpu *v;
@@ -106,6 +109,255 @@ static void test_vmx_insn_ud(void **state)
     assert_vmm_sound();
 }
 
+static bool run(uint32_t reason, uint64_t qual, uint32_t len)
+{
+    fake_vmcs_clear_written();
+    return fake_run_exit(v, &(struct fake_exit){.reason = reason, .qual = qual, .insn_len = len});
+}
+
+static void cpl(unsigned n)
+{
+    fake_vmcs_set(GUEST_CS_AR_BYTES, n ? 0xa0fb : 0xa09b);
+    fake_vmcs_set(GUEST_SS_AR_BYTES, n ? 0xc0f3 : 0xc093);
+}
+
+/* RDMSR of the APIC base: the guest's copy, not the real MSR */
+static void test_msr_read_owned(void **state)
+{
+    set_rip(0x10200000);
+    v->regs.gpr[GPR_RCX] = MSR_IA32_APICBASE;
+    v->regs.gpr[GPR_RAX] = v->regs.gpr[GPR_RDX] = 0xdead;
+    assert_true(run(EXIT_REASON_MSR_READ, 0, 2));
+    assert_int_equal(v->regs.gpr[GPR_RAX] | v->regs.gpr[GPR_RDX] << 32, v->apic_base);
+    assert_int_equal(rip(), 0x10200002);
+    assert_int_equal(fake_take_injected(), 0);
+    assert_vmm_sound();
+}
+
+/* the VMX capability MSRs: the guest was told there is no VMX -> #GP, RIP stays */
+static void test_msr_refused(void **state)
+{
+    set_rip(0x10200000);
+    v->regs.gpr[GPR_RCX] = MSR_IA32_VMX_BASIC;
+    assert_true(run(EXIT_REASON_MSR_READ, 0, 2));
+    assert_int_equal(rip(), 0x10200000);
+    assert_injected(GP_VECTOR, true);
+    v->regs.gpr[GPR_RCX] = MSR_IA32_VMX_BASIC;
+    assert_true(run(EXIT_REASON_MSR_WRITE, 0, 2));
+    assert_int_equal(rip(), 0x10200000);
+    assert_injected(GP_VECTOR, true);
+    /* an MSR no CPU has: the real RDMSR #GPs under the fix-up, the guest gets the #GP */
+    v->regs.gpr[GPR_RCX] = 0x4fff0000;
+    assert_true(run(EXIT_REASON_MSR_READ, 0, 2));
+    assert_injected(GP_VECTOR, true);
+    assert_int_equal(rip(), 0x10200000);
+    assert_vmm_sound();
+}
+
+/* MTRRs: the guest's copy; a reserved memory type #GPs */
+static void test_msr_mtrr(void **state)
+{
+    set_rip(0x10200000);
+    v->regs.gpr[GPR_RCX] = MSR_MTRRdefType;
+    v->regs.gpr[GPR_RAX] = 0xc06;
+    v->regs.gpr[GPR_RDX] = 0;
+    assert_true(run(EXIT_REASON_MSR_WRITE, 0, 2));
+    assert_int_equal(fake_take_injected(), 0);
+    assert_int_equal(rip(), 0x10200002);
+    v->regs.gpr[GPR_RCX] = MSR_MTRRdefType;
+    v->regs.gpr[GPR_RAX] = 0xc02; /* type 2 is reserved */
+    assert_true(run(EXIT_REASON_MSR_WRITE, 0, 2));
+    assert_injected(GP_VECTOR, true);
+    assert_int_equal(rip(), 0x10200002);
+    assert_vmm_sound();
+}
+
+#define CR_MOV_TO(cr, gpr) ((uint64_t)(cr) | (uint64_t)(gpr) << 8)
+
+/* MOV to CR3 with bit 63 set while CR4.PCIDE is clear: #GP (SDM Vol. 2A MOV CR) */
+static void test_cr3(void **state)
+{
+    set_rip(0x10200000);
+    uint64_t cr3 = fake_vmcs_get(GUEST_CR3);
+    fake_vmcs_set(CR4_READ_SHADOW, fake_vmcs_get(CR4_READ_SHADOW) & ~(1ull << 17));
+    fake_vmcs_set(GUEST_CR4, fake_vmcs_get(GUEST_CR4) & ~(1ull << 17));
+    v->regs.gpr[GPR_RBX] = 1ull << 63 | (FAKE_RAM_BASE + 0x20000);
+    assert_true(run(EXIT_REASON_CR_ACCESS, CR_MOV_TO(3, GPR_RBX), 3));
+    assert_injected(GP_VECTOR, true);
+    assert_int_equal(rip(), 0x10200000);
+    assert_int_equal(fake_vmcs_get(GUEST_CR3), cr3);
+    /* a plain one is loaded */
+    v->regs.gpr[GPR_RBX] = FAKE_RAM_BASE + 0x20000;
+    assert_true(run(EXIT_REASON_CR_ACCESS, CR_MOV_TO(3, GPR_RBX), 3));
+    assert_int_equal(fake_take_injected(), 0);
+    assert_int_equal(fake_vmcs_get(GUEST_CR3), FAKE_RAM_BASE + 0x20000);
+    assert_int_equal(rip(), 0x10200003);
+    assert_vmm_sound();
+}
+
+/* MOV to CR4 setting VMXE: the guest has no VMX -> #GP; the shadow keeps the guest's view */
+static void test_cr4(void **state)
+{
+    set_rip(0x10200000);
+    uint64_t shadow = fake_vmcs_get(CR4_READ_SHADOW);
+    v->regs.gpr[GPR_RDX] = shadow | X86_CR4_VMXE;
+    assert_true(run(EXIT_REASON_CR_ACCESS, CR_MOV_TO(4, GPR_RDX), 3));
+    assert_injected(GP_VECTOR, true);
+    assert_int_equal(fake_vmcs_get(CR4_READ_SHADOW), shadow);
+    /* the same value: accepted, and the real CR4 keeps VMXE (VMX requires it) */
+    v->regs.gpr[GPR_RDX] = shadow;
+    assert_true(run(EXIT_REASON_CR_ACCESS, CR_MOV_TO(4, GPR_RDX), 3));
+    assert_int_equal(fake_take_injected(), 0);
+    assert_true(fake_vmcs_get(GUEST_CR4) & X86_CR4_VMXE);
+    assert_int_equal(rip(), 0x10200003);
+    /* MOV to CR0 clearing PE with PG set: #GP */
+    v->regs.gpr[GPR_RDX] = fake_vmcs_get(CR0_READ_SHADOW) & ~X86_CR0_PE;
+    assert_true(run(EXIT_REASON_CR_ACCESS, CR_MOV_TO(0, GPR_RDX), 3));
+    assert_injected(GP_VECTOR, true);
+    assert_int_equal(rip(), 0x10200003);
+    assert_vmm_sound();
+}
+
+#define IO_QUAL(port, size, in) ((uint64_t)(port) << 16 | ((size)-1) | ((in) ? 8u : 0u))
+
+/* OUT to the UART's data port: the byte reaches the console through the multiplexer */
+static void test_io_uart(void **state)
+{
+    set_rip(0x10200000);
+    fake_console_clear();
+    const char *msg = "hello from the guest\r\n";
+    for (const char *p = msg; *p; p++) {
+        v->regs.gpr[GPR_RAX] = (uint8_t)*p;
+        assert_true(run(EXIT_REASON_IO_INSTRUCTION, IO_QUAL(0x3f8, 1, false), 1));
+    }
+    assert_int_equal(rip(), 0x10200000 + strlen(msg));
+    assert_true(fake_console_has("hello from the guest"));
+    /* IN of the line status: a byte merged into AL, the rest of RAX kept */
+    v->regs.gpr[GPR_RAX] = 0x1122334455667700ull;
+    assert_true(run(EXIT_REASON_IO_INSTRUCTION, IO_QUAL(0x3fd, 1, true), 1));
+    assert_int_equal(v->regs.gpr[GPR_RAX] & ~0xffull, 0x1122334455667700ull);
+    assert_true(v->regs.gpr[GPR_RAX] & 0x20); /* THR empty */
+    /* string I/O to the UART is not emulated: #GP */
+    uint64_t r = rip();
+    assert_true(run(EXIT_REASON_IO_INSTRUCTION, IO_QUAL(0x3f8, 1, false) | 16, 2));
+    assert_injected(GP_VECTOR, true);
+    assert_int_equal(rip(), r);
+    assert_vmm_sound();
+}
+
+/* XSETBV: x87 must stay set (#GP); a valid value reaches the real XCR0 */
+static void test_xsetbv(void **state)
+{
+    set_rip(0x10200000);
+    v->regs.gpr[GPR_RCX] = 0;
+    v->regs.gpr[GPR_RAX] = 6;
+    v->regs.gpr[GPR_RDX] = 0;
+    assert_true(run(EXIT_REASON_XSETBV, 0, 3));
+    assert_injected(GP_VECTOR, true);
+    v->regs.gpr[GPR_RAX] = 3;
+    assert_true(run(EXIT_REASON_XSETBV, 0, 3));
+    assert_int_equal(fake_take_injected(), 0);
+    assert_int_equal(fake_cpu.xcr0, 3);
+    assert_int_equal(rip(), 0x10200003);
+    assert_vmm_sound();
+}
+
+/* INVD is emulated as WBINVD (never discard the VMM's dirty lines) */
+static void test_invd(void **state)
+{
+    set_rip(0x10200000);
+    unsigned long before = fake_cpu.wbinvds;
+    assert_true(run(EXIT_REASON_INVD, 0, 2));
+    assert_int_equal(fake_cpu.wbinvds, before + 1);
+    assert_int_equal(rip(), 0x10200002);
+    assert_vmm_sound();
+}
+
+/* an exit the VMM never enabled (RDTSC exiting is off): #UD, the VMM carries on */
+static void test_unexpected_exit(void **state)
+{
+    set_rip(0x10200000);
+    assert_true(run(EXIT_REASON_RDTSC, 0, 2));
+    assert_injected(UD_VECTOR, false);
+    assert_int_equal(rip(), 0x10200000);
+    assert_vmm_sound();
+}
+
+/* VMCALLs from CPL 3 are refused unless the configuration allows them */
+static void test_vmcall_cpl3(void **state)
+{
+    set_rip(0x10200000);
+    cpl(3);
+    v->regs.gpr[GPR_RAX] = PTV_VMCALL_VMM_RANGE;
+    assert_true(run(EXIT_REASON_VMCALL, 0, 3));
+    assert_int_equal((int64_t)v->regs.gpr[GPR_RAX], PTV_VMCALL_EPERM);
+    cpl(0);
+    v->regs.gpr[GPR_RAX] = PTV_VMCALL_VMM_RANGE;
+    assert_true(run(EXIT_REASON_VMCALL, 0, 3));
+    assert_int_equal(v->regs.gpr[GPR_RAX], PTV_VMCALL_OK);
+    assert_int_equal(v->regs.gpr[GPR_RBX], vmm_span.base);
+    assert_int_equal(rip(), 0x10200006);
+    /* the canary VMCALL: intact */
+    v->regs.gpr[GPR_RAX] = PTV_VMCALL_CHECK_CANARY;
+    assert_true(run(EXIT_REASON_VMCALL, 0, 3));
+    assert_int_equal(v->regs.gpr[GPR_RAX], PTV_VMCALL_OK);
+    assert_vmm_sound();
+}
+
+/* the self-check VMCALL: every check the VMM can make of itself passes on this machine */
+static void test_selfcheck(void **state)
+{
+    cpl(0);
+    v->regs.gpr[GPR_RAX] = PTV_VMCALL_SELFCHECK;
+    assert_true(run(EXIT_REASON_VMCALL, 0, 3));
+    assert_int_equal(v->regs.gpr[GPR_RAX], PTV_VMCALL_OK);
+    struct vmm_selfcheck c = vmm_selfcheck(v);
+    if (c.failed)
+        fprintf(stderr, "self-check failed: %#x of %#x\n", c.failed, c.checked);
+    assert_int_equal(c.failed, 0);
+    assert_true(c.checked != 0);
+    assert_vmm_sound();
+}
+
+/* a guest write to the VMM's memory: the EPT keeps it out (the violation is answered, the
+ * canary stays) */
+static void test_ept_violation_vmm(void **state)
+{
+    set_rip(0x10200000);
+    uint64_t gpa = vmm_canary_pa;
+    struct fake_exit x = {
+        .reason = EXIT_REASON_EPT_VIOLATION, .qual = 2 /* write */, .insn_len = 3, .gpa = gpa};
+    fake_run_exit(v, &x);
+    assert_true(vmm_canary_intact());
+    assert_int_equal(fake_root_faults, 0);
+    assert_int_equal(fake_vmcs_fails, 0);
+}
+
+/* the VMX-preemption timer with no dump going: nothing happens, the guest resumes */
+static void test_preemption_timer(void **state)
+{
+    set_rip(0x10200000);
+    assert_true(run(EXIT_REASON_PREEMPTION_TIMER, 0, 0));
+    assert_int_equal(rip(), 0x10200000);
+    assert_int_equal(fake_take_injected(), 0);
+    assert_vmm_sound();
+}
+
+/* a triple fault stops the guest: the crash report on the console, then the crash action
+ * (halt: back to the test) */
+static void test_triple_fault(void **state)
+{
+    set_rip(0x10200000);
+    fake_console_clear();
+    unsigned long halts = fake_halts;
+    assert_false(run(EXIT_REASON_TRIPLE_FAULT, 0, 0));
+    assert_int_equal(fake_halts, halts + 1);
+    assert_true(fake_console_has("guest triple fault"));
+    assert_true(fake_console_has("guest stopped"));
+    assert_true(fake_console_has("halted"));
+    assert_vmm_sound();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -113,6 +365,20 @@ int main(void)
         cmocka_unit_test(test_cpuid),
         cmocka_unit_test(test_vmcall_version),
         cmocka_unit_test(test_vmx_insn_ud),
+        cmocka_unit_test(test_msr_read_owned),
+        cmocka_unit_test(test_msr_refused),
+        cmocka_unit_test(test_msr_mtrr),
+        cmocka_unit_test(test_cr3),
+        cmocka_unit_test(test_cr4),
+        cmocka_unit_test(test_io_uart),
+        cmocka_unit_test(test_xsetbv),
+        cmocka_unit_test(test_invd),
+        cmocka_unit_test(test_unexpected_exit),
+        cmocka_unit_test(test_vmcall_cpl3),
+        cmocka_unit_test(test_selfcheck),
+        cmocka_unit_test(test_ept_violation_vmm),
+        cmocka_unit_test(test_preemption_timer),
+        cmocka_unit_test(test_triple_fault), /* last: the guest is stopped after it */
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
