@@ -95,12 +95,17 @@ static void set_cpu(void)
     fake_cpu.idt_limit = 0xfff;
 }
 
-/* the firmware's GDT, as UEFI has it: 64-bit code at 0x38, data at 0x30 */
+/* the firmware's GDT, as UEFI has it: 64-bit code at 0x38, data at 0x30; its page tables: the
+ * first GiB identity mapped by one 1-GiB page (guest RAM lies in it) */
 static void set_gdt(void)
 {
     uint64_t *gdt = (uint64_t *)(uintptr_t)(FAKE_RAM_BASE + 0x1000);
     gdt[0x30 >> 3] = 0x00cf93000000ffffull;
     gdt[0x38 >> 3] = 0x00af9b000000ffffull;
+    uint64_t *pml4 = (uint64_t *)(uintptr_t)(FAKE_RAM_BASE + 0x10000);
+    uint64_t *pdpt = (uint64_t *)(uintptr_t)(FAKE_RAM_BASE + 0x11000);
+    pml4[0] = (FAKE_RAM_BASE + 0x11000) | 3;
+    pdpt[0] = 0x83; /* 1 GiB page at 0: present, writable, PS */
 }
 
 static void set_handoff(struct ptv_handoff *h)
@@ -137,20 +142,32 @@ static void load_exit(const struct fake_exit *x)
     fake_vmcs_set(IDT_VECTORING_INFO_FIELD, x->idt_vec_info);
     fake_vmcs_set(IDT_VECTORING_ERROR_CODE, x->idt_vec_error);
     fake_vmcs_set(GUEST_PHYSICAL_ADDRESS, x->gpa);
+    if (x->set_intr)
+        fake_vmcs_set(GUEST_INTERRUPTIBILITY_INFO, x->intr);
 }
 
-static uint32_t injected;
+static uint32_t injected, injected_before;
 
 static void guest_step(void *ctx)
 {
     (void)ctx;
     /* the event this entry delivers, consumed as the CPU does */
-    injected = (uint32_t)fake_vmcs_get(VM_ENTRY_INTR_INFO_FIELD);
+    uint32_t info = (uint32_t)fake_vmcs_get(VM_ENTRY_INTR_INFO_FIELD);
     fake_vmcs_set(VM_ENTRY_INTR_INFO_FIELD, 0);
-    if (!pending)
+    if (!pending) {
+        injected = info;
         longjmp(loop_jmp, 2); /* the exit was handled and the guest entered again */
+    }
+    injected_before = info;
     load_exit(pending);
     pending = NULL;
+}
+
+uint32_t fake_take_injected_before(void)
+{
+    uint32_t i = injected_before;
+    injected_before = 0;
+    return i;
 }
 
 uint32_t fake_take_injected(void)
@@ -170,7 +187,7 @@ bool fake_run_exit(struct vcpu *v, const struct fake_exit *x)
 {
     pending = x;
     fake_guest = guest_step;
-    injected = 0;
+    injected = injected_before = 0;
     fake_halt_jmp = &loop_jmp;
     int r = setjmp(loop_jmp);
     if (r == 0)
@@ -198,8 +215,9 @@ struct vcpu *fake_vmm_boot(void)
     static struct caller_state cs;
     cs = (struct caller_state){
         .rflags = 0x202, .rip = FAKE_GUEST_RIP, .rsp = FAKE_RAM_BASE + 0x8000};
-    /* the guest's first exit: a CPUID, then back here */
-    static const struct fake_exit first = {.reason = EXIT_REASON_CPUID, .insn_len = 2};
+    /* the guest's first exit: the monitor trap flag the start-up's probe armed (this CPU
+     * delivers it: the software tracer steps with MTF), then back here */
+    static const struct fake_exit first = {.reason = EXIT_REASON_MONITOR_TRAP_FLAG};
     pending = &first;
     fake_guest = guest_step;
     fake_halt_jmp = &loop_jmp;

@@ -32,6 +32,8 @@ struct fake_exit {
     uint32_t insn_len;
     uint32_t intr_info, intr_error, idt_vec_info, idt_vec_error;
     uint64_t gpa;
+    bool set_intr; /* the guest's interruptibility changed while it ran: */
+    uint32_t intr; /* GUEST_INTERRUPTIBILITY_INFO at the exit */
 };
 /* run the guest to this exit, let vmx_loop handle it and enter again; true when it entered
  * again (false: the VMM halted, e.g. the guest was stopped) */
@@ -40,5 +42,7 @@ bool fake_run_exit(struct vcpu *v, const struct fake_exit *x);
 /* the event the last entry injected (VM_ENTRY_INTR_INFO_FIELD) and then clear it, as the CPU
  * does at the entry */
 uint32_t fake_take_injected(void);
+/* the same for the entry that ran into the scripted exit (an event owed before it) */
+uint32_t fake_take_injected_before(void);
 
 #endif

@@ -16,6 +16,7 @@
 #include "fakes/vmm_boot.h"
 #include "fakes/vmm_world.h"
 #include "base/vmm_state.h"
+#include "hw/percpu.h"
 #include "vmx/vmcs.h"
 #include "vmx/vmx_cpu.h"
 #include "ept/mtrr.h"
@@ -62,7 +63,8 @@ static void test_boot(void **state)
     assert_non_null(v);
     assert_true(v->launched);
     assert_true(fake_console_has("launching the caller as guest"));
-    assert_int_equal(fake_vmcs_get(GUEST_RIP), FAKE_GUEST_RIP + 2); /* the first CPUID */
+    assert_int_equal(fake_vmcs_get(GUEST_RIP), FAKE_GUEST_RIP);
+    assert_false(v->mtf_probe); /* the MTF probe saw its exit */
     assert_vmm_sound();
 }
 
@@ -343,6 +345,81 @@ static void test_preemption_timer(void **state)
     assert_vmm_sound();
 }
 
+/* the software tracer: TRACE_START over a few guest NOPs stepped by MTF exits, TRACE_STOP
+ * counts them and the ring holds packets */
+static void test_trace_window(void **state)
+{
+    uint8_t *code = (uint8_t *)(uintptr_t)0x10300000;
+    memset(code, 0x90, 64); /* NOPs */
+    set_rip(0x10300000 - 3);
+    cpl(0);
+    v->regs.gpr[GPR_RAX] = PTV_VMCALL_TRACE_START;
+    v->regs.gpr[GPR_RBX] = PTV_TRACE_F_KERNEL | PTV_TRACE_F_USER;
+    v->regs.gpr[GPR_R8] = 0;
+    assert_true(run(EXIT_REASON_VMCALL, 0, 3));
+    assert_int_equal(v->regs.gpr[GPR_RAX], PTV_VMCALL_OK);
+    assert_int_equal(v->regs.gpr[GPR_RBX], PTV_TRACE_SRC_SOFTWARE);
+    assert_true(v->trace_stepping);
+    assert_int_equal(rip(), 0x10300000);
+    for (unsigned i = 1; i <= 8; i++) { /* the CPU runs one NOP and exits (MTF) */
+        set_rip(0x10300000 + i);
+        assert_true(run(EXIT_REASON_MONITOR_TRAP_FLAG, 0, 0));
+        assert_int_equal(fake_take_injected(), 0);
+    }
+    v->regs.gpr[GPR_RAX] = PTV_VMCALL_TRACE_STOP;
+    assert_true(run(EXIT_REASON_VMCALL, 0, 3));
+    assert_int_equal(v->regs.gpr[GPR_RAX], PTV_VMCALL_OK);
+    fprintf(stderr, "trace: %lu bytes, %lu instructions, flags %#lx\n",
+            (unsigned long)v->regs.gpr[GPR_RBX], (unsigned long)v->regs.gpr[GPR_RCX],
+            (unsigned long)v->regs.gpr[GPR_RDX]);
+    assert_true(v->regs.gpr[GPR_RCX] >= 8); /* instructions stepped */
+    assert_true(v->regs.gpr[GPR_RBX] > 0);  /* bytes of packets */
+    assert_false(v->trace_stepping);
+    assert_vmm_sound();
+}
+
+/* a task switch while the guest runs 64-bit code: IA-32e mode has no task switching -> #UD */
+static void test_task_switch_64(void **state)
+{
+    set_rip(0x10200000);
+    assert_true(run(EXIT_REASON_TASK_SWITCH, 0x40 | 1u << 30 /* JMP */, 5));
+    assert_injected(UD_VECTOR, false);
+    assert_int_equal(rip(), 0x10200000);
+    assert_vmm_sound();
+}
+
+/* an NMI the VMM took in root for the guest: the next entry injects it when the guest can take
+ * one, else NMI-window exiting waits for the blocking to end */
+static void test_owed_nmi(void **state)
+{
+    set_rip(0x10200000);
+    v->regs.gpr[GPR_RAX] = 0;
+    fake_vmcs_set(GUEST_INTERRUPTIBILITY_INFO, 0);
+    percpu_area[0].nmi_owed = 1;
+    assert_true(run(EXIT_REASON_CPUID, 0, 2));
+    uint32_t info = fake_take_injected_before();
+    assert_int_equal(info, INTR_INFO_VALID | INTR_TYPE_NMI_INTR | NMI_VECTOR);
+    assert_int_equal(fake_take_injected(), 0);
+    assert_int_equal(percpu_area[0].nmi_owed, 0);
+    /* blocked by MOV SS: not injected, NMI-window exiting armed (an exit that resumes at the
+     * same RIP keeps the blocking; a skipped instruction would end it and inject at once); the
+     * window exit delivers it */
+    fake_vmcs_set(GUEST_INTERRUPTIBILITY_INFO, GUEST_INTR_STATE_MOV_SS);
+    percpu_area[0].nmi_owed = 1;
+    assert_true(run(EXIT_REASON_PREEMPTION_TIMER, 0, 0));
+    assert_int_equal(fake_take_injected_before(), 0);
+    assert_int_equal(fake_take_injected(), 0);
+    assert_true(v->nmi_window);
+    assert_true(fake_vmcs_get(CPU_BASED_VM_EXEC_CONTROL) & CPU_BASED_NMI_WINDOW_EXITING);
+    /* the blocking ends: the window exit */
+    assert_true(
+        fake_run_exit(v, &(struct fake_exit){.reason = EXIT_REASON_NMI_WINDOW, .set_intr = true}));
+    assert_int_equal(fake_take_injected_before(), 0);
+    assert_int_equal(fake_take_injected(), INTR_INFO_VALID | INTR_TYPE_NMI_INTR | NMI_VECTOR);
+    assert_false(v->nmi_window);
+    assert_vmm_sound();
+}
+
 /* a triple fault stops the guest: the crash report on the console, then the crash action
  * (halt: back to the test) */
 static void test_triple_fault(void **state)
@@ -378,6 +455,9 @@ int main(void)
         cmocka_unit_test(test_selfcheck),
         cmocka_unit_test(test_ept_violation_vmm),
         cmocka_unit_test(test_preemption_timer),
+        cmocka_unit_test(test_trace_window),
+        cmocka_unit_test(test_task_switch_64),
+        cmocka_unit_test(test_owed_nmi),
         cmocka_unit_test(test_triple_fault), /* last: the guest is stopped after it */
     };
     return cmocka_run_group_tests(tests, setup, NULL);
