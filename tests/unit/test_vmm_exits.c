@@ -20,6 +20,7 @@
 #include "vmx/vmcs.h"
 #include "vmx/vmx_cpu.h"
 #include "ept/mtrr.h"
+#include "ept/ept.h"
 #include <ptv/vmcall.h>
 
 static struct vcpu *v;
@@ -321,18 +322,98 @@ static void test_selfcheck(void **state)
     assert_vmm_sound();
 }
 
-/* a guest write to the VMM's memory: the EPT keeps it out (the violation is answered, the
- * canary stays) */
+/* a guest write to the VMM's memory: logged, counted, then the access lands on the sink page
+ * (the guest goes on, the canary stays); a fetch there is #GP */
 static void test_ept_violation_vmm(void **state)
 {
     set_rip(0x10200000);
-    uint64_t gpa = vmm_canary_pa;
-    struct fake_exit x = {
-        .reason = EXIT_REASON_EPT_VIOLATION, .qual = 2 /* write */, .insn_len = 3, .gpa = gpa};
-    fake_run_exit(v, &x);
-    assert_true(vmm_canary_intact());
-    assert_int_equal(fake_root_faults, 0);
-    assert_int_equal(fake_vmcs_fails, 0);
+    uint64_t blocked = v->ept_blocked, hpa = 0;
+    unsigned perms = 0;
+    assert_true(fake_run_exit(v, &(struct fake_exit){.reason = EXIT_REASON_EPT_VIOLATION,
+                                                     .qual = EPT_VIOLATION_ACC_WRITE,
+                                                     .insn_len = 3,
+                                                     .gpa = vmm_canary_pa + 8}));
+    assert_int_equal(v->ept_blocked, blocked + 1);
+    assert_int_equal(fake_take_injected(), 0);
+    assert_int_equal(rip(), 0x10200000); /* retried, on the sink */
+    assert_int_equal(ept_translate(v->ept, vmm_canary_pa, &hpa, &perms, NULL, NULL), 0);
+    assert_int_equal(hpa, vm.sink_pa);
+    assert_int_equal(perms & EPT_X, 0);
+    assert_true(fake_console_has("of VMM memory"));
+    /* a fetch from VMM memory */
+    assert_true(fake_run_exit(v, &(struct fake_exit){.reason = EXIT_REASON_EPT_VIOLATION,
+                                                     .qual = EPT_VIOLATION_ACC_INSTR,
+                                                     .gpa = FAKE_VMM_BASE + 0x10000}));
+    assert_injected(GP_VECTOR, true);
+    assert_int_equal(v->ept_blocked, blocked + 2);
+    assert_vmm_sound();
+}
+
+/* device memory the map does not name is mapped on demand; an address beyond the EPT's walk
+ * is #GP */
+static void test_ept_violation_guest(void **state)
+{
+    set_rip(0x10200000);
+    uint64_t hpa = 0;
+    unsigned perms = 0;
+    assert_true(fake_run_exit(v, &(struct fake_exit){.reason = EXIT_REASON_EPT_VIOLATION,
+                                                     .qual = EPT_VIOLATION_ACC_READ,
+                                                     .gpa = 0xfed00000}));
+    assert_int_equal(fake_take_injected(), 0);
+    assert_int_equal(ept_translate(v->ept, 0xfed00000, &hpa, &perms, NULL, NULL), 0);
+    assert_int_equal(hpa, 0xfed00000);
+    uint64_t unmappable = v->ept_unmappable;
+    assert_true(fake_run_exit(v, &(struct fake_exit){.reason = EXIT_REASON_EPT_VIOLATION,
+                                                     .qual = EPT_VIOLATION_ACC_READ,
+                                                     .gpa = 1ull << 50}));
+    assert_injected(GP_VECTOR, true);
+    assert_int_equal(v->ept_unmappable, unmappable + 1);
+    assert_vmm_sound();
+}
+
+/* an exception that exited is reflected exactly (a #PF with its CR2); an NMI that exited and
+ * was not the VMM's is owed to the guest and injected at the next entry */
+static void test_exception_nmi(void **state)
+{
+    set_rip(0x10200000);
+    uint32_t pf = INTR_INFO_VALID | INTR_TYPE_HARD_EXCEPTION | INTR_INFO_DELIVER_CODE | PF_VECTOR;
+    assert_true(fake_run_exit(v, &(struct fake_exit){.reason = EXIT_REASON_EXCEPTION_NMI,
+                                                     .qual = 0xdead000,
+                                                     .intr_info = pf,
+                                                     .intr_error = 6}));
+    assert_int_equal(fake_take_injected(), pf);
+    assert_int_equal(fake_vmcs_get(VM_ENTRY_EXCEPTION_ERROR_CODE), 6);
+    assert_int_equal(fake_cpu.cr2, 0xdead000);
+    assert_int_equal(rip(), 0x10200000);
+    unsigned long unblocks = fake_cpu.nmi_unblocks;
+    fake_vmcs_set(GUEST_INTERRUPTIBILITY_INFO, 0);
+    assert_true(fake_run_exit(
+        v, &(struct fake_exit){.reason = EXIT_REASON_EXCEPTION_NMI,
+                               .intr_info = INTR_INFO_VALID | INTR_TYPE_NMI_INTR | NMI_VECTOR}));
+    assert_int_equal(fake_cpu.nmi_unblocks, unblocks + 1);
+    assert_int_equal(fake_take_injected(), INTR_INFO_VALID | INTR_TYPE_NMI_INTR | NMI_VECTOR);
+    assert_int_equal(percpu_area[0].nmi_owed, 0);
+    assert_vmm_sound();
+}
+
+/* INIT on the BSP: the architectural reset state at the reset vector (SDM Vol. 3A 9.1.1); a
+ * SIPI outside wait-for-SIPI changes nothing */
+static void test_init_sipi(void **state)
+{
+    set_rip(0x10200000);
+    assert_true(run(EXIT_REASON_INIT_SIGNAL, 0, 0));
+    assert_int_equal(rip(), 0xfff0);
+    assert_int_equal(fake_vmcs_get(GUEST_CS_BASE), 0xffff0000);
+    assert_int_equal(fake_vmcs_get(GUEST_CS_SELECTOR), 0xf000);
+    assert_int_equal(fake_vmcs_get(CR0_READ_SHADOW), 0x10); /* ET; CD and NW kept (they were 0) */
+    assert_int_equal(fake_vmcs_get(GUEST_IA32_EFER), 0);
+    assert_int_equal(fake_vmcs_get(VM_ENTRY_CONTROLS) & VM_ENTRY_IA32E_MODE, 0);
+    assert_int_equal(v->regs.gpr[GPR_RDX] >> 8, 0x906); /* family/model */
+    assert_true(fake_console_has("the BSP restarts at the reset vector"));
+    assert_true(run(EXIT_REASON_SIPI_SIGNAL, 0x9a, 0));
+    assert_int_equal(rip(), 0xfff0);
+    assert_int_equal(fake_vmcs_get(GUEST_CS_BASE), 0xffff0000);
+    assert_vmm_sound();
 }
 
 /* the VMX-preemption timer with no dump going: nothing happens, the guest resumes */
@@ -435,6 +516,18 @@ static void test_triple_fault(void **state)
     assert_vmm_sound();
 }
 
+/* a failed VM entry (invalid guest state) stops the guest the same way */
+static void test_entry_failure(void **state)
+{
+    fake_console_clear();
+    unsigned long halts = fake_halts;
+    assert_false(run(VMX_EXIT_REASONS_FAILED_VMENTRY | EXIT_REASON_INVALID_STATE, 0, 0));
+    assert_int_equal(fake_halts, halts + 1);
+    assert_true(fake_console_has("VM entry failed"));
+    assert_true(fake_console_has("guest stopped"));
+    assert_vmm_sound();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -454,11 +547,15 @@ int main(void)
         cmocka_unit_test(test_vmcall_cpl3),
         cmocka_unit_test(test_selfcheck),
         cmocka_unit_test(test_ept_violation_vmm),
+        cmocka_unit_test(test_ept_violation_guest),
+        cmocka_unit_test(test_exception_nmi),
         cmocka_unit_test(test_preemption_timer),
         cmocka_unit_test(test_trace_window),
         cmocka_unit_test(test_task_switch_64),
         cmocka_unit_test(test_owed_nmi),
-        cmocka_unit_test(test_triple_fault), /* last: the guest is stopped after it */
+        cmocka_unit_test(test_init_sipi),    /* the guest restarts in real mode */
+        cmocka_unit_test(test_triple_fault), /* the guest is stopped after these */
+        cmocka_unit_test(test_entry_failure),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
