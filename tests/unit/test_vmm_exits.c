@@ -463,7 +463,7 @@ static void test_trace_window(void **state)
 static void test_task_switch_64(void **state)
 {
     set_rip(0x10200000);
-    assert_true(run(EXIT_REASON_TASK_SWITCH, 0x40 | 1u << 30 /* JMP */, 5));
+    assert_true(run(EXIT_REASON_TASK_SWITCH, 0x40 | 2u << 30 /* JMP */, 7));
     assert_injected(UD_VECTOR, false);
     assert_int_equal(rip(), 0x10200000);
     assert_vmm_sound();
@@ -501,6 +501,81 @@ static void test_owed_nmi(void **state)
     assert_vmm_sound();
 }
 
+static uint64_t tss_desc(uint32_t base, unsigned type)
+{
+    return 0x67 | (uint64_t)(base & 0xffffff) << 16 | (uint64_t)type << 40 | 1ull << 47 |
+           (uint64_t)(base >> 24) << 56;
+}
+
+/* a JMP to a 32-bit TSS in protected mode: the old task's state saved in its TSS, the new one
+ * loaded from its TSS, the busy bits moved (SDM Vol. 3A 7.3) */
+static void test_task_switch_32(void **state)
+{
+    uint64_t *gdt = (uint64_t *)(uintptr_t)0x10004000;
+    uint32_t old_tss = 0x10005000, new_tss = 0x10006000;
+    memset(gdt, 0, 0x58);
+    gdt[1] = 0x00cf9b000000ffffull;   /* 0x08: flat 32-bit code */
+    gdt[2] = 0x00cf93000000ffffull;   /* 0x10: flat data */
+    gdt[9] = tss_desc(old_tss, 0xb);  /* 0x48: the current task, busy */
+    gdt[10] = tss_desc(new_tss, 0x9); /* 0x50: available */
+    uint32_t *t = (uint32_t *)(uintptr_t)new_tss;
+    memset(t, 0, 0x68);
+    memset((void *)(uintptr_t)old_tss, 0, 0x68);
+    t[0x20 / 4] = 0x10201000; /* EIP */
+    t[0x24 / 4] = 0x2;        /* EFLAGS */
+    t[0x28 / 4] = 0x1234;     /* EAX */
+    t[0x38 / 4] = 0x10008000; /* ESP */
+    t[0x4c / 4] = 0x08;       /* CS */
+    t[0x48 / 4] = t[0x50 / 4] = t[0x54 / 4] = t[0x58 / 4] = t[0x5c / 4] = 0x10;
+    /* the guest: protected mode, no paging, 32-bit code */
+    fake_vmcs_set(CR0_READ_SHADOW, X86_CR0_PE | 0x10);
+    fake_vmcs_set(GUEST_CR0, (X86_CR0_PE | 0x10 | v->cr0_fixed0) & ~X86_CR0_PG);
+    fake_vmcs_set(CR4_READ_SHADOW, 0);
+    fake_vmcs_set(GUEST_CR4, X86_CR4_VMXE);
+    fake_vmcs_set(GUEST_IA32_EFER, 0);
+    fake_vmcs_set(VM_ENTRY_CONTROLS, fake_vmcs_get(VM_ENTRY_CONTROLS) & ~VM_ENTRY_IA32E_MODE);
+    fake_vmcs_set(GUEST_GDTR_BASE, 0x10004000);
+    fake_vmcs_set(GUEST_GDTR_LIMIT, 0x57);
+    fake_vmcs_set(GUEST_CS_SELECTOR, 0x08);
+    fake_vmcs_set(GUEST_CS_BASE, 0);
+    fake_vmcs_set(GUEST_CS_LIMIT, 0xffffffff);
+    fake_vmcs_set(GUEST_CS_AR_BYTES, 0xc09b);
+    static const uint32_t data_seg[][4] = {
+        {GUEST_SS_SELECTOR, GUEST_SS_LIMIT, GUEST_SS_AR_BYTES, GUEST_SS_BASE},
+        {GUEST_DS_SELECTOR, GUEST_DS_LIMIT, GUEST_DS_AR_BYTES, GUEST_DS_BASE},
+        {GUEST_ES_SELECTOR, GUEST_ES_LIMIT, GUEST_ES_AR_BYTES, GUEST_ES_BASE},
+        {GUEST_FS_SELECTOR, GUEST_FS_LIMIT, GUEST_FS_AR_BYTES, GUEST_FS_BASE},
+        {GUEST_GS_SELECTOR, GUEST_GS_LIMIT, GUEST_GS_AR_BYTES, GUEST_GS_BASE},
+    };
+    for (unsigned i = 0; i < 5; i++) {
+        fake_vmcs_set(data_seg[i][0], 0x10);
+        fake_vmcs_set(data_seg[i][1], 0xffffffff);
+        fake_vmcs_set(data_seg[i][2], 0xc093);
+        fake_vmcs_set(data_seg[i][3], 0);
+    }
+    fake_vmcs_set(GUEST_TR_SELECTOR, 0x48);
+    fake_vmcs_set(GUEST_TR_BASE, old_tss);
+    fake_vmcs_set(GUEST_TR_LIMIT, 0x67);
+    fake_vmcs_set(GUEST_TR_AR_BYTES, 0x8b);
+    fake_vmcs_set(GUEST_LDTR_AR_BYTES, 0x10000);
+    fake_vmcs_set(GUEST_RFLAGS, 0x2);
+    set_rip(0x10200000);
+    v->regs.gpr[GPR_RAX] = 0xaaaa;
+    assert_true(run(EXIT_REASON_TASK_SWITCH, 0x50 | 2u << 30 /* JMP */, 7));
+    assert_int_equal(fake_take_injected(), 0);
+    assert_int_equal(rip(), 0x10201000);
+    assert_int_equal(v->regs.gpr[GPR_RAX], 0x1234);
+    assert_int_equal(fake_vmcs_get(GUEST_RSP), 0x10008000);
+    assert_int_equal(fake_vmcs_get(GUEST_TR_SELECTOR), 0x50);
+    assert_int_equal(fake_vmcs_get(GUEST_TR_BASE), new_tss);
+    const uint32_t *o = (const uint32_t *)(uintptr_t)old_tss;
+    assert_int_equal(o[0x20 / 4], 0x10200007); /* the old task resumes after the JMP */
+    assert_int_equal(o[0x28 / 4], 0xaaaa);
+    assert_int_equal(gdt[9] >> 40 & 0xf, 0x9);  /* JMP: the old task no longer busy */
+    assert_int_equal(gdt[10] >> 40 & 0xf, 0xb); /* the new one busy */
+    assert_vmm_sound();
+}
+
 /* a triple fault stops the guest: the crash report on the console, then the crash action
  * (halt: back to the test) */
 static void test_triple_fault(void **state)
@@ -528,6 +603,23 @@ static void test_entry_failure(void **state)
     assert_vmm_sound();
 }
 
+/* a VMREAD that fails (no current VMCS) is a VMM bug: the panic names the field and the
+ * VM-instruction error, then the VMM halts */
+static void test_vmcs_failure_panics(void **state)
+{
+    fake_console_clear();
+    fake_vmcs_current = false;
+    unsigned long halts = fake_halts;
+    assert_false(run(EXIT_REASON_CPUID, 0, 2));
+    fake_vmcs_current = true;
+    assert_int_equal(fake_halts, halts + 1);
+    assert_true(fake_console_has("VMREAD VM_EXIT_REASON (0x4402) failed"));
+    assert_true(fake_console_has("VMM halted"));
+    assert_true(fake_vmcs_fails > 0);
+    fake_vmcs_fails = 0;
+    assert_true(vmm_canary_intact());
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -553,9 +645,11 @@ int main(void)
         cmocka_unit_test(test_trace_window),
         cmocka_unit_test(test_task_switch_64),
         cmocka_unit_test(test_owed_nmi),
-        cmocka_unit_test(test_init_sipi),    /* the guest restarts in real mode */
+        cmocka_unit_test(test_init_sipi), /* the guest restarts in real mode */
+        cmocka_unit_test(test_task_switch_32),
         cmocka_unit_test(test_triple_fault), /* the guest is stopped after these */
         cmocka_unit_test(test_entry_failure),
+        cmocka_unit_test(test_vmcs_failure_panics),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
