@@ -21,6 +21,7 @@
 #include "vmx/vmx_cpu.h"
 #include "ept/mtrr.h"
 #include "ept/ept.h"
+#include "base/log.h"
 #include <ptv/vmcall.h>
 
 static struct vcpu *v;
@@ -459,6 +460,69 @@ static void test_trace_window(void **state)
     assert_vmm_sound();
 }
 
+static uint64_t vmcall(uint64_t nr, uint64_t rbx, uint64_t rcx, uint64_t rdx)
+{
+    cpl(0);
+    v->regs.gpr[GPR_RAX] = nr;
+    v->regs.gpr[GPR_RBX] = rbx;
+    v->regs.gpr[GPR_RCX] = rcx;
+    v->regs.gpr[GPR_RDX] = rdx;
+    uint64_t r = rip();
+    assert_true(run(EXIT_REASON_VMCALL, 0, 3));
+    assert_int_equal(rip(), r + 3);
+    assert_int_equal(fake_take_injected(), 0);
+    return v->regs.gpr[GPR_RAX];
+}
+
+/* the statistics VMCALLs, and the trace ring of test_trace_window read into guest memory and
+ * dumped over the serial line */
+static void test_vmcall_stats_and_trace(void **state)
+{
+    set_rip(0x10200000);
+    assert_int_equal(vmcall(PTV_VMCALL_EXIT_STATS, EXIT_REASON_CPUID, 0, 0), PTV_VMCALL_OK);
+    assert_int_equal(v->regs.gpr[GPR_RBX], v->exits_total);
+    assert_int_equal(v->regs.gpr[GPR_RCX], v->exits_by_reason[EXIT_REASON_CPUID]);
+    assert_true(v->regs.gpr[GPR_RCX] >= 2);
+    assert_int_equal(vmcall(PTV_VMCALL_VMM_STATS, 0, 0, 0), PTV_VMCALL_OK);
+    assert_true(v->regs.gpr[GPR_RBX] > 0 && v->regs.gpr[GPR_RBX] < FAKE_POOL_SIZE / 4096);
+    assert_int_equal(v->regs.gpr[GPR_RDX], log_lines);
+    assert_int_equal(vmcall(PTV_VMCALL_SMP_STATS, 0, 0, 0), PTV_VMCALL_OK);
+    assert_int_equal(v->regs.gpr[GPR_RBX], 0); /* this CPU */
+    assert_int_equal(v->regs.gpr[GPR_RCX], 1); /* CPUs online */
+    assert_int_equal(v->regs.gpr[GPR_R10], v->exits_total);
+    assert_int_equal(vmcall(PTV_VMCALL_EPT_BLOCKED, 0, 0, 0), PTV_VMCALL_OK);
+    assert_int_equal(v->regs.gpr[GPR_RBX], v->ept_blocked);
+    assert_int_equal(vmcall(PTV_VMCALL_EPT_DROP, 0, 0, 0), PTV_VMCALL_OK);
+    assert_int_equal(vmcall(PTV_VMCALL_DMA_STATS, 0, 0, 0), PTV_VMCALL_OK);
+    assert_int_equal(v->regs.gpr[GPR_RBX], 0); /* no VT-d unit on this machine */
+    /* the ring: TRACE_STATUS, then TRACE_READ into guest RAM */
+    assert_int_equal(vmcall(PTV_VMCALL_TRACE_STATUS, 0, 0, 0), PTV_VMCALL_OK);
+    assert_true(v->regs.gpr[GPR_RBX] & PTV_TRACE_ST_SOFTWARE);
+    assert_false(v->regs.gpr[GPR_RBX] & PTV_TRACE_ST_ON);
+    uint64_t written = v->regs.gpr[GPR_RDX];
+    assert_true(written > 0);
+    uint8_t *buf = (uint8_t *)(uintptr_t)0x10400000;
+    memset(buf, 0xee, 4096);
+    assert_int_equal(vmcall(PTV_VMCALL_TRACE_READ, 0x10400000, 4096, 0), PTV_VMCALL_OK);
+    assert_int_equal(v->regs.gpr[GPR_RBX], written); /* bytes copied */
+    assert_int_equal(buf[0], 0x02);                  /* PSB: 02 82, eight times */
+    assert_int_equal(buf[1], 0x82);
+    assert_int_equal(buf[written], 0xee);
+    /* into the VMM's memory: refused, the canary stays */
+    assert_int_equal((int64_t)vmcall(PTV_VMCALL_TRACE_READ, vmm_canary_pa, 4096, 0),
+                     PTV_VMCALL_EINVAL);
+    assert_true(vmm_canary_intact());
+    /* TRACE_DUMP: the dump goes out in slices between guest runs, paced by the preemption
+     * timer */
+    fake_console_clear();
+    assert_int_equal(vmcall(PTV_VMCALL_TRACE_DUMP, 0, 0, 0), PTV_VMCALL_OK);
+    for (unsigned i = 0; i < 100000 && v->dumping; i++)
+        assert_true(run(EXIT_REASON_PREEMPTION_TIMER, 0, 0));
+    assert_false(v->dumping);
+    assert_true(fake_console_has("done:"));
+    assert_vmm_sound();
+}
+
 /* a task switch while the guest runs 64-bit code: IA-32e mode has no task switching -> #UD */
 static void test_task_switch_64(void **state)
 {
@@ -643,6 +707,7 @@ int main(void)
         cmocka_unit_test(test_exception_nmi),
         cmocka_unit_test(test_preemption_timer),
         cmocka_unit_test(test_trace_window),
+        cmocka_unit_test(test_vmcall_stats_and_trace),
         cmocka_unit_test(test_task_switch_64),
         cmocka_unit_test(test_owed_nmi),
         cmocka_unit_test(test_init_sipi), /* the guest restarts in real mode */
