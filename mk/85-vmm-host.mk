@@ -7,15 +7,19 @@
 VMM_FAKE_EXCLUDE := vmm/host/fixup.c vmm/lib/string.c
 VMM_FAKE_SRCS    := $(filter-out $(VMM_FAKE_EXCLUDE),$(sort $(shell find vmm -name '*.c'))) \
                     boot/config.c boot/fmt.c tests/fakes/vmm_world.c
-VMM_FAKE_CFLAGS  := -iquote tests/fakes/vmm -DPTV_VMM=1 -DPTV_HOST_FAKE=1 -fno-pie -no-pie
+VMM_FAKE_CFLAGS  := -iquote tests/fakes/vmm -DPTV_VMM=1 -fno-pie
+# linked without PIE: the image bounds the fake world gives the host page tables are absolute
+VMM_FAKE_LDLIBS  := -no-pie
 
 HOST_TESTS += test_vmm_exits
 test_vmm_exits_SRCS   := tests/unit/test_vmm_exits.c tests/fakes/vmm_boot.c $(VMM_FAKE_SRCS)
 test_vmm_exits_CFLAGS := $(VMM_FAKE_CFLAGS)
+test_vmm_exits_LDLIBS := $(VMM_FAKE_LDLIBS)
 
 FUZZERS += fuzz_vmm_exits
 fuzz_vmm_exits_SRCS   := tests/fuzz/fuzz_vmm_exits.c tests/fakes/vmm_boot.c $(VMM_FAKE_SRCS)
 fuzz_vmm_exits_CFLAGS := $(VMM_FAKE_CFLAGS)
+fuzz_vmm_exits_LDLIBS := $(VMM_FAKE_LDLIBS)
 
 # vmm/lib/string.c itself, its functions renamed so the host's libc keeps memcpy & co.
 HOST_TESTS += test_vmm_string

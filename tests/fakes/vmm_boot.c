@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 
 static struct vcpu *booted;
+void (*fake_boot_config)(struct ptv_config *cfg);
 
 static void set_cpu(void)
 {
@@ -37,7 +38,7 @@ static void set_cpu(void)
     fake_msr_set(MSR_IA32_VMX_CR4_FIXED1, c->cr4_fixed1);
     fake_msr_set(MSR_IA32_FEAT_CTL, FEAT_CTL_LOCKED | FEAT_CTL_VMX_OUTSIDE_SMX);
     fake_msr_gp_on_write(MSR_IA32_FEAT_CTL, true); /* locked */
-    fake_msr_set(MSR_IA32_APICBASE, 0xfee00000ull | 1u << 11 | 1u << 10 | 1u << 8);
+    fake_msr_set(MSR_IA32_APICBASE, FAKE_APIC_BASE | 1u << 11 | 1u << 10 | 1u << 8);
     fake_msr_set(MSR_EFER, EFER_LME | EFER_LMA | 1u << 11 | 1u); /* + NXE, SCE */
     fake_msr_set(MSR_FS_BASE, 0);
     fake_msr_set(MSR_GS_BASE, 0);
@@ -126,6 +127,8 @@ static void set_handoff(struct ptv_handoff *h)
     h->cfg.serial_port = 0x3f8;
     h->cfg.pool_size = FAKE_POOL_SIZE;
     h->cfg.log_level = PTV_LOG_DEBUG;
+    if (fake_boot_config)
+        fake_boot_config(&h->cfg);
 }
 
 /* the scripted guest: the exit fake_run_exit() loads, then a halt back to the test */
@@ -204,7 +207,9 @@ struct vcpu *fake_vmm_boot(void)
     void *mem =
         mmap((void *)(uintptr_t)FAKE_RAM_BASE, FAKE_RAM_SIZE + FAKE_VMM_SIZE + FAKE_POOL_SIZE,
              PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-    if (mem != (void *)(uintptr_t)FAKE_RAM_BASE) {
+    void *apic = mmap((void *)(uintptr_t)FAKE_APIC_BASE, 4096, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (mem != (void *)(uintptr_t)FAKE_RAM_BASE || apic != (void *)(uintptr_t)FAKE_APIC_BASE) {
         perror("fake_vmm_boot: mmap of the fake physical memory");
         return NULL;
     }

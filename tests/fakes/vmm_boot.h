@@ -21,6 +21,13 @@
 #define FAKE_POOL_BASE (FAKE_VMM_BASE + FAKE_VMM_SIZE)
 #define FAKE_POOL_SIZE (24ull << 20)
 #define FAKE_GUEST_RIP 0x10100000ull
+/* the local APIC's xAPIC page (in a hole of the memory map, as on a PC; not at 0xfee00000,
+ * where the sanitizers' shadow gap lies) */
+#define FAKE_APIC_BASE 0x0fff0000ull
+
+/* the configuration the loader hands over: its defaults (boot/config.c), then this hook */
+struct ptv_config;
+extern void (*fake_boot_config)(struct ptv_config *cfg);
 
 /* boot once per process; the vCPU of CPU 0, or NULL (the reason on stderr) */
 struct vcpu *fake_vmm_boot(void);
