@@ -16,6 +16,12 @@ test_vmm_exits_SRCS   := tests/unit/test_vmm_exits.c tests/fakes/vmm_boot.c $(VM
 test_vmm_exits_CFLAGS := $(VMM_FAKE_CFLAGS)
 test_vmm_exits_LDLIBS := $(VMM_FAKE_LDLIBS)
 
+# the software tracer stepping with the trap flag: a boot of its own (one per process)
+HOST_TESTS += test_vmm_trace_tf
+test_vmm_trace_tf_SRCS   := tests/unit/test_vmm_trace_tf.c tests/fakes/vmm_boot.c $(VMM_FAKE_SRCS)
+test_vmm_trace_tf_CFLAGS := $(VMM_FAKE_CFLAGS)
+test_vmm_trace_tf_LDLIBS := $(VMM_FAKE_LDLIBS)
+
 FUZZERS += fuzz_vmm_exits
 fuzz_vmm_exits_SRCS   := tests/fuzz/fuzz_vmm_exits.c tests/fakes/vmm_boot.c $(VMM_FAKE_SRCS)
 fuzz_vmm_exits_CFLAGS := $(VMM_FAKE_CFLAGS)

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <ucontext.h>
+#include <sanitizer/common_interface_defs.h>
 
 static struct vcpu *booted;
 void (*fake_boot_config)(struct ptv_config *cfg);
@@ -131,9 +133,59 @@ static void set_handoff(struct ptv_handoff *h)
         fake_boot_config(&h->cfg);
 }
 
-/* the scripted guest: the exit fake_run_exit() loads, then a halt back to the test */
+/*
+ * The VMM runs as a coroutine on a stack of its own (ucontext): at every VM entry (vmx_enter ->
+ * guest_step) it hands the CPU to the test, which scripts the guest's next exit and hands it
+ * back; vmx_enter then returns that exit.  So each entry happens once, with the state the VMM
+ * left for it, as on the CPU.  A halt (halt_forever) leaves the VMM's context for good; the next
+ * exit starts the exit loop again on this vCPU (vmx_loop, as if the CPU were resumed).
+ */
+static ucontext_t test_ctx, vmm_ctx;
+static void *vmm_stack;
+#define VMM_STACK_SIZE (1u << 20)
+static bool vmm_alive;
+static struct vcpu *loop_vcpu;
+static struct ptv_handoff *boot_h;
+static struct caller_state boot_cs;
+static int boot_status = -1;
 static const struct fake_exit *pending;
-static jmp_buf loop_jmp;
+static uint32_t injected, injected_before;
+
+/* the sanitizer follows the switches between the two stacks (else it takes the VMM's stack for
+ * a corrupt one of the test's) */
+static void *test_fake_stack, *vmm_fake_stack;
+static const void *test_stack_bottom;
+static size_t test_stack_size;
+
+static void to_vmm(void)
+{
+    __sanitizer_start_switch_fiber(&test_fake_stack, vmm_stack, VMM_STACK_SIZE);
+    swapcontext(&test_ctx, &vmm_ctx);
+    __sanitizer_finish_switch_fiber(test_fake_stack, NULL, NULL);
+}
+
+/* from the VMM's stack to the test's; returns when the test hands the CPU back (never when
+ * the VMM is done) */
+static void to_test(bool done)
+{
+    __sanitizer_start_switch_fiber(done ? NULL : &vmm_fake_stack, test_stack_bottom,
+                                   test_stack_size);
+    swapcontext(&vmm_ctx, &test_ctx);
+    __sanitizer_finish_switch_fiber(vmm_fake_stack, &test_stack_bottom, &test_stack_size);
+}
+
+static void leave_vmm(void)
+{
+    vmm_alive = false;
+    to_test(true);
+    abort();
+}
+
+/* the VMM's halt: its context is left where it is */
+static void halt_hook(void)
+{
+    leave_vmm();
+}
 
 static void load_exit(const struct fake_exit *x)
 {
@@ -149,21 +201,19 @@ static void load_exit(const struct fake_exit *x)
         fake_vmcs_set(GUEST_INTERRUPTIBILITY_INFO, x->intr);
 }
 
-static uint32_t injected, injected_before;
-
+/* vmx_enter: the guest runs (the test's turn) until its next exit */
 static void guest_step(void *ctx)
 {
     (void)ctx;
     /* the event this entry delivers, consumed as the CPU does */
-    uint32_t info = (uint32_t)fake_vmcs_get(VM_ENTRY_INTR_INFO_FIELD);
+    injected = (uint32_t)fake_vmcs_get(VM_ENTRY_INTR_INFO_FIELD);
     fake_vmcs_set(VM_ENTRY_INTR_INFO_FIELD, 0);
-    if (!pending) {
-        injected = info;
-        longjmp(loop_jmp, 2); /* the exit was handled and the guest entered again */
-    }
-    injected_before = info;
-    load_exit(pending);
+    to_test(false);
+    struct fake_exit x = *pending;
     pending = NULL;
+    if (x.at_entry)
+        x.at_entry(&x);
+    load_exit(&x);
 }
 
 uint32_t fake_take_injected_before(void)
@@ -186,17 +236,49 @@ static void first_exit(struct vcpu *v, const struct vmexit *e)
     (void)e;
 }
 
+static void vmm_boot_main(void)
+{
+    __sanitizer_finish_switch_fiber(NULL, &test_stack_bottom, &test_stack_size);
+    boot_status = vmm_main(boot_h, &boot_cs, 0);
+    leave_vmm();
+}
+
+static void vmm_loop_main(void)
+{
+    __sanitizer_finish_switch_fiber(NULL, &test_stack_bottom, &test_stack_size);
+    vmx_loop(loop_vcpu, first_exit);
+    leave_vmm();
+}
+
+/* run fn as the VMM up to its first VM entry */
+static void vmm_start(void (*fn)(void))
+{
+    if (!vmm_stack && !(vmm_stack = malloc(VMM_STACK_SIZE)))
+        abort();
+    getcontext(&vmm_ctx);
+    vmm_ctx.uc_stack.ss_sp = vmm_stack;
+    vmm_ctx.uc_stack.ss_size = VMM_STACK_SIZE;
+    vmm_ctx.uc_link = NULL;
+    makecontext(&vmm_ctx, fn, 0);
+    vmm_alive = true;
+    fake_guest = guest_step;
+    fake_halt_hook = halt_hook;
+    to_vmm();
+}
+
 bool fake_run_exit(struct vcpu *v, const struct fake_exit *x)
 {
+    if (!vmm_alive) {
+        loop_vcpu = v;
+        vmm_start(vmm_loop_main);
+        if (!vmm_alive)
+            return false;
+    }
     pending = x;
-    fake_guest = guest_step;
-    injected = injected_before = 0;
-    fake_halt_jmp = &loop_jmp;
-    int r = setjmp(loop_jmp);
-    if (r == 0)
-        vmx_loop(v, first_exit);
-    fake_halt_jmp = NULL;
-    return r == 2;
+    injected_before = injected;
+    injected = 0;
+    to_vmm();
+    return vmm_alive;
 }
 
 struct vcpu *fake_vmm_boot(void)
@@ -217,24 +299,17 @@ struct vcpu *fake_vmm_boot(void)
     set_gdt();
     struct ptv_handoff *h = (struct ptv_handoff *)(uintptr_t)FAKE_VMM_BASE;
     set_handoff(h);
-    static struct caller_state cs;
-    cs = (struct caller_state){
+    boot_h = h;
+    boot_cs = (struct caller_state){
         .rflags = 0x202, .rip = FAKE_GUEST_RIP, .rsp = FAKE_RAM_BASE + 0x8000};
+    vmm_start(vmm_boot_main);
     /* the guest's first exit: the monitor trap flag the start-up's probe armed (this CPU
-     * delivers it: the software tracer steps with MTF), then back here */
+     * delivers it: the software tracer steps with MTF) */
     static const struct fake_exit first = {.reason = EXIT_REASON_MONITOR_TRAP_FLAG};
-    pending = &first;
-    fake_guest = guest_step;
-    fake_halt_jmp = &loop_jmp;
-    int st = -1;
-    int r = setjmp(loop_jmp);
-    if (r == 0)
-        st = vmm_main(h, &cs, 0);
-    fake_halt_jmp = NULL;
-    if (r != 2) {
+    if (!vmm_alive || !fake_run_exit(percpu_area[0].vcpu, &first)) {
         fake_console[fake_console_len] = 0;
-        fprintf(stderr, "fake_vmm_boot: the VMM did not launch (status %d); console:\n%s\n", st,
-                fake_console);
+        fprintf(stderr, "fake_vmm_boot: the VMM did not launch (status %d); console:\n%s\n",
+                boot_status, fake_console);
         return NULL;
     }
     booted = percpu_area[0].vcpu;

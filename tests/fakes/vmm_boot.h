@@ -39,17 +39,20 @@ struct fake_exit {
     uint32_t insn_len;
     uint32_t intr_info, intr_error, idt_vec_info, idt_vec_error;
     uint64_t gpa;
+    /* the guest as the CPU runs it: called at the VM entry, with the state the VMM entered
+     * with, it may set the exit and guest state (NULL: the fields above, as they are) */
+    void (*at_entry)(struct fake_exit *x);
     bool set_intr; /* the guest's interruptibility changed while it ran: */
     uint32_t intr; /* GUEST_INTERRUPTIBILITY_INFO at the exit */
 };
-/* run the guest to this exit, let vmx_loop handle it and enter again; true when it entered
- * again (false: the VMM halted, e.g. the guest was stopped) */
+/* the guest runs into this exit; vmx_loop handles it and enters again: true (false: the VMM
+ * halted, e.g. the guest was stopped; the next exit restarts vmx_loop on this vCPU).  The VMM
+ * runs on a stack of its own, the test's turn is each VM entry (vmm_boot.c). */
 bool fake_run_exit(struct vcpu *v, const struct fake_exit *x);
 
-/* the event the last entry injected (VM_ENTRY_INTR_INFO_FIELD) and then clear it, as the CPU
- * does at the entry */
+/* the event the entry after the exit injects (VM_ENTRY_INTR_INFO_FIELD; the CPU consumes it) */
 uint32_t fake_take_injected(void);
-/* the same for the entry that ran into the scripted exit (an event owed before it) */
+/* the event of the entry that ran into the exit (the previous fake_run_exit's) */
 uint32_t fake_take_injected_before(void);
 
 #endif

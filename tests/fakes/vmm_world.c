@@ -296,14 +296,14 @@ bool fake_console_has(const char *needle)
 }
 
 /* ---- halt ---- */
-jmp_buf *fake_halt_jmp;
+void (*fake_halt_hook)(void);
 unsigned long fake_halts;
 
 void fake_halt(void)
 {
     fake_halts++;
-    if (fake_halt_jmp)
-        longjmp(*fake_halt_jmp, 1);
+    if (fake_halt_hook)
+        fake_halt_hook();
     fake_console[fake_console_len] = 0;
     fprintf(stderr, "the VMM halted outside a test's expectation; console:\n%s\n", fake_console);
     abort();
@@ -402,7 +402,7 @@ void fake_world_reset(void)
     fake_root_faults = 0;
     memset(&fake_cpu, 0, sizeof(fake_cpu));
     fake_console_clear();
-    fake_halt_jmp = NULL;
+    fake_halt_hook = NULL;
     fake_halts = 0;
     fake_guest = NULL;
     fake_entries = 0;

@@ -10,7 +10,6 @@
 #ifndef PTV_TESTS_VMM_WORLD_H
 #define PTV_TESTS_VMM_WORLD_H
 
-#include <setjmp.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -73,9 +72,9 @@ void fake_console_clear(void);
 bool fake_console_has(const char *needle);
 
 /* ---- halt ---- */
-/* halt_forever() in the VMM: the test's halt_jmp if armed (then fake_halted is set), else the
- * test process stops with a message */
-extern jmp_buf *fake_halt_jmp;
+/* halt_forever() in the VMM: counted, then the hook (which must not return: vmm_boot.c leaves
+ * the VMM's context for the test's), else the test process stops with the console */
+extern void (*fake_halt_hook)(void);
 extern unsigned long fake_halts;
 __attribute__((noreturn)) void fake_halt(void);
 
