@@ -65,6 +65,15 @@ PTT_EXACT_CFLAGS  := $(TRACEE_CFLAGS) -static -nostdlib -no-pie -fno-pie -fno-st
 # --- programs of the Linux guest image (ptv-probe, ptvisor-ctl): static, stripped
 GUEST_CFLAGS := -std=gnu11 -O2 -static -s $(WARN) -Iinclude
 
+# --- host tests and fuzzers of the VMM's own sources on a fake machine (mk/85-vmm-host.mk): added
+# to HOST_CFLAGS / FUZZ_CFLAGS.  The VMM's code paths (-DPTV_VMM=1); tests/fakes/vmm/'s stand-ins
+# for the instruction headers found ahead of vmm/'s (-iquote is searched before -I for "..."
+# includes); no PIE, since the fake machine's image bounds are absolute symbols
+VMM_FAKE_CFLAGS  := -iquote tests/fakes/vmm -DPTV_VMM=1 -fno-pie
+VMM_FAKE_LDLIBS  := -no-pie
+# vmm/lib/string.c on the host: the VMM's declarations, not libc's, and no builtins for them
+VMM_LIBC_CFLAGS  := -UPTV_HOST -fno-builtin
+
 # --- libFuzzer
 FUZZ_CC      ?= clang
 FUZZ_CFLAGS  := -std=gnu11 -O1 -g -fsanitize=fuzzer,address,undefined \

@@ -4,7 +4,7 @@
  * tests/fakes/vmm_world.c: the VMM's real sources booted with that configuration, a TRACE_START
  * window over guest NOPs run by single-step #DB exits and by blocks (the tracer's breakpoint in
  * DR0), TRACE_STOP.  One boot per process, hence a binary
- * of its own beside test_vmm_exits (which steps with MTF).
+ * of its own beside test_vcpu_exits (which steps with MTF).
  */
 #include <stdarg.h>
 #include <stddef.h>
