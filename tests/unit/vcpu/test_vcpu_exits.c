@@ -246,6 +246,12 @@ static void test_io_uart(void **state)
     assert_true(run(EXIT_REASON_IO_INSTRUCTION, IO_QUAL(0x3f8, 1, false) | 16, 2));
     assert_injected(GP_VECTOR, true);
     assert_int_equal(rip(), r);
+    /* a size the CPU never reports (qualification bits 2:0 = 7: 8 bytes) is refused, RAX kept */
+    v->regs.gpr[GPR_RAX] = 0x1122334455667788ull;
+    assert_true(run(EXIT_REASON_IO_INSTRUCTION, (IO_QUAL(0x3f8, 1, true) & ~7ull) | 7, 1));
+    assert_injected(GP_VECTOR, true);
+    assert_int_equal(rip(), r);
+    assert_int_equal(v->regs.gpr[GPR_RAX], 0x1122334455667788ull);
     assert_vmm_sound();
 }
 

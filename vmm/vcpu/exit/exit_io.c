@@ -91,6 +91,13 @@ enum exit_action handle_io_instruction(struct vcpu *v, const struct vmexit *e)
         vcpu_inject_gp(v);
         return EXIT_INJECT;
     }
+    if (size != 1 && size != 2 && size != 4) {
+        /* the CPU reports 1, 2 or 4 bytes (SDM Vol. 3C Table 28-5); anything else would shift
+         * RAX by 32 or more below: refused, never trusted */
+        pr_warn_rl("io", "I/O exit at RIP %#lx with size %u: #GP", e->rip, size);
+        vcpu_inject_gp(v);
+        return EXIT_INJECT;
+    }
     uint64_t *rax = &v->regs.gpr[GPR_RAX];
     uint32_t out = (uint32_t)*rax, got = 0;
     bool touched = false; /* a byte went to or came from the UART */
