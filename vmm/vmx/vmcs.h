@@ -14,6 +14,7 @@
 
 #ifdef PTV_VMM
 #include "vmx/vmcs_insn.h"
+#include "vmx/vmx_insn.h" /* __vmread / __vmwrite: the raw forms */
 
 #define vmcs_read16(f)                                                                             \
     ({                                                                                             \

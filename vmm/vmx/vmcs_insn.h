@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * VMREAD and VMWRITE themselves: the only VMCS access that touches hardware.  Host tests put
- * their stand-in for this header ahead of it on the include path (a VMCS backed by an array);
- * vmcs.h builds the width-checked accessors on top of whichever is in use.
+ * The checked VMREAD and VMWRITE every field access goes through (a VMfail is the VMM's panic,
+ * vmcs_fail.h).  Host tests put their stand-in for this header ahead of it on the include path
+ * (a VMCS backed by an array); vmcs.h builds the width-checked accessors on top of whichever is
+ * in use.  The raw instructions that return VMfail are in vmx_insn.h.
  */
 #ifndef PTV_VMX_VMCS_INSN_H
 #define PTV_VMX_VMCS_INSN_H
@@ -10,27 +11,6 @@
 #include <stdint.h>
 #include <stdbool.h>
 #include "vmx/vmcs_fail.h"
-
-/* raw instructions: return 0 on success, -1 on VMfail (see vmx_insn_error()).
- * Inline: they sit on the exit path, which every VM exit pays for. */
-static inline __attribute__((warn_unused_result)) int __vmread(uint32_t field, uint64_t *val)
-{
-    uint8_t fail;
-    uint64_t v = 0;
-    asm volatile("vmread %2, %1; setna %0" : "=r"(fail), "=rm"(v) : "r"((uint64_t)field) : "cc");
-    *val = v;
-    return fail ? -1 : 0;
-}
-
-static inline __attribute__((warn_unused_result)) int __vmwrite(uint32_t field, uint64_t val)
-{
-    uint8_t fail;
-    asm volatile("vmwrite %2, %1; setna %0"
-                 : "=r"(fail)
-                 : "r"((uint64_t)field), "rm"(val)
-                 : "cc", "memory");
-    return fail ? -1 : 0;
-}
 
 /* VMREAD / VMWRITE and a branch on VMfail (CF or ZF): three instructions where __vmread's
  * flag byte and test took five, on the exit path's every field */

@@ -29,7 +29,7 @@ const char *vmcs_field_name(uint32_t encoding)
 }
 
 #ifdef PTV_VMM
-#include "vmx/vmcs_insn.h"
+#include "vmx/vmx_insn.h"
 
 uint32_t vmx_insn_error(void)
 {

@@ -52,4 +52,25 @@ static inline bool __invvpid(uint64_t type, const struct invvpid_desc *d)
     return fail;
 }
 
+/* raw instructions: return 0 on success, -1 on VMfail (see vmx_insn_error()).
+ * Inline: they sit on the exit path, which every VM exit pays for. */
+static inline __attribute__((warn_unused_result)) int __vmread(uint32_t field, uint64_t *val)
+{
+    uint8_t fail;
+    uint64_t v = 0;
+    asm volatile("vmread %2, %1; setna %0" : "=r"(fail), "=rm"(v) : "r"((uint64_t)field) : "cc");
+    *val = v;
+    return fail ? -1 : 0;
+}
+
+static inline __attribute__((warn_unused_result)) int __vmwrite(uint32_t field, uint64_t val)
+{
+    uint8_t fail;
+    asm volatile("vmwrite %2, %1; setna %0"
+                 : "=r"(fail)
+                 : "r"((uint64_t)field), "rm"(val)
+                 : "cc", "memory");
+    return fail ? -1 : 0;
+}
+
 #endif

@@ -12,15 +12,6 @@
 #include "vmx/vmcs_fail.h"
 #include "fakes/vmm_world.h"
 
-static inline __attribute__((warn_unused_result)) int __vmread(uint32_t field, uint64_t *val)
-{
-    return fake_vmread(field, val) ? 0 : -1;
-}
-
-static inline __attribute__((warn_unused_result)) int __vmwrite(uint32_t field, uint64_t val)
-{
-    return fake_vmwrite(field, val) ? 0 : -1;
-}
 
 static inline uint64_t vmcs_read_checked(uint32_t field)
 {

@@ -39,4 +39,14 @@ static inline bool __invvpid(uint64_t type, const struct invvpid_desc *d)
     return false;
 }
 
+static inline __attribute__((warn_unused_result)) int __vmread(uint32_t field, uint64_t *val)
+{
+    return fake_vmread(field, val) ? 0 : -1;
+}
+
+static inline __attribute__((warn_unused_result)) int __vmwrite(uint32_t field, uint64_t val)
+{
+    return fake_vmwrite(field, val) ? 0 : -1;
+}
+
 #endif
