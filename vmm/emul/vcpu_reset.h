@@ -33,7 +33,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include "hw/vmx.h"         /* GUEST_ACTIVITY_* */
+#include "hw/vmx.h"           /* GUEST_ACTIVITY_* */
 #include "emul/guest_check.h" /* struct vmx_seg */
 
 struct vreset_state {

@@ -35,7 +35,7 @@
 
 #include "ptv/frame.h"
 
-#define FRAME_BLOCK       4096         /* raw bytes the encoder takes per block */
+#define FRAME_BLOCK 4096 /* raw bytes the encoder takes per block */
 
 /* what a dump section says about itself: one CPU's trace and what belongs to it */
 struct frame_begin {

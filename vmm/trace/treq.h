@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The trace VMCALLs' rules (include/ptv/vmcall.h), pure: compiled into vmm.elf
- * (vmm/trace/shim/trace_vmx.c, exit_vmcall.c) and into test_swpt, test_treq and fuzz_swpt, which give
- * them every flag combination.
+ * (vmm/trace/shim/trace_vmx.c, exit_vmcall.c) and into test_swpt, test_treq and fuzz_swpt, which
+ * give them every flag combination.
  *  - A TRACE_START request as the software tracer's configuration: the call's filter flags and
  *    registers over the configured defaults (ptvisor.cfg's pt_filter, pt_cr3, pt_range,
  *    psb_period).

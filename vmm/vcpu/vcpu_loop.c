@@ -50,12 +50,6 @@ static bool have_nmi_window(void)
            (vmx_ctls.pin & PIN_BASED_VIRTUAL_NMIS);
 }
 
-/* the CPU offers the monitor trap flag (the fallback for an owed NMI) */
-static bool have_mtf(void)
-{
-    return vmx_caps.proc >> 32 & CPU_BASED_MONITOR_TRAP_FLAG;
-}
-
 static void deliver_owed_nmi(struct vcpu *v)
 {
     bool window = have_nmi_window();
@@ -71,11 +65,11 @@ static void deliver_owed_nmi(struct vcpu *v)
     case NMI_WAIT:
         if (window)
             vcpu_nmi_window(v, true);
-        else if (have_mtf())
+        else if (vmx_have_mtf())
             set_mtf(v, true);
         break;
     case NMI_WAIT_STEP:
-        if (have_mtf())
+        if (vmx_have_mtf())
             set_mtf(v, true);
         else if (window)
             vcpu_nmi_window(v, true);
@@ -297,7 +291,7 @@ static void skip_instruction(const struct vmexit *e)
     struct retire_state s = {
         .rip = e->rip,
         .rflags = rflags,
-        .debugctl = (rflags & RFLAGS_TF) ? lbr_vmx_guest_debugctl() : 0,
+        .debugctl = (rflags & RFLAGS_TF) ? vmx_guest_debugctl() : 0,
         .intr = intr,
     };
     insn_retire(&s, e->insn_len, code64);

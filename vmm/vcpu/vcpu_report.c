@@ -2,8 +2,8 @@
 /*
  * Crash reports: the guest registers, the VMCS by field name, the ring of recent exits, the
  * exit statistics and the guest's LBR stack, written as text into a buffer, so the same report goes
- * to the console (plain lines) and into the serial dump's crash stream (trace/shim/trace_dump.c), where
- * `ptvisor-trace extract` finds it as crash.txt.
+ * to the console (plain lines) and into the serial dump's crash stream (trace/shim/trace_dump.c),
+ * where `ptvisor-trace extract` finds it as crash.txt.
  */
 #include "vmx/vmx_cpu.h"
 #include "vmx/vmcs.h"

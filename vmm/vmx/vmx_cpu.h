@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdbool.h>
 #include "vmx/vcpu.h"
+#include "hw/vmx.h"
 
 /* VMX capabilities read once at start-up */
 struct vmx_caps {
@@ -29,6 +30,11 @@ void vmx_off(void);
 /* the guest's IA32_DEBUGCTL in effect while it runs: the VMCS field, or 0 where the VMM keeps the
  * guest's value as a copy (no save + load debug controls) */
 uint64_t vmx_guest_debugctl(void);
+/* the CPU offers the monitor trap flag (the owed NMI's fallback, the tracer's MTF steps) */
+static inline bool vmx_have_mtf(void)
+{
+    return vmx_caps.proc >> 32 & CPU_BASED_MONITOR_TRAP_FLAG;
+}
 int vmcs_setup(struct vcpu *v, const void *caller_state) __attribute__((warn_unused_result));
 int vmx_msr_bitmap_setup(struct vcpu *v) __attribute__((warn_unused_result));
 /* the guest's APIC base and MTRR copy, from the real MSRs (exit_msr.c) */

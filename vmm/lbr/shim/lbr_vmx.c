@@ -182,11 +182,6 @@ bool lbr_vmx_root_check(bool *holds)
     return lbr_root_check(&lbr_dec, &r, holds);
 }
 
-uint64_t lbr_vmx_guest_debugctl(void)
-{
-    return vmx_guest_debugctl(); /* lbr_dec.debugctl_virtual decides from the same controls */
-}
-
 static bool crash_rdmsr(void *ctx, uint32_t msr, uint64_t *val)
 {
     (void)ctx;

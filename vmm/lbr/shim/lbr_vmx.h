@@ -37,10 +37,6 @@ bool lbr_vmx_intercepts(uint32_t msr);
  * result of a read is in the guest's RDX:RAX, a refusal is a queued #GP). */
 int lbr_vmx_msr(struct vcpu *v, uint32_t msr, bool write, uint64_t val);
 
-/* IA32_DEBUGCTL in effect for the guest, read after an exit (GUEST_IA32_DEBUGCTL as "save
- * debug controls" stored it); 0 where the VMM keeps a copy that is not in effect. */
-uint64_t lbr_vmx_guest_debugctl(void);
-
 /* PTV_SELFCHECK_DEBUGCTL, in root: false if nothing could be read, else *holds = no LBR, BTS
  * or BTF in root (IA32_DEBUGCTL 0 and, where the CPU has arch LBR, IA32_LBR_CTL 0). */
 bool lbr_vmx_root_check(bool *holds);

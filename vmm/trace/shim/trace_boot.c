@@ -10,6 +10,7 @@
 #include "vmx/vcpu.h"
 #include "vmx/vmcs.h"
 #include "hw/vmx.h"
+#include "vmx/vmx_cpu.h"
 #include "base/log.h"
 #include "base/vmm_state.h"
 #include "trace/treq.h"
@@ -55,7 +56,7 @@ void trace_vmx_boot(struct vcpu *v)
 
 void trace_vmx_probe_start(struct vcpu *v)
 {
-    if (vmm_cfg->trace_sw != PTV_SW_TRACE_AUTO || !trace_have_mtf()) {
+    if (vmm_cfg->trace_sw != PTV_SW_TRACE_AUTO || !vmx_have_mtf()) {
         if (vmm_cfg->trace_sw == PTV_SW_TRACE_AUTO) {
             trace_mtf_delivered = 0; /* no MTF at all: the trap flag is the only way */
             pr_info("trace", "this CPU has no monitor trap flag: the software tracer steps with "

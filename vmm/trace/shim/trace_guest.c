@@ -79,18 +79,13 @@ bool trace_vmx_code_read(struct vcpu *v, uint64_t cr3, uint64_t va, void *buf, u
  * (-1: not measured, 0: it does not, 1: it does) */
 int trace_mtf_delivered = -1;
 
-bool trace_have_mtf(void)
-{
-    return vmx_caps.proc >> 32 & CPU_BASED_MONITOR_TRAP_FLAG;
-}
-
 bool trace_vmx_available(const char **why)
 {
     if (vmm_cfg->trace_sw == PTV_SW_TRACE_OFF) {
         *why = "sw_trace = off in the configuration";
         return false;
     }
-    if (!trace_vmx_tf() && !trace_have_mtf()) {
+    if (!trace_vmx_tf() && !vmx_have_mtf()) {
         *why = "the CPU has no monitor trap flag (VMX procbased control bit 27)";
         return false;
     }

@@ -88,8 +88,6 @@ void trace_stepping_off(struct vcpu *v);
 /* sw_trace = auto: whether this CPU delivers MTF exits, measured by the probe (trace_boot.c) at
  * the BSP's first entries (-1: not measured, 0: it does not, 1: it does) */
 extern int trace_mtf_delivered;
-/* the CPU offers the monitor trap flag */
-bool trace_have_mtf(void);
 /* a window of this vCPU goes to system-mode Intel PT, not the software tracer (trace_vmx.c) */
 bool trace_vmx_hw_source(const struct vcpu *v);
 

@@ -35,7 +35,6 @@ uint64_t trace_vmx_bytes(struct vcpu *v, uint64_t off, void *buf, uint64_t len);
 int trace_vmx_read(struct vcpu *v, uint64_t gpa, uint64_t len, uint64_t off, uint64_t *copied,
                    uint64_t *oldest, uint64_t *written);
 
-
 /* a #DB exit (qualification = its DR6 bits): true when it was the tracer's own single step
  * (sw_trace = tf) alone and is consumed; false: deliver it to the guest with *guest_qual, the
  * conditions that are the guest's (its breakpoints, without the tracer's BS) */

@@ -3,7 +3,8 @@
  * Control-register exits.  Only MOV to CR0/CR4 that changes a bit VMX fixes
  * (CR0.NE, CR4.VMXE, ...) exits (guest/host masks); the guest reads its own
  * value through the read shadows.  MOV to CR3 exits only while the software
- * tracer runs the vCPU free outside its window (trace/shim/trace_step.c).  SDM Vol. 3C 28.2.1 table 28-3.
+ * tracer runs the vCPU free outside its window (trace/shim/trace_step.c).  SDM Vol. 3C 28.2.1 table
+ * 28-3.
  */
 #include "vmx/vcpu.h"
 #include "vcpu/exit/exits.h"
@@ -112,7 +113,8 @@ static enum exit_action guest_write_cr0(struct vcpu *v, uint64_t val)
 }
 
 /* MOV to CR3: it exits only while CR3-load exiting is on (the software tracer runs the vCPU free
- * outside its window's CR3: trace/shim/trace_step.c); the rule is emul_policy.c's cr3_write_check */
+ * outside its window's CR3: trace/shim/trace_step.c); the rule is emul_policy.c's cr3_write_check
+ */
 /* the CPU has LAM (CPUID.(7,1):EAX[26], which the guest sees as it is) */
 static bool cpu_lam(void)
 {

@@ -12,7 +12,6 @@
 #include "vmx/vmcs_fail.h"
 #include "fakes/vmm_world.h"
 
-
 static inline uint64_t vmcs_read_checked(uint32_t field)
 {
     uint64_t v;
