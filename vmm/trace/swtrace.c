@@ -333,9 +333,13 @@ void swtrace_resync(struct swtrace *t, const struct gw_mem *m, const struct swtr
     if (c->rip == t->ip && c->cs_sel == t->cs_sel && c->rsp == t->rsp && same_ctx(&c->ctx, &t->ctx))
         return; /* where it was let go: nothing to learn (a loop back here changed nothing) */
     t->st.free_runs++;
-    /* judged as a step nothing explains, from outside the window: nothing is written unless c
-     * is in it, which the caller's rule excludes (and which would then be a loss, as it is) */
-    unexplained(t, m, c);
+    if (swpt_admits(&t->pt, &c->ctx, c->rip)) {
+        /* caught coming back, before its first instruction in the window (swtrace.h) */
+        bc_flush(&t->bc); /* paging may have changed meanwhile */
+        t->left.on = false;
+        swpt_resume(&t->pt, c->rip, &c->ctx, c->tsc);
+    } else
+        unexplained(t, m, c); /* judged as a step nothing explains, from outside the window */
     fetch(t, m, c);
 }
 

@@ -127,12 +127,17 @@ bool swtrace_observe(struct swtrace *t, const struct gw_mem *m, const struct swt
                      bool mtf);
 
 /*
- * Free running: the vCPU ran unstepped from the last observation to c, with a CR3 the
- * window's CR3 filter leaves out (swpt_cr3_off) all along -- the caller lets it run so only
- * while every MOV to CR3 exits -- so nothing it ran was in the window.  The tracer is at c as
- * after a step it could not explain: no packet (PacketEn was 0 at both ends), a departure from
- * traced code stays pending, translations cached before are dropped.  The next observation is
- * judged from c as usual (the MOV to CR3 the VMM completes there, say).
+ * Free running: the vCPU ran unstepped from the last observation to c, out of the window all
+ * along, and the caller let it run so only while every way back into the window exits first:
+ * a MOV to CR3 (out of the window's CR3, CR3-load exiting), or the fetch of a user-mode page
+ * (at CPL 0 in a user-only window, EPT's mode-based execute control: trace_step.c).  So nothing
+ * it ran was in the window.  Where c is out of the window too, the tracer is at c as after a
+ * step it could not explain: no packet (PacketEn was 0 at both ends), a departure from traced
+ * code stays pending.  Where c is in the window (the exit that caught the vCPU coming back,
+ * before its first instruction there), the window is entered at c as a branch into it enters
+ * it: MODE.Exec where the mode changed, TIP.PGE(c) -- no OVF, wherever the departure was to go
+ * on, since nothing of the window ran unseen.  Either way translations cached before are
+ * dropped, and the next observation is judged from c as usual.
  */
 void swtrace_resync(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c);
 

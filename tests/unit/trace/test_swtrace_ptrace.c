@@ -488,11 +488,19 @@ static void replay_blocks(const struct run *r, unsigned every, struct replay *o,
     swtrace_stop(&o->t);
 }
 
+/* the window leaves ctx out in the way free running needs: by its CR3 filter (every MOV to CR3
+ * exits) or, in the user-only window, at CPL 0 (every fetch of a user-mode page exits) */
+static bool free_out(const struct replay *o, const struct swpt_ctx *ctx)
+{
+    return window == W_CPL ? ctx->cpl == 0 : swpt_cr3_off(&o->t.pt, ctx->cr3);
+}
+
 /*
- * The run as free running traces it (trace_step.c): wherever the tracer stands under
- * a CR3 the window leaves out, the vCPU runs on unstepped and the next look is at an exit --
- * the MOV to CR3 that brings the window's CR3 back (the last state under the other CR3), or,
- * one time in `every`, an exit on the way (an interrupt, a CPUID) -- where the tracer is put by
+ * The run as free running traces it (trace_step.c): wherever the tracer stands where the
+ * window leaves it out (free_out), the vCPU runs on unstepped and the next look is at an exit
+ * -- one time in `every`, an exit on the way (an interrupt, a CPUID); at the end, the MOV to CR3
+ * that brings the window's CR3 back (the last state under the other CR3), or the fetch of the
+ * first user-mode instruction (the vCPU there, before it ran) -- where the tracer is put by
  * swtrace_resync; then it steps on.  The packets must be those of stepping every instruction.
  */
 static void replay_free(const struct run *r, unsigned every, struct replay *o)
@@ -500,14 +508,14 @@ static void replay_free(const struct run *r, unsigned every, struct replay *o)
     uint64_t seed = 0x2545f4914f6cdd1dull;
     struct swtrace_cpu c = replay_open(r, false, true, &mem_mapped, o), k = c;
     for (unsigned i = 1; i < r->n; i++) {
-        if (swpt_cr3_off(&o->t.pt, o->t.ctx.cr3)) {
+        if (free_out(o, &o->t.ctx)) {
             unsigned j = i - 1; /* where the tracer let the vCPU go */
             for (;;) {
                 if (j + 1 >= r->n)
                     break;
                 at_step(r, j + 1, &k);
-                if (!swpt_cr3_off(&o->t.pt, k.ctx.cr3))
-                    break; /* step j + 1 is under the window's CR3: j was the exit */
+                if (!free_out(o, &k.ctx))
+                    break; /* step j + 1 is in the window's context: the exit is there */
                 j++;
                 seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
                 if (every && seed % every == 0) {
@@ -515,6 +523,10 @@ static void replay_free(const struct run *r, unsigned every, struct replay *o)
                     swtrace_resync(&o->t, &mem_mapped, &c);
                 }
             }
+            /* the MOV to CR3 exits before it runs (state j); the fetch of a user-mode page
+             * before the instruction there runs (state j + 1) */
+            if (window == W_CPL && j + 1 < r->n)
+                j++;
             at_step(r, j, &c);
             swtrace_resync(&o->t, &mem_mapped, &c);
             i = j + 1;
@@ -662,8 +674,8 @@ static void check_program(char *const argv[])
         replay_cached_big(&r, &one);
         if (window == W_CR3 || window == W_CPL)
             assert_true(one.t.st.departures > 0); /* its system calls leave the process */
-        for (unsigned every = 0; window != W_CPL && every <= 8; every += 8) {
-            /* free running: the other CR3's spans unstepped, the very packets of stepping */
+        for (unsigned every = 0; every <= 8; every += 8) {
+            /* free running: the spans left out unstepped, the very packets of stepping */
             struct replay fr;
             replay_init(&fr);
             replay_free(&r, every, &fr);
