@@ -135,7 +135,7 @@ VMM_BOOT_DEPS := $(BUILD)/boot/BOOTX64.EFI $(BUILD)/vmm/vmm.elf
 # bochs:attacks-mtf: the same suite on Bochs 3.0 with 1 CPU, where sw_trace = auto steps with
 # MTF and NMIs wait in NMI windows.
 $(eval $(call BOCHS_GUEST_STEP,attacks,$(GUEST_OUT)/attack.efi $(VMM_BOOT_DEPS),BOCHS=2.7))
-$(eval $(call BOCHS_GUEST_STEP,attacks-mtf,$(GUEST_OUT)/attack.efi $(VMM_BOOT_DEPS),CPUS=1,attacks))
+$(eval $(call BOCHS_GUEST_STEP,attacks-mtf,$(GUEST_OUT)/attack.efi $(VMM_BOOT_DEPS),CPUS=1 ATK_REQUIRE=CPL.0.free,attacks))
 
 # The SMP suite: smp.efi as the guest, Bochs with 2 CPUs.
 $(eval $(call BOCHS_GUEST_STEP,smp,$(GUEST_OUT)/smp.efi $(VMM_BOOT_DEPS)))

@@ -51,10 +51,17 @@ TEST_IMG := $(BUILD)/ptvisor-test-linux.img
 $(TEST_CFG): $(RUN_CFG)
 	$(Q)sed 's/^cmdline = .*/& ptv.panic=1/' $< >$@.tmp && grep -q '^cmdline = .* ptv.panic=1$$' $@.tmp && mv $@.tmp $@
 
-$(TEST_IMG): tools/mkimage.sh tools/mkesp.sh $(BOOT_EFI) $(VMM_ELF) $(TEST_CFG) $(GUEST_KERNEL) \
+# bochs:linux-mtf's image: the same with pti=off, as Linux runs on a CPU that does not need
+# page-table isolation (RDCL_NO: the kernel and the traced process share one CR3, so only EPT's
+# mode-based execute control lets the kernel run free in a user-only window); bochs:linux keeps KPTI
+TEST_NOPTI_CFG := $(BUILD)/img/test-linux-nopti.cfg
+$(TEST_NOPTI_CFG): $(TEST_CFG)
+	$(Q)sed 's/^cmdline = .*/& pti=off/' $< >$@.tmp && grep -q '^cmdline = .* pti=off$$' $@.tmp && mv $@.tmp $@
+
+$(TEST_IMG): tools/mkimage.sh tools/mkesp.sh $(BOOT_EFI) $(VMM_ELF) $(TEST_NOPTI_CFG) $(GUEST_KERNEL) \
              $(GUEST_INITRD)
 	$(Q)LOADER=$(BOOT_EFI) VMM=$(VMM_ELF) CYL=$(USB_CYL) \
-	    tools/mkimage.sh $@ $(TEST_CFG) $(GUEST_KERNEL) $(GUEST_INITRD)
+	    tools/mkimage.sh $@ $(TEST_NOPTI_CFG) $(GUEST_KERNEL) $(GUEST_INITRD)
 
 # bochs:linux's image: the same with sw_trace = tf (the trap-flag tracer, which sw_trace = auto
 # picks only where MTF is not delivered)

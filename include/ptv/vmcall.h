@@ -27,7 +27,7 @@
 
 /* RBX = ABI version (PTV_VMCALL_ABI_VERSION), RCX = "ptvisor" as 8 bytes, RDX = 0 */
 #define PTV_VMCALL_VERSION     0
-#define PTV_VMCALL_ABI_VERSION 8
+#define PTV_VMCALL_ABI_VERSION 9
 
 /*
  * RBX = physical base, RCX = size of the VMM's own memory (image + pool, one
@@ -177,6 +177,9 @@
     (1u << 6) /* ABI 7: the software tracer steps with the trap flag                               \
                * (sw_trace = tf, or auto where MTF is not                                          \
                * delivered); clear with SOFTWARE: MTF steps */
+/* ABI 9: the window runs CPL 0 unstepped (a user-only window on a CPU with EPT's mode-based
+ * execute control: the return to CPL 3 exits; docs/ARCHITECTURE.md section 5) */
+#define PTV_TRACE_ST_FREE_CPL (1u << 7)
 /*
  * TRACE_READ: copy ring bytes [RDX, RDX + RCX) of the stream (offsets count every
  * byte ever written) to guest-physical RBX..RBX+RCX-1, which must be guest RAM.

@@ -8,6 +8,7 @@
  */
 #include "attack.h"
 #include "ptv/vmcall.h"
+#include "user.h"
 
 #define HIDDEN __attribute__((visibility("hidden")))
 extern HIDDEN char atk_compat_code[], atk_compat_back[], atk_tf_after[], atk_rf_after[],
@@ -376,8 +377,64 @@ static void atk_cr3_free(void)
            "MOV CR3 free: #GP, CR3 kept, %lu stepped", stepped);
 }
 
+/*
+ * Free running at CPL 0 (trace_step.c): a user-only window lets CPL 0 run unstepped where EPT's
+ * mode-based execute control makes every user-mode fetch exit.  Attacked: the way back to CPL 3
+ * is seen -- a trip to CPL 3 in the window (user.c: VMCALL VERSION, then the #UD back) is
+ * stepped and in the stream (bytes written, the #UD as the one event, no gap) -- while a loop
+ * of 100,000 iterations at CPL 0 before it is not stepped at all.  The trip also runs CPL 0
+ * code on pages it made user-mode (no SMEP here): the VMM steps those one by one and goes on.
+ */
+static void atk_cpl_free(void)
+{
+    const uint64_t spin = 100000;
+    uint64_t flags;
+    __asm__ volatile("pushfq; popq %0; cli" : "=r"(flags)::"memory");
+    struct vmcall6 start = {.rax = PTV_VMCALL_TRACE_START, .rbx = PTV_TRACE_F_USER};
+    vmcall6(&start);
+    int64_t rc = (int64_t)start.rax;
+    if (rc != PTV_VMCALL_OK) {
+        if (flags & X86_RFLAGS_IF)
+            __asm__ volatile("sti" ::: "memory");
+        report_skip("CPL 0 free: no window (rax %lld)", (long long)rc);
+        return;
+    }
+    struct vmcall6 st0 = {.rax = PTV_VMCALL_TRACE_STATUS};
+    vmcall6(&st0);
+    for (volatile uint64_t i = 0; i < spin; i++)
+        ;
+    struct vmcall6 st1 = {.rax = PTV_VMCALL_TRACE_STATUS};
+    vmcall6(&st1);
+    struct user_result u;
+    const char *why = user_vmcall(PTV_VMCALL_VERSION, &u);
+    struct vmcall6 st2 = {.rax = PTV_VMCALL_TRACE_STATUS};
+    vmcall6(&st2);
+    struct vmcall6 stop = {.rax = PTV_VMCALL_TRACE_STOP};
+    vmcall6(&stop);
+    if (flags & X86_RFLAGS_IF)
+        __asm__ volatile("sti" ::: "memory");
+    bool free_cpl = st0.rbx & PTV_TRACE_ST_FREE_CPL;
+    uint64_t spun = st1.rsi - st0.rsi, trip = st2.rsi - st1.rsi, bytes = st2.rdx - st1.rdx,
+             events = st2.r8 - st1.r8;
+    report_info("free-cpl: CPL 0 %s, loop %lu stepped", free_cpl ? "free" : "stepped", spun);
+    report_info("free-cpl: trip %lu stepped, %lu bytes, %lu events, %lu gaps", trip, bytes, events,
+                stop.rsi);
+    if (why) {
+        report(false, "CPL 3 trip in a user-only window: no ring 3 (%s)", why);
+        return;
+    }
+    /* the stream has the trip only if the tracer saw CPL 3: its TIP.PGE at least */
+    report(u.vector == 6 && trip >= 3 && bytes > 0 && events <= 1 && stop.rsi == 0,
+           "CPL 3 trip, user-only window: %lu stepped, %lu bytes", trip, bytes);
+    if (!free_cpl)
+        report_skip("CPL 0 free: no EPT mode-based execute control");
+    else
+        report(spun <= 2, "CPL 0 free, user-only window: loop %lu stepped", spun);
+}
+
 const struct attack attacks_cpu_late[] = {
     {"MOV CR3 while the tracer runs the vCPU free: rules kept, the way in seen", atk_cr3_free},
+    {"CPL 0 runs free in a user-only window: the way back to CPL 3 seen", atk_cpl_free},
     {"DR0 breakpoint after trace windows: DR6 as on bare metal", atk_db_after_windows},
     {"TF single step after trace windows: the guest's own", atk_tf_after_windows},
     {"DR0 data breakpoint inside a trace window: the guest's alone", atk_db_data_in_window},

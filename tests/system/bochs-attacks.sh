@@ -21,6 +21,10 @@ guest_boot "$build" attacks "$here/tests/guest/attack.cfg" "$build/tests/guest/a
     "$TIMEOUT" "$STOP_RE" || exit $?
 sleep 1 # the SUMMARY line is the stop mark: let Bochs flush the lines after it
 "$here/tests/guest/check-attack-log.sh" "$serial" || exit 1
+# a check this vehicle must pass, not skip (ATK_REQUIRE, a regex: what its CPU offers)
+if [ -n "${ATK_REQUIRE:-}" ] && ! grep -aqE "^PASS: ${ATK_REQUIRE}" "$serial"; then
+    echo "FAIL: no 'PASS: ${ATK_REQUIRE}' line: this CPU offers what it needs"; exit 1
+fi
 if [ "$CPUS" -gt 1 ]; then
     grep -aqF "ptvisor: $CPUS of $CPUS CPUs under the VMM" "$serial" ||
         { echo "FAIL: the loader did not put all $CPUS CPUs under the VMM"; exit 1; }

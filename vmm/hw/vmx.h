@@ -62,6 +62,7 @@
 #define SECONDARY_EXEC_UNRESTRICTED_GUEST    (1u << 7)
 #define SECONDARY_EXEC_ENABLE_INVPCID        (1u << 12)
 #define SECONDARY_EXEC_XSAVES                (1u << 20)
+#define SECONDARY_EXEC_MODE_BASED_EPT_EXEC   (1u << 22)
 #define SECONDARY_EXEC_ENABLE_USR_WAIT_PAUSE (1u << 26)
 /* VM-exit controls */
 #define VM_EXIT_SAVE_DEBUG_CONTROLS        (1u << 2)

@@ -183,7 +183,7 @@ static inline __attribute__((always_inline)) int vmx_run(struct vcpu *v, struct 
         e->intr_info = e->intr_error = e->idt_vec_info = e->idt_vec_error = 0;
         /* ran unstepped outside the window: the tracer is put where the vCPU is (trace_step.c) */
         if (__builtin_expect(v->trace_free, 0))
-            trace_vmx_free_exit(v);
+            trace_vmx_free_exit(v, raw & 0xffff);
         e->gpa = 0;
         /* one test on the common path: the exits that decode more (EXIT_RARE, a failed entry,
          * reasons from 64) and any exit while a block of the tracer is out */

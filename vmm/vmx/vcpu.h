@@ -81,6 +81,10 @@ struct vcpu {
     bool trace_blk;           /* a block is out: DR0 is the tracer's, events exit (trace_step.c) */
     bool trace_free;          /* runs unstepped outside its window's CR3 (trace_step.c) */
     bool cr3_exiting;         /* CR3-load exiting on (trace_step.c: while a window may run free) */
+    bool trace_free_cpl;      /* ... at CPL 0 in a user-only window: every user-mode fetch exits */
+    bool trace_cpl_hold;      /* stepped once before running free at CPL 0 again (trace_step.c) */
+    bool trace_cpl_fetch;     /* this exit is the user-mode fetch that ended a free span */
+    bool mbec;                /* EPT's mode-based execute control on (vcpu_mbec) */
     struct trace_vcpu *trace; /* this vCPU's trace ring and tracer (NULL until used) */
     bool dumping;             /* a paced serial dump runs on this CPU (trace_dump.c) */
     bool mtf_probe;           /* MTF armed to learn whether this CPU delivers it (trace_step.c) */
@@ -169,6 +173,9 @@ void vcpu_mtf_update(struct vcpu *v);
 void vcpu_nmi_window(struct vcpu *v, bool on);
 /* CR3-load exiting on or off (every MOV to CR3 exits: exit_cr.c completes it) */
 void vcpu_cr3_exiting(struct vcpu *v, bool on);
+/* EPT's mode-based execute control on or off; this CPU's cached EPT translations are dropped
+ * (INVEPT): one made with the other setting could let a fetch through that this one refuses */
+void vcpu_mbec(struct vcpu *v, bool on);
 
 /* the exit loop (vcpu_loop.c): returns only when the first VMLAUNCH fails */
 int vmx_loop(struct vcpu *v, void (*first_exit)(struct vcpu *, const struct vmexit *));

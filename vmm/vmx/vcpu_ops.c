@@ -50,3 +50,19 @@ void vcpu_cr3_exiting(struct vcpu *v, bool on)
     vmcs_write32(CPU_BASED_VM_EXEC_CONTROL,
                  on ? proc | CPU_BASED_CR3_LOAD_EXITING : proc & ~CPU_BASED_CR3_LOAD_EXITING);
 }
+
+void vcpu_mbec(struct vcpu *v, bool on)
+{
+    if (v->mbec == on)
+        return;
+    v->mbec = on;
+    uint32_t p2 = vmcs_read32(SECONDARY_VM_EXEC_CONTROL);
+    vmcs_write32(SECONDARY_VM_EXEC_CONTROL, on ? p2 | SECONDARY_EXEC_MODE_BASED_EPT_EXEC
+                                               : p2 & ~SECONDARY_EXEC_MODE_BASED_EPT_EXEC);
+    /* the guest's EPT sets bit 2 (X) and never bit 10: with the control on, every supervisor-mode
+     * fetch runs as before and every user-mode one exits.  Translations are cached per EPTP, not
+     * per setting, so the ones this CPU cached with the control off (user-mode fetches allowed)
+     * must go before the guest runs with it on, and the other way round (they would refuse
+     * fetches the EPT allows: stale violations) */
+    vmx_invept_all();
+}

@@ -35,6 +35,12 @@ static inline bool vmx_have_mtf(void)
 {
     return vmx_caps.proc >> 32 & CPU_BASED_MONITOR_TRAP_FLAG;
 }
+/* the CPU offers EPT's mode-based execute control (bit 2 of an EPT entry then allows supervisor-mode
+ * fetches only, bit 10 user-mode ones: SDM Vol. 3C 29.3.2; the tracer's free running at CPL 0) */
+static inline bool vmx_have_mbec(void)
+{
+    return vmx_caps.proc2 >> 32 & SECONDARY_EXEC_MODE_BASED_EPT_EXEC;
+}
 int vmcs_setup(struct vcpu *v, const void *caller_state) __attribute__((warn_unused_result));
 int vmx_msr_bitmap_setup(struct vcpu *v) __attribute__((warn_unused_result));
 /* the guest's APIC base and MTRR copy, from the real MSRs (exit_msr.c) */

@@ -171,6 +171,8 @@ void trace_stepping_off(struct vcpu *v)
 {
     block_disarm(v, v->trace);
     v->trace_free = false;
+    v->trace_free_cpl = v->trace_cpl_hold = v->trace_cpl_fetch = false;
+    vcpu_mbec(v, false);
     vcpu_cr3_exiting(v, false);
     v->trace_stepping = false;
     v->trace_tf_step = false;
@@ -290,7 +292,7 @@ static void budget_closed(struct vcpu *v, struct trace_vcpu *t)
         closed(v);
 }
 
-/* --- free running: no step and no exit outside the window's CR3 --- */
+/* --- free running: no step and no exit outside the window --- */
 
 /*
  * A window with a CR3 filter traces nothing while another CR3 is loaded, at any CPL, and CR3
@@ -306,54 +308,123 @@ static void budget_closed(struct vcpu *v, struct trace_vcpu *t)
  */
 static bool free_window(const struct vcpu *v, const struct trace_vcpu *t)
 {
-    return vmm_cfg->trace_free && t->sw.on && t->sw.pt.cfg.filter.cr3_match && !t->sw.budget &&
-           !v->mtf_probe && !v->pt.active && (vmx_caps.proc >> 32 & CPU_BASED_CR3_LOAD_EXITING);
+    return vmm_cfg->trace_free && t->sw.on && !t->sw.budget && !v->mtf_probe && !v->pt.active;
 }
 
-static bool free_ok(const struct vcpu *v, const struct trace_vcpu *t, const struct swtrace_cpu *c)
+static bool free_cr3_window(const struct vcpu *v, const struct trace_vcpu *t)
 {
-    return free_window(v, t) && !(trace_vmx_tf() && v->trace_gtf) &&
-           swpt_cr3_off(&t->sw.pt, c->ctx.cr3);
+    return free_window(v, t) && t->sw.pt.cfg.filter.cr3_match &&
+           (vmx_caps.proc >> 32 & CPU_BASED_CR3_LOAD_EXITING);
 }
 
 /*
- * In such a window CR3-load exiting stays on while the vCPU steps too: the way out of the
- * traced process is a MOV to CR3 as well (under KPTI, the kernel's entry switches to its own
- * CR3 first thing), so an interrupt or fault whose handler the trap flag does not step is seen
- * at that exit -- FUP + TIP.PGD where traced code was left, as hardware PT writes them for the
- * event -- and the handler's return at the MOV back, not only at the next VM exit of any kind
- * (ARCHITECTURE section 5).
+ * A user-only window (every ptvisor-ctl trace -u window) traces nothing at CPL 0, under any CR3,
+ * and the way back to CPL 3 is a fetch of a user-mode page (a page the guest's paging makes
+ * user-accessible at every level: CPL 3 cannot fetch any other).  With EPT's mode-based execute
+ * control on, the guest's EPT -- X in bit 2, never bit 10 -- lets every supervisor-mode fetch
+ * run and makes every user-mode one an EPT violation.  So at CPL 0 the vCPU runs unstepped with
+ * the control on: the kernel's work for the traced process (the whole kernel where no KPTI
+ * splits the CR3s; the KPTI trampolines where it does), until the return to user mode is caught
+ * fetching its first instruction, before it runs: swtrace_resync enters the window there
+ * (TIP.PGE), as stepping the kernel's return would.  A user-mode page the kernel itself runs
+ * (no SMEP) ends a span too: that instruction is stepped, then the vCPU goes free again.
+ * Not where the CPU lacks the control (Skylake client, nested KVM) -- there the kernel is
+ * stepped or blocked under the traced CR3 as before.  Code at CPL 1 or 2 is user code to PT's
+ * filter but supervisor-mode to EPT: a guest kernel that runs such code while free runs it
+ * unseen (Linux never does; ARCHITECTURE section 5).
+ */
+static bool free_cpl_window(const struct vcpu *v, const struct trace_vcpu *t)
+{
+    return free_window(v, t) && t->sw.pt.cfg.filter.user && !t->sw.pt.cfg.filter.kernel &&
+           vmx_have_mbec();
+}
+
+bool trace_vmx_free_cpl(const struct vcpu *v)
+{
+    return v->trace && free_cpl_window(v, v->trace);
+}
+
+enum free_kind { FREE_NO, FREE_CR3, FREE_CPL };
+
+static enum free_kind free_kind(const struct vcpu *v, const struct trace_vcpu *t,
+                                const struct swtrace_cpu *c)
+{
+    if (trace_vmx_tf() && v->trace_gtf)
+        return FREE_NO;
+    if (free_cr3_window(v, t) && swpt_cr3_off(&t->sw.pt, c->ctx.cr3))
+        return FREE_CR3;
+    if (c->ctx.cpl == 0 && !v->trace_cpl_hold && free_cpl_window(v, t))
+        return FREE_CPL;
+    return FREE_NO;
+}
+
+/*
+ * In a window with a CR3 filter CR3-load exiting stays on while the vCPU steps too: the way out
+ * of the traced process is a MOV to CR3 as well (under KPTI, the kernel's entry switches to its
+ * own CR3 first thing), so an interrupt or fault whose handler the trap flag does not step is
+ * seen at that exit -- FUP + TIP.PGD where traced code was left, as hardware PT writes them for
+ * the event -- and the handler's return at the MOV back, not only at the next VM exit of any
+ * kind (ARCHITECTURE section 5).
  */
 static void free_exiting(struct vcpu *v, const struct trace_vcpu *t)
 {
-    vcpu_cr3_exiting(v, free_window(v, t));
+    vcpu_cr3_exiting(v, free_cr3_window(v, t));
 }
 
-static void free_enter(struct vcpu *v, struct trace_vcpu *t)
+/* free, or from one kind of free running to the other */
+static void free_enter(struct vcpu *v, struct trace_vcpu *t, enum free_kind k)
 {
-    block_disarm(v, t);
-    if (trace_vmx_tf())
-        trace_tf_write(v, false);
-    v->trace_free = true;
-    vcpu_mtf_update(v);
+    if (!v->trace_free) {
+        block_disarm(v, t);
+        if (trace_vmx_tf())
+            trace_tf_write(v, false);
+        v->trace_free = true;
+        vcpu_mtf_update(v);
+    }
+    v->trace_free_cpl = k == FREE_CPL;
+    vcpu_mbec(v, v->trace_free_cpl);
 }
 
-/* stepping again: the guest's TF was its own while free, and is kept apart from here on */
-static void free_leave(struct vcpu *v)
+/*
+ * Stepping again: the guest's TF was its own while free, and is kept apart from here on.  Back
+ * from CPL 0 (c: the first user-mode instruction, not run yet) TF may also be one the kernel's
+ * return loaded from a frame an event pushed while the tracer stepped user code with its TF
+ * (frame_record): that frame's record says so, and then the TF is the tracer's.
+ */
+static void free_leave(struct vcpu *v, const struct swtrace_cpu *c)
 {
+    bool from_cpl0 = v->trace_free_cpl;
     v->trace_free = false;
+    v->trace_free_cpl = false;
+    vcpu_mbec(v, false);
     if (trace_vmx_tf())
-        v->trace_gtf = vmcs_readl(GUEST_RFLAGS) & RFLAGS_TF;
+        v->trace_gtf = (vmcs_readl(GUEST_RFLAGS) & RFLAGS_TF) &&
+                       !(from_cpl0 && trace_tf_frame_back(v, c));
     vcpu_mtf_update(v);
 }
 
-void trace_vmx_free_exit(struct vcpu *v)
+void trace_vmx_free_exit(struct vcpu *v, uint32_t reason)
 {
     struct trace_vcpu *t = v->trace;
     struct gw_mem m = step_mem(v);
     struct swtrace_cpu c;
     trace_observe(&c);
     swtrace_resync(&t->sw, &m, &c);
+    /* a user-mode fetch refused by the mode-based control, not by the EPT's rights: the guest
+     * retries it once stepping (an instruction the kernel runs from a user-mode page: stepped
+     * once before running free again) */
+    if (v->trace_free_cpl && reason == EXIT_REASON_EPT_VIOLATION &&
+        (vmcs_readl(EXIT_QUALIFICATION) & EPT_VIOLATION_ACC_INSTR)) {
+        v->trace_cpl_fetch = true;
+        v->trace_cpl_hold = c.ctx.cpl == 0;
+    }
+}
+
+bool trace_vmx_free_fetch(struct vcpu *v)
+{
+    bool mine = v->trace_cpl_fetch;
+    v->trace_cpl_fetch = false;
+    return mine;
 }
 
 /* what ran since the last look goes into the trace; the vCPU is then armed for the next step */
@@ -374,8 +445,9 @@ static void step(struct vcpu *v, struct trace_vcpu *t, bool mtf)
         if (trace_vmx_tf())  /* the guest's own TF, kept apart from the tracer's */
             v->trace_gtf = vmcs_readl(GUEST_RFLAGS) & RFLAGS_TF;
         free_exiting(v, t);
-        if (free_ok(v, t, &c))
-            free_enter(v, t);
+        enum free_kind k = free_kind(v, t, &c);
+        if (k != FREE_NO)
+            free_enter(v, t, k);
         else
             trace_tf_arm(v);
         return;
@@ -396,13 +468,14 @@ static void step(struct vcpu *v, struct trace_vcpu *t, bool mtf)
         return;
     }
     free_exiting(v, t); /* the guest's own PT may have come or gone */
-    if (free_ok(v, t, &c)) {
-        if (!v->trace_free)
-            free_enter(v, t);
+    enum free_kind k = free_kind(v, t, &c);
+    v->trace_cpl_hold = false; /* its one step is this one */
+    if (k != FREE_NO) {
+        free_enter(v, t, k);
         return;
     }
     if (v->trace_free)
-        free_leave(v);
+        free_leave(v, &c);
     if (t->sw.pt.pkt_en) /* only pages the trace will need to be decoded */
         note_code(v, t, &c);
     if (block_entry_ok(v, t) && swtrace_block_plan(&t->sw, &m, &c, &t->blk)) {

@@ -145,6 +145,11 @@ static bool frame_take(struct vcpu *v, const struct swtrace_cpu *c)
     return took;
 }
 
+bool trace_tf_frame_back(struct vcpu *v, const struct swtrace_cpu *c)
+{
+    return frame_take(v, c);
+}
+
 /* #DB is intercepted while this vCPU steps with the trap flag, and while any frame holds the
  * tracer's TF; else not at all (a guest's own single steps and breakpoints exit nowhere) */
 void trace_vmx_db_update(struct vcpu *v)

@@ -159,7 +159,8 @@ static void sw_status(const struct vcpu *v, struct trace_status *st)
                 (t->ring.head > t->ring.size ? PTV_TRACE_ST_WRAPPED : 0) |
                 (t->ring.stopped ? PTV_TRACE_ST_STOPPED : 0) |
                 (t->sw.budget_used ? PTV_TRACE_ST_BUDGET : 0) |
-                (trace_vmx_tf() ? PTV_TRACE_ST_TF : 0);
+                (trace_vmx_tf() ? PTV_TRACE_ST_TF : 0) |
+                (trace_vmx_free_cpl(v) ? PTV_TRACE_ST_FREE_CPL : 0);
     st->written = t->ring.head;
     st->insns = t->sw.st.steps;
     st->gaps = swtrace_gaps(&t->sw);

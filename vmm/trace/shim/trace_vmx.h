@@ -88,9 +88,15 @@ int trace_vmx_block_exit(struct vcpu *v, uint32_t reason, uint32_t intr_info);
 /* an event is delivered at this entry: no block, the vCPU steps with TF */
 void trace_vmx_block_cancel(struct vcpu *v);
 
-/* at every exit while the vCPU runs free outside its window's CR3 (v->trace_free), before the
- * exit is handled: the tracer is put where the vCPU is (trace_step.c) */
-void trace_vmx_free_exit(struct vcpu *v);
+/* at every exit while the vCPU runs free outside its window (v->trace_free), before the exit is
+ * handled: the tracer is put where the vCPU is (trace_step.c); reason: the exit's basic reason */
+void trace_vmx_free_exit(struct vcpu *v, uint32_t reason);
+/* an EPT violation: true where it is the user-mode fetch that ended a span run free at CPL 0
+ * (the tracer steps from there: the guest retries it, EXIT_RESUME); false: not one */
+bool trace_vmx_free_fetch(struct vcpu *v);
+/* this vCPU's window runs CPL 0 free (trace_step.c: a user-only window, EPT's mode-based
+ * execute control) */
+bool trace_vmx_free_cpl(const struct vcpu *v);
 /* right before each VM entry while the tracer steps this vCPU (vcpu_loop.c) */
 void trace_vmx_before_entry(struct vcpu *v);
 

@@ -19,6 +19,7 @@
 #include "ept/ept_ondemand.h"
 #include "pt/pt_eptv.h"
 #include "pt/shim/pt_vmx.h"
+#include "trace/shim/trace_vmx.h"
 #include "hw/percpu.h"
 #include "smp/smp.h"
 #include "iommu/shim/iommu_vmm.h"
@@ -131,6 +132,9 @@ enum exit_action handle_ept_violation(struct vcpu *v, const struct vmexit *e)
         (vmcs_read32(PIN_BASED_VM_EXEC_CONTROL) & PIN_BASED_VIRTUAL_NMIS))
         vmcs_write32(GUEST_INTERRUPTIBILITY_INFO,
                      vmcs_read32(GUEST_INTERRUPTIBILITY_INFO) | GUEST_INTR_STATE_NMI);
+    /* the tracer's: a user-mode fetch that ended a span run free at CPL 0 (trace_step.c) */
+    if (trace_vmx_free_fetch(v))
+        return EXIT_RESUME;
     /* guest ToPA edit (shadow), PT output (hardware-GPA mode); takes the lock itself */
     if (pt_ctrl_ept_violation(&v->pt, e->gpa, e->qual) == PT_CTRL_EPTV_RESUME) {
         pt_vmx_log(v);
