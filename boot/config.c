@@ -170,6 +170,7 @@ static const char *const log_level_names[] = {"error", "warn", "info", "debug"};
 static const char *const no_vmx_names[] = {"boot", "halt"};
 static const char *const crash_names[] = {"halt", "reboot", "poweroff"};
 static const char *const on_off_names[] = {"off", "on"};
+static const char *const free_names[] = {"off", "on", "cr3"}; /* PTV_TRACE_FREE_* */
 static const char *const filter_names[] = {"os", "user"};            /* PTV_TRACE_OS, _USER */
 static const char *const dump_names[] = {"crash", "vmcall", "boot"}; /* PTV_DUMP_* */
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -349,9 +350,12 @@ static bool set_trace_wrap(struct ptv_config *cfg, const char *v, size_t n, stru
 
 static bool set_trace_free(struct ptv_config *cfg, const char *v, size_t n, struct ptv_fmt *err)
 {
-    int k = lookup(v, n, on_off_names, COUNT(on_off_names));
+    int k = lookup(v, n, free_names, COUNT(free_names));
     if (k < 0)
-        return fail(err, "expected on (run free outside the window's CR3) or off (step all)", v, n);
+        return fail(err,
+                    "expected on (run free out of the window), cr3 (only outside its CR3) or off "
+                    "(step all)",
+                    v, n);
     cfg->trace_free = (uint32_t)k;
     return true;
 }

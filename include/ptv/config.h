@@ -75,6 +75,9 @@ enum ptv_log_level {
  * off inside a window (BTF would make TF step branches only). */
 #define PTV_SW_TRACE_TF 3
 
+#define PTV_TRACE_FREE_OFF 0
+#define PTV_TRACE_FREE_ON  1
+#define PTV_TRACE_FREE_CR3 2
 #define PTV_CFG_TRACE_RANGES   4    /* pt_range: at most 4 IP ranges (ADDR0..3) */
 #define PTV_CFG_PSB_MIN        256u /* psb_period: power of two 256 .. 1M bytes */
 #define PTV_CFG_PSB_MAX        (1u << 20)
@@ -115,8 +118,10 @@ struct ptv_config {
     /* trace delivery */
     uint64_t dump_window;   /* dump_window = 64K: newest trace bytes a dump sends (0 = the ring) */
     uint32_t dump_stall_us; /* dump_stall = 20ms: longest the guest is held per dump slice */
-    /* trace_free = on: a software-tracer window with a CR3 filter lets the vCPU run unstepped
-     * outside that CR3 (every MOV to CR3 then exits); off: every instruction is stepped */
+    /* trace_free = on: a software-tracer window lets the vCPU run unstepped out of it -- outside
+     * the window's CR3 (every MOV to CR3 then exits) and, in a user-only window, at CPL 0 (every
+     * user-mode fetch exits: EPT's mode-based execute control); cr3: only the first; off: every
+     * instruction is stepped (PTV_TRACE_FREE_*) */
     uint32_t trace_free;
     char guest_path[PTV_CFG_PATH_MAX]; /* guest = \ptvisor\vmlinuz.efi */
     char cmdline[PTV_CFG_CMDLINE_MAX]; /* cmdline = initrd=... console=ttyS0,115200 */

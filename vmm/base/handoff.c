@@ -63,7 +63,7 @@ int ptv_config_check(const struct ptv_config *c, const char **why)
         return reject(why, "config: sw_trace out of range");
     if (c->trace_wrap > 1)
         return reject(why, "config: trace_wrap out of range");
-    if (c->trace_free > 1)
+    if (c->trace_free > PTV_TRACE_FREE_CR3)
         return reject(why, "config: trace_free out of range");
     if (!pow2(c->psb_period) || c->psb_period < PTV_CFG_PSB_MIN || c->psb_period > PTV_CFG_PSB_MAX)
         return reject(why, "config: psb_period not a power of two in 256..1M");

@@ -183,6 +183,9 @@ static void test_enum_values(void **state)
         {"sw_trace = off", offsetof(struct ptv_config, trace_sw), PTV_SW_TRACE_OFF},
         {"sw_trace = tf", offsetof(struct ptv_config, trace_sw), PTV_SW_TRACE_TF},
         {"vmcall_user = trace", offsetof(struct ptv_config, vmcall_user), PTV_VMCALL_USER_TRACE},
+        {"trace_free = on", offsetof(struct ptv_config, trace_free), PTV_TRACE_FREE_ON},
+        {"trace_free = cr3", offsetof(struct ptv_config, trace_free), PTV_TRACE_FREE_CR3},
+        {"trace_free = off", offsetof(struct ptv_config, trace_free), PTV_TRACE_FREE_OFF},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct ptv_config cfg;
@@ -315,6 +318,8 @@ static void test_value_errors(void **state)
     expect_error("on_crash = explode",
                  "ptvisor.cfg:1: on_crash: expected halt, reboot or poweroff: 'explode'");
     expect_error("vmm = yes", "ptvisor.cfg:1: vmm: expected on or off: 'yes'");
+    expect_error("trace_free = cpl", "ptvisor.cfg:1: trace_free: expected on (run free out of the "
+                                     "window), cr3 (only outside its CR3) or off (step all): 'cpl'");
     expect_error("guest = vmlinuz.efi", "ptvisor.cfg:1: guest: not an absolute path on the "
                                         "loader's volume (\\dir\\file.efi): 'vmlinuz.efi'");
 }

@@ -184,7 +184,7 @@ static void test_config(void **state)
         {F(vmcall_user), PTV_VMCALL_USER_TRACE + 1, "config: vmcall_user out of range"},
         {F(trace_sw), PTV_SW_TRACE_TF + 1, "config: sw_trace out of range"},
         {F(trace_wrap), 2, "config: trace_wrap out of range"},
-        {F(trace_free), 2, "config: trace_free out of range"},
+        {F(trace_free), 3, "config: trace_free out of range"},
         {F(psb_period), 128, "config: psb_period not a power of two in 256..1M"},
         {F(psb_period), 3000, "config: psb_period not a power of two in 256..1M"},
         {F(psb_period), 2u << 20, "config: psb_period not a power of two in 256..1M"},

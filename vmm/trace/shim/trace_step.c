@@ -335,8 +335,8 @@ static bool free_cr3_window(const struct vcpu *v, const struct trace_vcpu *t)
  */
 static bool free_cpl_window(const struct vcpu *v, const struct trace_vcpu *t)
 {
-    return free_window(v, t) && t->sw.pt.cfg.filter.user && !t->sw.pt.cfg.filter.kernel &&
-           vmx_have_mbec();
+    return free_window(v, t) && vmm_cfg->trace_free == PTV_TRACE_FREE_ON &&
+           t->sw.pt.cfg.filter.user && !t->sw.pt.cfg.filter.kernel && vmx_have_mbec();
 }
 
 bool trace_vmx_free_cpl(const struct vcpu *v)
