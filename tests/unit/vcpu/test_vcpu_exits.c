@@ -466,6 +466,80 @@ static void test_trace_window(void **state)
     assert_vmm_sound();
 }
 
+/* the mode-based execute control in the vCPU's secondary controls */
+static bool mbec_on(void)
+{
+    return fake_vmcs_get(SECONDARY_VM_EXEC_CONTROL) & SECONDARY_EXEC_MODE_BASED_EPT_EXEC;
+}
+
+/* a user-mode fetch that EPT's mode-based execute control refused, at rip */
+static void user_fetch_exit(uint64_t at)
+{
+    set_rip(at);
+    assert_true(fake_run_exit(v, &(struct fake_exit){.reason = EXIT_REASON_EPT_VIOLATION,
+                                                     .qual = EPT_VIOLATION_ACC_INSTR | 0x38,
+                                                     .gpa = at}));
+    assert_int_equal(fake_take_injected(), 0);
+    assert_int_equal(rip(), at); /* retried, now stepped */
+}
+
+/*
+ * A user-only window on a CPU with EPT's mode-based execute control (trace_step.c): at CPL 0
+ * the vCPU runs free with the control on (a fresh INVEPT each way), the user-mode fetch that
+ * ends the span is the tracer's (retried, no stale-violation INVEPT, no injection) and stepping
+ * resumes with the control off; a user-mode page the kernel runs is stepped once, then free again
+ */
+static void test_trace_free_cpl(void **state)
+{
+    uint8_t *code = (uint8_t *)(uintptr_t)0x10300000;
+    memset(code, 0x90, 64); /* NOPs: the kernel at +0, user code at +32 */
+    const uint64_t proc2 = vmx_caps.proc2;
+    vmx_caps.proc2 |= (uint64_t)SECONDARY_EXEC_MODE_BASED_EPT_EXEC << 32;
+    set_rip(0x10300000 - 3);
+    cpl(0);
+    v->regs.gpr[GPR_RAX] = PTV_VMCALL_TRACE_START;
+    v->regs.gpr[GPR_RBX] = PTV_TRACE_F_USER;
+    v->regs.gpr[GPR_R8] = 0;
+    uint64_t invepts = fake_cpu.invepts, stale = v->ept_stale;
+    assert_true(run(EXIT_REASON_VMCALL, 0, 3));
+    assert_int_equal(v->regs.gpr[GPR_RAX], PTV_VMCALL_OK);
+    assert_true(v->trace_free && v->trace_free_cpl && mbec_on());
+    assert_true(fake_cpu.invepts > invepts);
+    /* the kernel returns to user mode: caught at the fetch of its first instruction */
+    cpl(3);
+    invepts = fake_cpu.invepts;
+    user_fetch_exit(0x10300020);
+    assert_false(v->trace_free || mbec_on());
+    assert_true(fake_cpu.invepts > invepts);
+    assert_int_equal(v->ept_stale, stale);
+    assert_true(v->trace_stepping);
+    set_rip(0x10300021); /* one user instruction stepped */
+    assert_true(run(EXIT_REASON_MONITOR_TRAP_FLAG, 0, 0));
+    assert_false(v->trace_free);
+    /* back at CPL 0 (a system call), free again; then the kernel runs a user-mode page */
+    cpl(0);
+    set_rip(0x10300000);
+    assert_true(run(EXIT_REASON_MONITOR_TRAP_FLAG, 0, 0));
+    assert_true(v->trace_free_cpl && mbec_on());
+    user_fetch_exit(0x10300028);
+    assert_false(v->trace_free || mbec_on()); /* that instruction is stepped */
+    set_rip(0x10300029);
+    assert_true(run(EXIT_REASON_MONITOR_TRAP_FLAG, 0, 0));
+    assert_true(v->trace_free_cpl && mbec_on()); /* and free again after it */
+    /* TRACE_STATUS says so; TRACE_STOP turns the control off */
+    set_rip(0x10300000);
+    v->regs.gpr[GPR_RAX] = PTV_VMCALL_TRACE_STATUS;
+    assert_true(run(EXIT_REASON_VMCALL, 0, 3));
+    assert_true(v->regs.gpr[GPR_RBX] & PTV_TRACE_ST_FREE_CPL);
+    v->regs.gpr[GPR_RAX] = PTV_VMCALL_TRACE_STOP;
+    assert_true(run(EXIT_REASON_VMCALL, 0, 3));
+    assert_int_equal(v->regs.gpr[GPR_RAX], PTV_VMCALL_OK);
+    assert_false(v->trace_stepping || v->trace_free || mbec_on());
+    assert_int_equal(v->ept_stale, stale);
+    vmx_caps.proc2 = proc2;
+    assert_vmm_sound();
+}
+
 static uint64_t vmcall(uint64_t nr, uint64_t rbx, uint64_t rcx, uint64_t rdx)
 {
     cpl(0);
@@ -710,6 +784,7 @@ int main(void)
         cmocka_unit_test(test_preemption_timer),
         cmocka_unit_test(test_trace_window),
         cmocka_unit_test(test_vmcall_stats_and_trace),
+        cmocka_unit_test(test_trace_free_cpl),
         cmocka_unit_test(test_task_switch_64),
         cmocka_unit_test(test_owed_nmi),
         cmocka_unit_test(test_init_sipi), /* the guest restarts in real mode */
