@@ -326,14 +326,15 @@ bool swtrace_observe(struct swtrace *t, const struct gw_mem *m, const struct swt
     return swtrace_fetch_within_budget(t, m, c);
 }
 
-void swtrace_resync(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c)
+void swtrace_resync(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c,
+                    bool caught)
 {
     if (!t->on)
         return;
     if (c->rip == t->ip && c->cs_sel == t->cs_sel && c->rsp == t->rsp && same_ctx(&c->ctx, &t->ctx))
         return; /* where it was let go: nothing to learn (a loop back here changed nothing) */
     t->st.free_runs++;
-    if (swpt_admits(&t->pt, &c->ctx, c->rip)) {
+    if (caught && swpt_admits(&t->pt, &c->ctx, c->rip)) {
         /* caught coming back, before its first instruction in the window (swtrace.h) */
         bc_flush(&t->bc); /* paging may have changed meanwhile */
         t->left.on = false;

@@ -138,8 +138,13 @@ bool swtrace_observe(struct swtrace *t, const struct gw_mem *m, const struct swt
  * it: MODE.Exec where the mode changed, TIP.PGE(c) -- no OVF, wherever the departure was to go
  * on, since nothing of the window ran unseen.  Either way translations cached before are
  * dropped, and the next observation is judged from c as usual.
+ * caught: the exit is the one that catches the way back (the fetch of the user-mode page).  At
+ * any other exit a c in the window is not known to be the first state there (code at CPL 1 or 2
+ * runs supervisor-mode fetches), and is judged as after a step nothing explains: TIP.PGE where
+ * the departure was to go on, else an OVF first.
  */
-void swtrace_resync(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c);
+void swtrace_resync(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c,
+                    bool caught);
 
 /*
  * Block stepping: fewer VM exits than instructions.  A block is the straight line of plain

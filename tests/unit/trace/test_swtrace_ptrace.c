@@ -503,6 +503,8 @@ static bool free_out(const struct replay *o, const struct swpt_ctx *ctx)
  * first user-mode instruction (the vCPU there, before it ran) -- where the tracer is put by
  * swtrace_resync; then it steps on.  The packets must be those of stepping every instruction.
  */
+static bool free_uncaught; /* the user-only window's way back not caught (code at CPL 1, 2) */
+
 static void replay_free(const struct run *r, unsigned every, struct replay *o)
 {
     uint64_t seed = 0x2545f4914f6cdd1dull;
@@ -520,7 +522,7 @@ static void replay_free(const struct run *r, unsigned every, struct replay *o)
                 seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
                 if (every && seed % every == 0) {
                     at_step(r, j, &c);
-                    swtrace_resync(&o->t, &mem_mapped, &c);
+                    swtrace_resync(&o->t, &mem_mapped, &c, false);
                 }
             }
             /* the MOV to CR3 exits before it runs (state j); the fetch of a user-mode page
@@ -528,7 +530,7 @@ static void replay_free(const struct run *r, unsigned every, struct replay *o)
             if (window == W_CPL && j + 1 < r->n)
                 j++;
             at_step(r, j, &c);
-            swtrace_resync(&o->t, &mem_mapped, &c);
+            swtrace_resync(&o->t, &mem_mapped, &c, window == W_CPL && !free_uncaught);
             i = j + 1;
             if (i >= r->n)
                 break;
@@ -696,6 +698,23 @@ static void check_program(char *const argv[])
                 argv[0], wname[window], every, (unsigned long)fr.t.st.steps,
                 (unsigned long)fr.t.pt.traced, (double)fr.t.st.steps / (double)fr.t.pt.traced,
                 (double)one.t.st.steps / (double)one.t.pt.traced, (unsigned long)fr.t.st.free_runs);
+            free(fr.ring.buf);
+        }
+        if (window == W_CPL) {
+            /* back in the window at an exit that did not catch the way back: what ran may have
+             * been the window's (CPL 1 or 2), so a span that does not come back where it left
+             * is an OVF, never a silent TIP.PGE */
+            struct replay fr;
+            replay_init(&fr);
+            free_uncaught = true;
+            replay_free(&r, 0, &fr);
+            free_uncaught = false;
+            assert_true(swtrace_gaps(&fr.t) > swtrace_gaps(&one.t));
+            assert_int_equal(fr.t.pt.traced, one.t.pt.traced);
+            print_message("%-22s %s window, free running, the way back not caught: %lu gaps "
+                          "(stepping all: %lu)\n",
+                          argv[0], wname[window], (unsigned long)swtrace_gaps(&fr.t),
+                          (unsigned long)swtrace_gaps(&one.t));
             free(fr.ring.buf);
         }
         for (unsigned every = 0; every <= 4; every += 4) {

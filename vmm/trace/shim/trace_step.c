@@ -409,12 +409,13 @@ void trace_vmx_free_exit(struct vcpu *v, uint32_t reason)
     struct gw_mem m = step_mem(v);
     struct swtrace_cpu c;
     trace_observe(&c);
-    swtrace_resync(&t->sw, &m, &c);
-    /* a user-mode fetch refused by the mode-based control, not by the EPT's rights: the guest
-     * retries it once stepping (an instruction the kernel runs from a user-mode page: stepped
-     * once before running free again) */
-    if (v->trace_free_cpl && reason == EXIT_REASON_EPT_VIOLATION &&
-        (vmcs_readl(EXIT_QUALIFICATION) & EPT_VIOLATION_ACC_INSTR)) {
+    /* a user-mode fetch refused by the mode-based control, not by the EPT's rights: the way back
+     * into the window, caught before its first instruction; the guest retries it once stepping
+     * (an instruction the kernel runs from a user-mode page: stepped once, then free again) */
+    bool fetch = v->trace_free_cpl && reason == EXIT_REASON_EPT_VIOLATION &&
+                 (vmcs_readl(EXIT_QUALIFICATION) & EPT_VIOLATION_ACC_INSTR);
+    swtrace_resync(&t->sw, &m, &c, fetch);
+    if (fetch) {
         v->trace_cpl_fetch = true;
         v->trace_cpl_hold = c.ctx.cpl == 0;
     }
