@@ -178,12 +178,13 @@ static int fail(const char *what, int64_t rc)
 
 static void print_status(const struct regs *s)
 {
-    printf("ptvisor-ctl: status %s%s%s%s%s source=%s ring=%lu written=%lu instructions=%lu "
+    printf("ptvisor-ctl: status %s%s%s%s%s%s source=%s ring=%lu written=%lu instructions=%lu "
            "gaps=%lu events=%lu\n",
            s->rbx & PTV_TRACE_ST_ON ? "on" : "off", s->rbx & PTV_TRACE_ST_WRAPPED ? ",wrapped" : "",
            s->rbx & PTV_TRACE_ST_STOPPED ? ",stopped" : "",
            s->rbx & PTV_TRACE_ST_BUDGET ? ",budget" : "",
            s->rbx & PTV_TRACE_ST_DUMPING ? ",dumping" : "",
+           s->rbx & PTV_TRACE_ST_FREE_CPL ? ",free-cpl" : "",
            s->rbx & PTV_TRACE_ST_SOFTWARE ? "software" : "hardware", (unsigned long)s->rcx,
            (unsigned long)s->rdx, (unsigned long)s->rsi, (unsigned long)s->rdi,
            (unsigned long)s->r8);
