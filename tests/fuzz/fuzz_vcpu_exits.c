@@ -18,6 +18,8 @@
 #include "fakes/vmm_world.h"
 #include "base/vmm_state.h"
 #include "vmx/vmcs.h"
+#include "vmx/vmx_cpu.h"
+#include "hw/vmx.h"
 #include <ptv/vmcall.h>
 
 #define CHECK(c)                                                                                   \
@@ -97,6 +99,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!v) {
         v = fake_vmm_boot();
         CHECK(v);
+        /* a CPU with EPT's mode-based execute control: user-only windows run CPL 0 free */
+        vmx_caps.proc2 |= (uint64_t)SECONDARY_EXEC_MODE_BASED_EPT_EXEC << 32;
         memcpy(image_copy, (void *)(uintptr_t)FAKE_VMM_BASE, sizeof(image_copy));
     }
     struct input in = {0};
@@ -121,8 +125,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (x.reason == EXIT_REASON_MSR_READ || x.reason == EXIT_REASON_MSR_WRITE)
         v->regs.gpr[GPR_RCX] = in.msr < 200 ? msrs[in.msr % (sizeof(msrs) / sizeof(msrs[0]))]
                                             : (uint32_t)in.gpr[GPR_RCX];
-    if (x.reason == EXIT_REASON_VMCALL)
+    if (x.reason == EXIT_REASON_VMCALL) {
         v->regs.gpr[GPR_RAX] = in.vmcall % 20 == 5 ? 0 : in.vmcall % 20; /* no serial dumps */
+        if (in.vmcall & 0x80) /* TRACE_START without a budget: windows that may run free */
+            v->regs.gpr[GPR_R8] = 0;
+    }
     fake_vmcs_set(GUEST_CS_AR_BYTES, in.cpl & 1 ? 0xa0fb : 0xa09b);
     fake_vmcs_set(GUEST_SS_AR_BYTES, in.cpl & 1 ? 0xc0f3 : 0xc093);
     fake_vmcs_set(GUEST_RFLAGS, (in.rflags & 0x3f7fd5) | 2);
@@ -134,6 +141,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fprintf(stderr, "plain RDMSR/WRMSR of MSR %#x would #GP in root\n", fake_root_fault_msr);
     CHECK(fake_root_faults == 0);
     CHECK(fake_vmcs_fails == 0);
+    /* the mode-based control is on exactly while the vCPU runs free at CPL 0 */
+    bool mbec = fake_vmcs_get(SECONDARY_VM_EXEC_CONTROL) & SECONDARY_EXEC_MODE_BASED_EPT_EXEC;
+    CHECK(mbec == v->mbec && mbec == (v->trace_free && v->trace_free_cpl));
+    CHECK(!v->trace_cpl_fetch); /* a fetch the tracer caught is consumed by its exit */
     CHECK(vmm_canary_intact());
     CHECK(!memcmp(image_copy, (void *)(uintptr_t)FAKE_VMM_BASE, sizeof(image_copy)));
     return 0;
