@@ -182,6 +182,8 @@
 #define EPT_VIOLATION_ACC_READ    (1ull << 0)
 #define EPT_VIOLATION_ACC_WRITE   (1ull << 1)
 #define EPT_VIOLATION_ACC_INSTR   (1ull << 2)
+#define EPT_VIOLATION_X_SUPER     (1ull << 5) /* the GPA was executable (supervisor-mode, MBEC) */
+#define EPT_VIOLATION_X_USER      (1ull << 6) /* ... for user-mode linear addresses (MBEC) */
 #define EPT_VIOLATION_GLA_VALID   (1ull << 7)
 #define EPT_VIOLATION_NMI_UNBLOCK (1ull << 12)
 

@@ -337,6 +337,13 @@ void swtrace_resync(struct swtrace *t, const struct gw_mem *m, const struct swtr
     if (caught && swpt_admits(&t->pt, &c->ctx, c->rip)) {
         /* caught coming back, before its first instruction in the window (swtrace.h) */
         bc_flush(&t->bc); /* paging may have changed meanwhile */
+        bool ran;
+        struct x86_insn in;
+        /* a way out the tracer did not see (trap-flag steps: an event's handler ran unstepped
+         * before the span, and may have switched to another thread of the process that ran
+         * unseen): traced code must come back where it was to go on, as in account() */
+        if (t->left.on && t->left.unseen && (!left_resumes(t, m, c, &ran, &in) || ran))
+            swpt_overflow(&t->pt);
         t->left.on = false;
         swpt_resume(&t->pt, c->rip, &c->ctx, c->tsc);
     } else

@@ -135,8 +135,10 @@ bool swtrace_observe(struct swtrace *t, const struct gw_mem *m, const struct swt
  * step it could not explain: no packet (PacketEn was 0 at both ends), a departure from traced
  * code stays pending.  Where c is in the window (the exit that caught the vCPU coming back,
  * before its first instruction there), the window is entered at c as a branch into it enters
- * it: MODE.Exec where the mode changed, TIP.PGE(c) -- no OVF, wherever the departure was to go
- * on, since nothing of the window ran unseen.  Either way translations cached before are
+ * it: MODE.Exec where the mode changed, TIP.PGE(c) -- no OVF, wherever a departure the tracer
+ * saw was to go on, since nothing of the window ran unseen during the span (a departure it did
+ * not see must still come back where it was to go on, else an OVF first: what ran before the
+ * span is not known).  Either way translations cached before are
  * dropped, and the next observation is judged from c as usual.
  * caught: the exit is the one that catches the way back (the fetch of the user-mode page).  At
  * any other exit a c in the window is not known to be the first state there (code at CPL 1 or 2

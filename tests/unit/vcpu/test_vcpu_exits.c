@@ -526,6 +526,55 @@ static void test_trace_free_cpl(void **state)
     set_rip(0x10300029);
     assert_true(run(EXIT_REASON_MONITOR_TRAP_FLAG, 0, 0));
     assert_true(v->trace_free_cpl && mbec_on()); /* and free again after it */
+    /* the way back as a #PF of the first user fetch (a page not present yet): it exits while
+     * free, is reflected, and the control, the #PF exit and its mask and match go */
+    assert_true(fake_vmcs_get(EXCEPTION_BITMAP) & 1u << PF_VECTOR);
+    assert_int_equal(fake_vmcs_get(PAGE_FAULT_ERROR_CODE_MASK), 0x14);
+    cpl(3);
+    set_rip(0x10300030);
+    assert_true(fake_run_exit(v, &(struct fake_exit){.reason = EXIT_REASON_EXCEPTION_NMI,
+                                                     .intr_info = INTR_INFO_VALID |
+                                                                  INTR_INFO_DELIVER_CODE |
+                                                                  INTR_TYPE_HARD_EXCEPTION |
+                                                                  PF_VECTOR,
+                                                     .intr_error = 0x14,
+                                                     .qual = 0x10300030}));
+    assert_injected(PF_VECTOR, true);
+    assert_false(v->trace_free || mbec_on());
+    assert_false(fake_vmcs_get(EXCEPTION_BITMAP) & 1u << PF_VECTOR);
+    assert_int_equal(fake_vmcs_get(PAGE_FAULT_ERROR_CODE_MASK), 0);
+    assert_int_equal(fake_vmcs_get(PAGE_FAULT_ERROR_CODE_MATCH), 0);
+    /* the handler at CPL 0: free again */
+    cpl(0);
+    set_rip(0x10300000);
+    assert_true(run(EXIT_REASON_MONITOR_TRAP_FLAG, 0, 0));
+    assert_true(v->trace_free_cpl && mbec_on());
+    /* a fetch refused by the EPT's own rights (VMM memory: not executable at all) is not the
+     * tracer's: the VMM's answer, #GP, as ever */
+    uint64_t blocked = v->ept_blocked;
+    cpl(3);
+    set_rip(0x10300020);
+    assert_true(fake_run_exit(v, &(struct fake_exit){.reason = EXIT_REASON_EPT_VIOLATION,
+                                                     .qual = EPT_VIOLATION_ACC_INSTR,
+                                                     .gpa = FAKE_VMM_BASE + 0x10000}));
+    assert_injected(GP_VECTOR, true);
+    assert_int_equal(v->ept_blocked, blocked + 1);
+    assert_false(v->trace_free || mbec_on());
+    cpl(0);
+    set_rip(0x10300000);
+    assert_true(run(EXIT_REASON_MONITOR_TRAP_FLAG, 0, 0));
+    assert_true(v->trace_free_cpl && mbec_on());
+    /* CPL 0 with paging off (after INIT, say): every fetch would be user-mode to the control,
+     * so no free running there */
+    uint64_t cr0 = fake_vmcs_get(GUEST_CR0);
+    fake_vmcs_set(GUEST_CR0, cr0 & ~X86_CR0_PG);
+    set_rip(0x10300001);
+    assert_true(run(EXIT_REASON_MONITOR_TRAP_FLAG, 0, 0));
+    assert_false(v->trace_free || mbec_on());
+    fake_vmcs_set(GUEST_CR0, cr0);
+    set_rip(0x10300002);
+    assert_true(run(EXIT_REASON_MONITOR_TRAP_FLAG, 0, 0));
+    assert_true(v->trace_free_cpl && mbec_on());
     /* TRACE_STATUS says so; TRACE_STOP turns the control off */
     set_rip(0x10300000);
     v->regs.gpr[GPR_RAX] = PTV_VMCALL_TRACE_STATUS;

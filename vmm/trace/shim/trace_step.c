@@ -167,12 +167,15 @@ static void block_disarm(struct vcpu *v, struct trace_vcpu *t)
     vcpu_mtf_update(v); /* stepping with MTF: on again for the next step */
 }
 
+static void free_cpl_pf(struct vcpu *v, bool on);
+
 void trace_stepping_off(struct vcpu *v)
 {
     block_disarm(v, v->trace);
     v->trace_free = false;
     v->trace_free_cpl = v->trace_cpl_hold = v->trace_cpl_fetch = false;
     vcpu_mbec(v, false);
+    free_cpl_pf(v, false);
     vcpu_cr3_exiting(v, false);
     v->trace_stepping = false;
     v->trace_tf_step = false;
@@ -353,7 +356,10 @@ static enum free_kind free_kind(const struct vcpu *v, const struct trace_vcpu *t
         return FREE_NO;
     if (free_cr3_window(v, t) && swpt_cr3_off(&t->sw.pt, c->ctx.cr3))
         return FREE_CR3;
-    if (c->ctx.cpl == 0 && !v->trace_cpl_hold && free_cpl_window(v, t))
+    /* paging on: with it off every linear address is a user-mode one to the control (SDM Vol. 3C
+     * 28.2.1: the exit qualification's bit 9), so every fetch would exit */
+    if (c->ctx.cpl == 0 && (c->paging.cr0 & X86_CR0_PG) && !v->trace_cpl_hold &&
+        free_cpl_window(v, t))
         return FREE_CPL;
     return FREE_NO;
 }
@@ -371,6 +377,28 @@ static void free_exiting(struct vcpu *v, const struct trace_vcpu *t)
     vcpu_cr3_exiting(v, free_cr3_window(v, t));
 }
 
+/*
+ * While free at CPL 0 the one way back has a second form: the kernel's return lands on a user
+ * page that is not present (demand paging), and the #PF comes before any EPT check.  Hardware PT
+ * shows it as TIP.PGE at the user IP, then the fault (FUP + TIP.PGD); stepping the kernel would
+ * too.  So a #PF whose error code says user-mode instruction fetch exits meanwhile (exception
+ * bitmap bit 14 with the error-code mask and match: SDM Vol. 3C 26.2), is caught as the way
+ * back (trace_vmx_free_exit) and reflected as ever (exit_fault.c); mask and match go back to 0
+ * (every #PF or none, as blocks and the guest's set-up expect) when the span ends.
+ */
+#define PFEC_USER_FETCH ((1u << 2) | (1u << 4)) /* U/S and I/D of a #PF error code */
+
+static void free_cpl_pf(struct vcpu *v, bool on)
+{
+    if (v->trace_cpl_pf == on)
+        return;
+    v->trace_cpl_pf = on;
+    uint32_t b = vmcs_read32(EXCEPTION_BITMAP);
+    vmcs_write32(EXCEPTION_BITMAP, on ? b | 1u << PF_VECTOR : b & ~(1u << PF_VECTOR));
+    vmcs_write32(PAGE_FAULT_ERROR_CODE_MASK, on ? PFEC_USER_FETCH : 0);
+    vmcs_write32(PAGE_FAULT_ERROR_CODE_MATCH, on ? PFEC_USER_FETCH : 0);
+}
+
 /* free, or from one kind of free running to the other */
 static void free_enter(struct vcpu *v, struct trace_vcpu *t, enum free_kind k)
 {
@@ -383,6 +411,7 @@ static void free_enter(struct vcpu *v, struct trace_vcpu *t, enum free_kind k)
     }
     v->trace_free_cpl = k == FREE_CPL;
     vcpu_mbec(v, v->trace_free_cpl);
+    free_cpl_pf(v, v->trace_free_cpl);
 }
 
 /*
@@ -397,6 +426,7 @@ static void free_leave(struct vcpu *v, const struct swtrace_cpu *c)
     v->trace_free = false;
     v->trace_free_cpl = false;
     vcpu_mbec(v, false);
+    free_cpl_pf(v, false);
     if (trace_vmx_tf())
         v->trace_gtf = (vmcs_readl(GUEST_RFLAGS) & RFLAGS_TF) &&
                        !(from_cpl0 && trace_tf_frame_back(v, c));
@@ -409,12 +439,24 @@ void trace_vmx_free_exit(struct vcpu *v, uint32_t reason)
     struct gw_mem m = step_mem(v);
     struct swtrace_cpu c;
     trace_observe(&c);
-    /* a user-mode fetch refused by the mode-based control, not by the EPT's rights: the way back
-     * into the window, caught before its first instruction; the guest retries it once stepping
-     * (an instruction the kernel runs from a user-mode page: stepped once, then free again) */
-    bool fetch = v->trace_free_cpl && reason == EXIT_REASON_EPT_VIOLATION &&
-                 (vmcs_readl(EXIT_QUALIFICATION) & EPT_VIOLATION_ACC_INSTR);
-    swtrace_resync(&t->sw, &m, &c, fetch);
+    /* a user-mode fetch refused by the mode-based control alone (executable for supervisor-mode
+     * addresses, not for user-mode ones): the guest retries it once stepping (an instruction the
+     * kernel runs from a user-mode page: stepped once, then free again); or the #PF of a user
+     * fetch (free_cpl_pf).  Either is the way back into the window, caught before its first
+     * instruction there, at CPL 3: a fetch at CPL 1 or 2 may follow code that ran unseen
+     * (supervisor-mode fetches), judged as an unexplained step instead */
+    bool fetch = false, fault = false;
+    if (v->trace_free_cpl && reason == EXIT_REASON_EPT_VIOLATION) {
+        uint64_t q = vmcs_readl(EXIT_QUALIFICATION);
+        fetch = (q & (EPT_VIOLATION_ACC_INSTR | EPT_VIOLATION_X_SUPER | EPT_VIOLATION_X_USER)) ==
+                (EPT_VIOLATION_ACC_INSTR | EPT_VIOLATION_X_SUPER);
+    } else if (v->trace_free_cpl && reason == EXIT_REASON_EXCEPTION_NMI) {
+        uint32_t info = vmcs_read32(VM_EXIT_INTR_INFO);
+        fault = (info & (INTR_INFO_VALID | INTR_INFO_INTR_TYPE_MASK | 0xff)) ==
+                    (INTR_INFO_VALID | INTR_TYPE_HARD_EXCEPTION | PF_VECTOR) &&
+                (vmcs_read32(VM_EXIT_INTR_ERROR_CODE) & PFEC_USER_FETCH) == PFEC_USER_FETCH;
+    }
+    swtrace_resync(&t->sw, &m, &c, (fetch || fault) && c.ctx.cpl == 3);
     if (fetch) {
         v->trace_cpl_fetch = true;
         v->trace_cpl_hold = c.ctx.cpl == 0;
