@@ -416,9 +416,12 @@ static void free_enter(struct vcpu *v, struct trace_vcpu *t, enum free_kind k)
 
 /*
  * Stepping again: the guest's TF was its own while free, and is kept apart from here on.  Back
- * from CPL 0 (c: the first user-mode instruction, not run yet) TF may also be one the kernel's
- * return loaded from a frame an event pushed while the tracer stepped user code with its TF
- * (frame_record): that frame's record says so, and then the TF is the tracer's.
+ * from CPL 0 (c: the first user-mode instruction, not run yet) a TF was loaded by the kernel's
+ * return, which with TF set is an IRET (Linux returns by SYSRET only with TF and RF clear), from
+ * a frame that may hold the tracer's TF: pushed by an event (frame_record: its record goes) or
+ * by an INT n / INT3 the tracer stepped (never recorded).  As where the tracer steps the IRET
+ * (trace_tf_after_step: the guest's TF comes from POPF and SYSRET only), it is the tracer's:
+ * a guest's own single step across a kernel return is not kept (ARCHITECTURE section 5).
  */
 static void free_leave(struct vcpu *v, const struct swtrace_cpu *c)
 {
@@ -427,9 +430,12 @@ static void free_leave(struct vcpu *v, const struct swtrace_cpu *c)
     v->trace_free_cpl = false;
     vcpu_mbec(v, false);
     free_cpl_pf(v, false);
-    if (trace_vmx_tf())
-        v->trace_gtf = (vmcs_readl(GUEST_RFLAGS) & RFLAGS_TF) &&
-                       !(from_cpl0 && trace_tf_frame_back(v, c));
+    if (trace_vmx_tf()) {
+        bool tf = vmcs_readl(GUEST_RFLAGS) & RFLAGS_TF;
+        if (from_cpl0 && tf)
+            trace_tf_frame_back(v, c); /* a record of that frame goes */
+        v->trace_gtf = tf && !from_cpl0;
+    }
     vcpu_mtf_update(v);
 }
 
