@@ -170,7 +170,7 @@ static const char *const log_level_names[] = {"error", "warn", "info", "debug"};
 static const char *const no_vmx_names[] = {"boot", "halt"};
 static const char *const crash_names[] = {"halt", "reboot", "poweroff"};
 static const char *const on_off_names[] = {"off", "on"};
-static const char *const free_names[] = {"off", "on", "cr3"}; /* PTV_TRACE_FREE_* */
+static const char *const free_names[] = {"off", "on", "cr3"};        /* PTV_TRACE_FREE_* */
 static const char *const filter_names[] = {"os", "user"};            /* PTV_TRACE_OS, _USER */
 static const char *const dump_names[] = {"crash", "vmcall", "boot"}; /* PTV_DUMP_* */
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))

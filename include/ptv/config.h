@@ -75,9 +75,9 @@ enum ptv_log_level {
  * off inside a window (BTF would make TF step branches only). */
 #define PTV_SW_TRACE_TF 3
 
-#define PTV_TRACE_FREE_OFF 0
-#define PTV_TRACE_FREE_ON  1
-#define PTV_TRACE_FREE_CR3 2
+#define PTV_TRACE_FREE_OFF     0
+#define PTV_TRACE_FREE_ON      1
+#define PTV_TRACE_FREE_CR3     2
 #define PTV_CFG_TRACE_RANGES   4    /* pt_range: at most 4 IP ranges (ADDR0..3) */
 #define PTV_CFG_PSB_MIN        256u /* psb_period: power of two 256 .. 1M bytes */
 #define PTV_CFG_PSB_MAX        (1u << 20)

@@ -323,6 +323,28 @@ static void atk_tf_after_windows(void)
  */
 static uint64_t atk_pml4_copy[512] __attribute__((aligned(4096)));
 
+/* interrupts off, then TRACE_START (RBX = flags, RCX = CR3; R8 = 0: no budget): true with the
+ * window open, *flags the RFLAGS before (atk_irq_back); else interrupts back and `what` SKIPs */
+static bool atk_window_cli(uint64_t rbx, uint64_t rcx, uint64_t *flags, const char *what)
+{
+    __asm__ volatile("pushfq; popq %0; cli" : "=r"(*flags)::"memory");
+    struct vmcall6 start = {.rax = PTV_VMCALL_TRACE_START, .rbx = rbx, .rcx = rcx};
+    vmcall6(&start);
+    int64_t rc = (int64_t)start.rax;
+    if (rc == PTV_VMCALL_OK)
+        return true;
+    if (*flags & X86_RFLAGS_IF)
+        __asm__ volatile("sti" ::: "memory");
+    report_skip("%s: no window (rax %lld)", what, (long long)rc);
+    return false;
+}
+
+static void atk_irq_back(uint64_t flags)
+{
+    if (flags & X86_RFLAGS_IF)
+        __asm__ volatile("sti" ::: "memory");
+}
+
 static void atk_cr3_free(void)
 {
     const uint64_t n = 1000, spin = 100000;
@@ -341,18 +363,9 @@ static void atk_cr3_free(void)
      * CR exit more in the window, measured with EXIT_STATS; nested:kvm, and bochs:attacks in
      * some layouts of attack.efi) */
     uint64_t flags;
-    __asm__ volatile("pushfq; popq %0; cli" : "=r"(flags)::"memory");
-    struct vmcall6 start = {.rax = PTV_VMCALL_TRACE_START,
-                            .rbx = PTV_TRACE_F_KERNEL | PTV_TRACE_F_USER | PTV_TRACE_F_CR3,
-                            .rcx = in}; /* R8 = 0: no budget */
-    vmcall6(&start);
-    int64_t rc = (int64_t)start.rax;
-    if (rc != PTV_VMCALL_OK) {
-        if (flags & X86_RFLAGS_IF)
-            __asm__ volatile("sti" ::: "memory");
-        report_skip("MOV CR3 while running free: no window (rax %lld)", (long long)rc);
+    if (!atk_window_cli(PTV_TRACE_F_KERNEL | PTV_TRACE_F_USER | PTV_TRACE_F_CR3, in, &flags,
+                        "MOV CR3 while running free"))
         return;
-    }
     for (volatile uint64_t i = 0; i < spin; i++)
         ;
     int v63 = write_cr3_trap(cr3 | 1ull << 63);
@@ -365,8 +378,7 @@ static void atk_cr3_free(void)
     uint64_t back = read_cr3();
     struct vmcall6 stop = {.rax = PTV_VMCALL_TRACE_STOP};
     vmcall6(&stop);
-    if (flags & X86_RFLAGS_IF)
-        __asm__ volatile("sti" ::: "memory");
+    atk_irq_back(flags);
     uint64_t stepped = stop.rcx, gaps = stop.rsi;
     report_info("free: %lu stepped before, %lu in all (want %lu), %lu gaps", mid.rsi, stepped,
                 2 * n + 3 + 1, gaps);
@@ -388,16 +400,8 @@ static void atk_cr3_free(void)
 static void atk_cpl_free(void)
 {
     uint64_t flags;
-    __asm__ volatile("pushfq; popq %0; cli" : "=r"(flags)::"memory");
-    struct vmcall6 start = {.rax = PTV_VMCALL_TRACE_START, .rbx = PTV_TRACE_F_USER};
-    vmcall6(&start);
-    int64_t rc = (int64_t)start.rax;
-    if (rc != PTV_VMCALL_OK) {
-        if (flags & X86_RFLAGS_IF)
-            __asm__ volatile("sti" ::: "memory");
-        report_skip("CPL 0 free: no window (rax %lld)", (long long)rc);
+    if (!atk_window_cli(PTV_TRACE_F_USER, 0, &flags, "CPL 0 free"))
         return;
-    }
     struct vmcall6 st0 = {.rax = PTV_VMCALL_TRACE_STATUS};
     vmcall6(&st0);
     /* where CPL 0 is stepped (no mode-based control: nested KVM, where every step is a nested
@@ -413,8 +417,7 @@ static void atk_cpl_free(void)
     vmcall6(&st2);
     struct vmcall6 stop = {.rax = PTV_VMCALL_TRACE_STOP};
     vmcall6(&stop);
-    if (flags & X86_RFLAGS_IF)
-        __asm__ volatile("sti" ::: "memory");
+    atk_irq_back(flags);
     bool free_cpl = st0.rbx & PTV_TRACE_ST_FREE_CPL;
     uint64_t spun = st1.rsi - st0.rsi, trip = st2.rsi - st1.rsi, bytes = st2.rdx - st1.rdx,
              events = st2.r8 - st1.r8;

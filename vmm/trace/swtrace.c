@@ -185,6 +185,17 @@ static enum how explain(struct swtrace *t, const struct gw_mem *m, const struct 
     return UNEXPLAINED;
 }
 
+/* traced code runs again at c after a departure (t->left.on); if the tracer did not see the way
+ * out, it must come back where it was to go on, else what ran is not known: an OVF */
+static void left_back(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c)
+{
+    bool ran;
+    struct x86_insn in;
+    if (t->left.unseen && (!left_resumes(t, m, c, &ran, &in) || ran))
+        swpt_overflow(&t->pt);
+    t->left.on = false;
+}
+
 static void account(struct swtrace *t, const struct gw_mem *m, const struct swtrace_cpu *c)
 {
     uint64_t saved = 0;
@@ -208,15 +219,8 @@ static void account(struct swtrace *t, const struct gw_mem *m, const struct swtr
         unexplained(t, m, c);
         return;
     }
-    if (t->left.on && swpt_admits(&t->pt, &c->ctx, c->rip)) {
-        /* traced code runs again by a step the tracer saw; if it did not see the way out of
-         * traced code, it must come back where it was to go on, else what ran is not known */
-        bool ran;
-        struct x86_insn in;
-        if (t->left.unseen && (!left_resumes(t, m, c, &ran, &in) || ran))
-            swpt_overflow(&t->pt);
-        t->left.on = false;
-    }
+    if (t->left.on && swpt_admits(&t->pt, &c->ctx, c->rip))
+        left_back(t, m, c); /* traced code runs again by a step the tracer saw */
     bool was = t->pt.pkt_en;
     uint64_t resume = t->ip + t->insn.len; /* where a system call or INT n returns */
     switch (how) {
@@ -337,14 +341,11 @@ void swtrace_resync(struct swtrace *t, const struct gw_mem *m, const struct swtr
     if (caught && swpt_admits(&t->pt, &c->ctx, c->rip)) {
         /* caught coming back, before its first instruction in the window (swtrace.h) */
         bc_flush(&t->bc); /* paging may have changed meanwhile */
-        bool ran;
-        struct x86_insn in;
         /* a way out the tracer did not see (trap-flag steps: an event's handler ran unstepped
          * before the span, and may have switched to another thread of the process that ran
-         * unseen): traced code must come back where it was to go on, as in account() */
-        if (t->left.on && t->left.unseen && (!left_resumes(t, m, c, &ran, &in) || ran))
-            swpt_overflow(&t->pt);
-        t->left.on = false;
+         * unseen) still has to come back where it was to go on */
+        if (t->left.on)
+            left_back(t, m, c);
         swpt_resume(&t->pt, c->rip, &c->ctx, c->tsc);
     } else
         unexplained(t, m, c); /* judged as a step nothing explains, from outside the window */

@@ -84,7 +84,6 @@ struct vcpu {
     bool trace_free_cpl;      /* ... at CPL 0 in a user-only window: every user-mode fetch exits */
     bool trace_cpl_hold;      /* stepped once before running free at CPL 0 again (trace_step.c) */
     bool trace_cpl_fetch;     /* this exit is the user-mode fetch that ended a free span */
-    bool trace_cpl_pf;        /* a #PF of a user-mode fetch exits (the same span's other end) */
     bool mbec;                /* EPT's mode-based execute control on (vcpu_mbec) */
     struct trace_vcpu *trace; /* this vCPU's trace ring and tracer (NULL until used) */
     bool dumping;             /* a paced serial dump runs on this CPU (trace_dump.c) */

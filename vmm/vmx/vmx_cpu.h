@@ -35,8 +35,9 @@ static inline bool vmx_have_mtf(void)
 {
     return vmx_caps.proc >> 32 & CPU_BASED_MONITOR_TRAP_FLAG;
 }
-/* the CPU offers EPT's mode-based execute control (bit 2 of an EPT entry then allows supervisor-mode
- * fetches only, bit 10 user-mode ones: SDM Vol. 3C 29.3.2; the tracer's free running at CPL 0) */
+/* the CPU offers EPT's mode-based execute control (bit 2 of an EPT entry then allows
+ * supervisor-mode fetches only, bit 10 user-mode ones: SDM Vol. 3C 29.3.2; the tracer's free
+ * running at CPL 0) */
 static inline bool vmx_have_mbec(void)
 {
     return vmx_caps.proc2 >> 32 & SECONDARY_EXEC_MODE_BASED_EPT_EXEC;

@@ -318,8 +318,9 @@ static void test_value_errors(void **state)
     expect_error("on_crash = explode",
                  "ptvisor.cfg:1: on_crash: expected halt, reboot or poweroff: 'explode'");
     expect_error("vmm = yes", "ptvisor.cfg:1: vmm: expected on or off: 'yes'");
-    expect_error("trace_free = cpl", "ptvisor.cfg:1: trace_free: expected on (run free out of the "
-                                     "window), cr3 (only outside its CR3) or off (step all): 'cpl'");
+    expect_error("trace_free = cpl",
+                 "ptvisor.cfg:1: trace_free: expected on (run free out of the "
+                 "window), cr3 (only outside its CR3) or off (step all): 'cpl'");
     expect_error("guest = vmlinuz.efi", "ptvisor.cfg:1: guest: not an absolute path on the "
                                         "loader's volume (\\dir\\file.efi): 'vmlinuz.efi'");
 }

@@ -503,7 +503,7 @@ static bool free_out(const struct replay *o, const struct swpt_ctx *ctx)
  * first user-mode instruction (the vCPU there, before it ran) -- where the tracer is put by
  * swtrace_resync; then it steps on.  The packets must be those of stepping every instruction.
  */
-static bool free_uncaught; /* the user-only window's way back not caught (code at CPL 1, 2) */
+static bool free_uncaught;     /* the user-only window's way back not caught (code at CPL 1, 2) */
 static bool free_entry_unseen; /* ... and the way out not seen (trap-flag steps: an event) */
 
 static void replay_free(const struct run *r, unsigned every, struct replay *o)

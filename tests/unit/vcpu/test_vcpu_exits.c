@@ -532,13 +532,12 @@ static void test_trace_free_cpl(void **state)
     assert_int_equal(fake_vmcs_get(PAGE_FAULT_ERROR_CODE_MASK), 0x14);
     cpl(3);
     set_rip(0x10300030);
-    assert_true(fake_run_exit(v, &(struct fake_exit){.reason = EXIT_REASON_EXCEPTION_NMI,
-                                                     .intr_info = INTR_INFO_VALID |
-                                                                  INTR_INFO_DELIVER_CODE |
-                                                                  INTR_TYPE_HARD_EXCEPTION |
-                                                                  PF_VECTOR,
-                                                     .intr_error = 0x14,
-                                                     .qual = 0x10300030}));
+    assert_true(
+        fake_run_exit(v, &(struct fake_exit){.reason = EXIT_REASON_EXCEPTION_NMI,
+                                             .intr_info = INTR_INFO_VALID | INTR_INFO_DELIVER_CODE |
+                                                          INTR_TYPE_HARD_EXCEPTION | PF_VECTOR,
+                                             .intr_error = 0x14,
+                                             .qual = 0x10300030}));
     assert_injected(PF_VECTOR, true);
     assert_false(v->trace_free || mbec_on());
     assert_false(fake_vmcs_get(EXCEPTION_BITMAP) & 1u << PF_VECTOR);

@@ -167,15 +167,42 @@ static void block_disarm(struct vcpu *v, struct trace_vcpu *t)
     vcpu_mtf_update(v); /* stepping with MTF: on again for the next step */
 }
 
-static void free_cpl_pf(struct vcpu *v, bool on);
+/*
+ * While free at CPL 0 the one way back has a second form: the kernel's return lands on a user
+ * page that is not present (demand paging), and the #PF comes before any EPT check.  Hardware PT
+ * shows it as TIP.PGE at the user IP, then the fault (FUP + TIP.PGD); stepping the kernel would
+ * too.  So a #PF whose error code says user-mode instruction fetch exits meanwhile (exception
+ * bitmap bit 14 with the error-code mask and match: SDM Vol. 3C 26.2), is caught as the way
+ * back (trace_vmx_free_exit) and reflected as ever (exit_fault.c); mask and match go back to 0
+ * (every #PF or none, as blocks and the guest's set-up expect) when the span ends.
+ */
+#define PFEC_USER_FETCH ((1u << 2) | (1u << 4)) /* U/S and I/D of a #PF error code */
+
+/* the controls of running free at CPL 0: the mode-based control (vcpu_mbec) and this #PF exit,
+ * on or off together */
+static void free_cpl_controls(struct vcpu *v, bool on)
+{
+    if (v->mbec == on)
+        return;
+    vcpu_mbec(v, on);
+    uint32_t b = vmcs_read32(EXCEPTION_BITMAP);
+    vmcs_write32(EXCEPTION_BITMAP, on ? b | 1u << PF_VECTOR : b & ~(1u << PF_VECTOR));
+    vmcs_write32(PAGE_FAULT_ERROR_CODE_MASK, on ? PFEC_USER_FETCH : 0);
+    vmcs_write32(PAGE_FAULT_ERROR_CODE_MATCH, on ? PFEC_USER_FETCH : 0);
+}
+
+/* no free running any more: the vCPU is stepped, or the window is over */
+static void free_off(struct vcpu *v)
+{
+    v->trace_free = v->trace_free_cpl = false;
+    free_cpl_controls(v, false);
+}
 
 void trace_stepping_off(struct vcpu *v)
 {
     block_disarm(v, v->trace);
-    v->trace_free = false;
-    v->trace_free_cpl = v->trace_cpl_hold = v->trace_cpl_fetch = false;
-    vcpu_mbec(v, false);
-    free_cpl_pf(v, false);
+    free_off(v);
+    v->trace_cpl_hold = v->trace_cpl_fetch = false;
     vcpu_cr3_exiting(v, false);
     v->trace_stepping = false;
     v->trace_tf_step = false;
@@ -377,28 +404,6 @@ static void free_exiting(struct vcpu *v, const struct trace_vcpu *t)
     vcpu_cr3_exiting(v, free_cr3_window(v, t));
 }
 
-/*
- * While free at CPL 0 the one way back has a second form: the kernel's return lands on a user
- * page that is not present (demand paging), and the #PF comes before any EPT check.  Hardware PT
- * shows it as TIP.PGE at the user IP, then the fault (FUP + TIP.PGD); stepping the kernel would
- * too.  So a #PF whose error code says user-mode instruction fetch exits meanwhile (exception
- * bitmap bit 14 with the error-code mask and match: SDM Vol. 3C 26.2), is caught as the way
- * back (trace_vmx_free_exit) and reflected as ever (exit_fault.c); mask and match go back to 0
- * (every #PF or none, as blocks and the guest's set-up expect) when the span ends.
- */
-#define PFEC_USER_FETCH ((1u << 2) | (1u << 4)) /* U/S and I/D of a #PF error code */
-
-static void free_cpl_pf(struct vcpu *v, bool on)
-{
-    if (v->trace_cpl_pf == on)
-        return;
-    v->trace_cpl_pf = on;
-    uint32_t b = vmcs_read32(EXCEPTION_BITMAP);
-    vmcs_write32(EXCEPTION_BITMAP, on ? b | 1u << PF_VECTOR : b & ~(1u << PF_VECTOR));
-    vmcs_write32(PAGE_FAULT_ERROR_CODE_MASK, on ? PFEC_USER_FETCH : 0);
-    vmcs_write32(PAGE_FAULT_ERROR_CODE_MATCH, on ? PFEC_USER_FETCH : 0);
-}
-
 /* free, or from one kind of free running to the other */
 static void free_enter(struct vcpu *v, struct trace_vcpu *t, enum free_kind k)
 {
@@ -410,32 +415,16 @@ static void free_enter(struct vcpu *v, struct trace_vcpu *t, enum free_kind k)
         vcpu_mtf_update(v);
     }
     v->trace_free_cpl = k == FREE_CPL;
-    vcpu_mbec(v, v->trace_free_cpl);
-    free_cpl_pf(v, v->trace_free_cpl);
+    free_cpl_controls(v, v->trace_free_cpl);
 }
 
-/*
- * Stepping again: the guest's TF was its own while free, and is kept apart from here on.  Back
- * from CPL 0 (c: the first user-mode instruction, not run yet) a TF was loaded by the kernel's
- * return, which with TF set is an IRET (Linux returns by SYSRET only with TF and RF clear), from
- * a frame that may hold the tracer's TF: pushed by an event (frame_record: its record goes) or
- * by an INT n / INT3 the tracer stepped (never recorded).  As where the tracer steps the IRET
- * (trace_tf_after_step: the guest's TF comes from POPF and SYSRET only), it is the tracer's:
- * a guest's own single step across a kernel return is not kept (ARCHITECTURE section 5).
- */
+/* stepping again: the guest's TF as running free left it (trace_tf_after_free) */
 static void free_leave(struct vcpu *v, const struct swtrace_cpu *c)
 {
     bool from_cpl0 = v->trace_free_cpl;
-    v->trace_free = false;
-    v->trace_free_cpl = false;
-    vcpu_mbec(v, false);
-    free_cpl_pf(v, false);
-    if (trace_vmx_tf()) {
-        bool tf = vmcs_readl(GUEST_RFLAGS) & RFLAGS_TF;
-        if (from_cpl0 && tf)
-            trace_tf_frame_back(v, c); /* a record of that frame goes */
-        v->trace_gtf = tf && !from_cpl0;
-    }
+    free_off(v);
+    if (trace_vmx_tf())
+        v->trace_gtf = trace_tf_after_free(v, c, from_cpl0);
     vcpu_mtf_update(v);
 }
 
@@ -448,7 +437,7 @@ void trace_vmx_free_exit(struct vcpu *v, uint32_t reason)
     /* a user-mode fetch refused by the mode-based control alone (executable for supervisor-mode
      * addresses, not for user-mode ones): the guest retries it once stepping (an instruction the
      * kernel runs from a user-mode page: stepped once, then free again); or the #PF of a user
-     * fetch (free_cpl_pf).  Either is the way back into the window, caught before its first
+     * fetch (free_cpl_controls).  Either is the way back into the window, caught before its first
      * instruction there, at CPL 3: a fetch at CPL 1 or 2 may follow code that ran unseen
      * (supervisor-mode fetches), judged as an unexplained step instead */
     bool fetch = false, fault = false;

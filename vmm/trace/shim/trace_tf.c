@@ -145,9 +145,23 @@ static bool frame_take(struct vcpu *v, const struct swtrace_cpu *c)
     return took;
 }
 
-bool trace_tf_frame_back(struct vcpu *v, const struct swtrace_cpu *c)
+/*
+ * Outside the window's CR3 the guest's TF was its own all along.  Back from CPL 0 (c: the first
+ * user-mode instruction, not run yet) a TF was loaded by the kernel's return, which with TF set
+ * is an IRET (Linux returns by SYSRET only with TF and RF clear), from a frame that may hold the
+ * tracer's TF: pushed by an event (frame_record: its record goes) or by an INT n / INT3 the
+ * tracer stepped (never recorded).  As where the tracer steps the IRET (trace_tf_after_step: the
+ * guest's TF comes from POPF and SYSRET only), it is the tracer's: a guest's own single step
+ * across a kernel return is not kept (ARCHITECTURE section 5).
+ */
+bool trace_tf_after_free(struct vcpu *v, const struct swtrace_cpu *c, bool from_cpl0)
 {
-    return frame_take(v, c);
+    bool tf = vmcs_readl(GUEST_RFLAGS) & RFLAGS_TF;
+    if (!from_cpl0)
+        return tf;
+    if (tf)
+        frame_take(v, c);
+    return false;
 }
 
 /* #DB is intercepted while this vCPU steps with the trap flag, and while any frame holds the

@@ -138,9 +138,9 @@ static inline void trace_observe(struct swtrace_cpu *c)
 void trace_tf_write(struct vcpu *v, bool on);
 void trace_tf_guest_write(struct vcpu *v, bool btf);
 void trace_tf_arm(struct vcpu *v);
-/* the vCPU comes back to stepping from running free at CPL 0 with RFLAGS.TF set, at c: true where
- * a frame the tracer's TF went into brought it back (its record goes), false: the guest's own */
-bool trace_tf_frame_back(struct vcpu *v, const struct swtrace_cpu *c);
+/* the guest's own TF as the vCPU, at c, comes back to stepping from running free (from_cpl0: at
+ * CPL 0 in a user-only window, else outside the window's CR3) */
+bool trace_tf_after_free(struct vcpu *v, const struct swtrace_cpu *c, bool from_cpl0);
 void trace_tf_after_step(struct vcpu *v, struct trace_vcpu *t, const struct x86_insn *prev,
                          bool prev_valid, uint64_t ip, uint64_t rsp_before, unsigned cpl_before,
                          uint64_t cr3_before, uint16_t cs_before, const struct swtrace_cpu *c,
